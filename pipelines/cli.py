@@ -1,0 +1,104 @@
+"""The `nmtpipe` command: subcommands, Beam option pass-through, one-line errors.
+
+Each subcommand module offers `add_arguments(parser)` and `run(args, beam_args) -> int`.
+Anything a subcommand does not know is handed to Beam as a pipeline option (and
+rejected there if Beam does not know it either).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import traceback
+
+from pipelines import __version__, beam_options, prepare_command
+from transforms.errors import ConfigError, find_user_error
+
+COMMANDS = {"prepare": prepare_command}
+
+DESCRIPTION = """\
+Turn raw parallel corpora into training-ready data, at any scale, on Apache Beam.
+
+Steps available in this version:
+  prepare   raw corpora -> clean, deduplicated, split, sharded Parquet + token counts
+
+Every step also takes Beam's pipeline options (--runner, --direct_num_workers,
+--direct_running_mode, Dataflow's --project/--region/--temp_location, Flink's
+--flink_master, ...); `nmtpipe STEP --help-beam` lists them all.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nmtpipe",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"nmtpipe {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="STEP", required=True)
+    for name, module in COMMANDS.items():
+        p = sub.add_parser(
+            name,
+            help=module.SUMMARY,
+            description=module.DESCRIPTION,
+            epilog=module.EPILOG,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
+        )
+        module.add_arguments(p)
+        common = p.add_argument_group("general")
+        common.add_argument(
+            "--verbose", "-v", action="store_true", help="log progress and show tracebacks"
+        )
+        common.add_argument(
+            "--help-beam", action="store_true", help="list every Beam pipeline option and exit"
+        )
+    return parser
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # Beam logs worker failures at length before the driver sees them; the one-line
+    # message below says what matters.
+    logging.getLogger("apache_beam").setLevel(logging.INFO if verbose else logging.CRITICAL)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, beam_args = parser.parse_known_args(argv)
+    if args.help_beam:
+        beam_options.beam_parser().print_help()
+        return 0
+    _configure_logging(args.verbose)
+    module = COMMANDS[args.command]
+    try:
+        return module.run(args, beam_args)
+    except KeyboardInterrupt:
+        print("nmtpipe: interrupted; nothing was committed", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if args.verbose:
+            traceback.print_exc()
+        error = find_user_error(exc)
+        if error is None:
+            print(
+                f"nmtpipe: internal error: {type(exc).__name__}: {_first_line(exc)}"
+                + ("" if args.verbose else " (run with --verbose for the traceback)"),
+                file=sys.stderr,
+            )
+            return 1
+        print(f"nmtpipe {args.command}: error: {error}", file=sys.stderr)
+        return 2 if isinstance(error, ConfigError) else 1
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+if __name__ == "__main__":
+    sys.exit(main())

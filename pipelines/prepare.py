@@ -1,0 +1,310 @@
+"""`nmtpipe prepare`: raw parallel corpora → clean, split, sharded Parquet + token counts.
+
+The driver resolves the inputs and fingerprints them with the configuration; if the
+output already holds a committed result with that fingerprint it stops there. Otherwise
+it runs the Beam pipeline built by `build_graph`, which writes every data file
+atomically and a summary of them, and then commits the output by writing `stats.json`
+and, last, `manifest.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+from pipelines import __version__
+from pipelines.beam_options import LOCAL_RUNNERS, describe, pipeline_options, run_pipeline
+from pipelines.prepare_plan import KIND, PrepareConfig, PreparePlan, make_plan
+from transforms import manifest, storage
+from transforms.counts import MergeCountsFn, write_counts
+from transforms.errors import ManifestError, OutputError
+from transforms.prepare_fns import (
+    CHARS,
+    CHARS_PATH,
+    COUNTS,
+    FILES,
+    JOINED,
+    REJECTS,
+    STATS,
+    CleanChunksFn,
+    PlanChunksFn,
+    SummaryFn,
+    WriteCountsFn,
+    WritePairShardsFn,
+    WriteRejectsFn,
+    counts_path,
+    file_record,
+    pairs_path,
+    rejects_path,
+    write_chars,
+)
+from transforms.records import PAIRS_SCHEMA
+from transforms.shards import write_rejects
+from transforms.stats import finalize
+
+STATS_FILE = "stats.json"
+STAGING = ".nmtpipe"
+
+
+def _bucket_key(key: tuple[str, int], counts: dict[str, int]) -> tuple[int, tuple[str, dict]]:
+    side, bucket = key
+    return bucket, (side, counts)
+
+
+def _write_summary(summary: dict[str, Any], url: str) -> None:
+    storage.write_bytes(url, json.dumps(summary).encode())
+
+
+def build_graph(
+    p: beam.Pipeline, plan: PreparePlan, summary_url: str, spill_dir: str | None = None
+) -> None:
+    """The prepare pipeline; its only driver-visible result is the summary file.
+
+    Shards, buckets and reject files that receive no data are not written here; the
+    driver fills them in (see `_fill_empty`).
+    """
+    out, langs = plan.output, plan.langs
+    cleaned = (
+        p
+        | "ListInputs" >> beam.Create(plan.inputs)
+        | "PlanChunks" >> beam.ParDo(PlanChunksFn(plan.config.chunk_lines))
+        | "Redistribute" >> beam.Reshuffle()
+        | "Clean"
+        >> beam.ParDo(
+            CleanChunksFn(plan.clean, langs, plan.count_buckets, plan.reject_shards, spill_dir)
+        ).with_outputs(REJECTS, COUNTS, STATS, main="pairs")
+    )
+    shards = (
+        cleaned.pairs
+        | "GroupByShard" >> beam.GroupByKey()
+        | "WritePairShards"
+        >> beam.ParDo(
+            WritePairShardsFn(
+                out, plan.shard_counts(), langs, plan.count_buckets, plan.reject_shards
+            )
+        ).with_outputs(FILES, STATS, REJECTS, COUNTS)
+    )
+    reject_files = (
+        (cleaned[REJECTS], shards[REJECTS])
+        | "GatherRejects" >> beam.Flatten()
+        | "GroupRejects" >> beam.GroupByKey()
+        | "WriteRejects" >> beam.ParDo(WriteRejectsFn(out, plan.reject_shards))
+    )
+    counted = cleaned[COUNTS] | "SumCounts" >> beam.CombinePerKey(
+        MergeCountsFn()
+    ).with_hot_key_fanout(plan.config.count_fanout)
+    taken_back = shards[COUNTS] | "SumDuplicateCounts" >> beam.CombinePerKey(MergeCountsFn())
+    count_files = (
+        (counted, taken_back)
+        | "GatherCounts" >> beam.Flatten()
+        | "ByBucket" >> beam.MapTuple(_bucket_key)
+        | "GroupBuckets" >> beam.GroupByKey()
+        | "WriteCounts"
+        >> beam.ParDo(WriteCountsFn(out, langs, plan.count_buckets)).with_outputs(
+            CHARS, STATS, main="files"
+        )
+    )
+    chars_file = (
+        count_files[CHARS]
+        | "SumChars" >> beam.CombinePerKey(MergeCountsFn())
+        | "AllSides" >> beam.combiners.ToList()
+        | "WriteChars" >> beam.Map(write_chars, out)
+    )
+    files = (
+        (shards[FILES], reject_files, count_files.files, chars_file)
+        | "GatherFiles" >> beam.Flatten()
+        | "TagFiles" >> beam.Map(lambda f: ("file", f))
+    )
+    stats = (
+        (cleaned[STATS], shards[STATS], count_files[STATS])
+        | "GatherStats" >> beam.Flatten()
+        | "TagStats" >> beam.Map(lambda s: ("stats", s))
+    )
+    _ = (
+        (files, stats)
+        | "GatherSummary" >> beam.Flatten()
+        | "Summarize" >> beam.CombineGlobally(SummaryFn())
+        | "WriteSummary" >> beam.Map(_write_summary, summary_url)
+    )
+
+
+@dataclass(frozen=True)
+class PrepareOutcome:
+    output: str
+    cached: bool
+    manifest: dict[str, Any]
+    stats: dict[str, Any]
+    seconds: float
+    runner: str
+
+
+def _fill_empty(plan: PreparePlan, files: list[dict[str, Any]]) -> None:
+    """Write the shards, count buckets and reject files that got no data, empty."""
+    have = {f["path"] for f in files}
+    out = plan.output
+    for split, n in plan.shard_counts().items():
+        for k in range(n):
+            if pairs_path(split, k, n) not in have:
+                written = storage.write_parquet(
+                    storage.join(out, pairs_path(split, k, n)), PAIRS_SCHEMA.empty_table()
+                )
+                files.append(file_record(out, written, "pairs", 0, split=split))
+    for side in (*plan.langs, JOINED):
+        for b in range(plan.count_buckets):
+            if counts_path(side, b, plan.count_buckets) not in have:
+                written = write_counts(
+                    storage.join(out, counts_path(side, b, plan.count_buckets)), {}
+                )
+                files.append(file_record(out, written, "counts", 0, side=side, bucket=b))
+    for k in range(plan.reject_shards):
+        if rejects_path(k, plan.reject_shards) not in have:
+            written, _ = write_rejects(storage.join(out, rejects_path(k, plan.reject_shards)), [])
+            files.append(file_record(out, written, "rejects", 0))
+    if CHARS_PATH not in have:
+        files.append(write_chars([], out))
+    files.sort(key=lambda f: f["path"])
+
+
+def _manifest_doc(
+    plan: PreparePlan, files: list[dict[str, Any]], stats: dict[str, Any]
+) -> dict[str, Any]:
+    def paths(**match: str) -> list[str]:
+        return sorted(f["path"] for f in files if all(f.get(k) == v for k, v in match.items()))
+
+    return {
+        "kind": KIND,
+        "code_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "fingerprint": plan.fingerprint,
+        "inputs": list(plan.identities),
+        "options": plan.options(),
+        "splits": {
+            split: {"pairs": stats["splits"][split], "files": paths(kind="pairs", split=split)}
+            for split in plan.splits
+        },
+        "counts": {side: paths(kind="counts", side=side) for side in (*plan.langs, JOINED)}
+        | {"chars": CHARS_PATH},
+        "rejects": {"pairs": stats["pairs_rejected"], "files": paths(kind="rejects")},
+        "stats": STATS_FILE,
+        "files": files,
+    }
+
+
+def _check_consistent(files: list[dict[str, Any]], stats: dict[str, Any]) -> None:
+    """Refuse to commit unless the files and the statistics account for every pair."""
+    rows = sum(f["rows"] for f in files if f["kind"] == "pairs")
+    rejected = sum(f["rows"] for f in files if f["kind"] == "rejects")
+    if (rows, rejected) != (stats["pairs_kept"], stats["pairs_rejected"]) or (
+        stats["pairs_read"] != rows + rejected
+    ):
+        raise OutputError(
+            f"counts disagree: read {stats['pairs_read']}, wrote {rows} pairs and "
+            f"{rejected} rejects; nothing committed"
+        )
+
+
+_OURS = re.compile(
+    r"^((train|valid|test)-\d{5}-of-\d{5}\.parquet|counts/.*\.parquet|rejects/.*\.parquet)$"
+)
+
+
+def _remove_stale(output: str, keep: set[str]) -> None:
+    """Delete files of earlier runs that the new manifest does not list (ours only)."""
+    fs, root = storage.url_to_fs(output)
+    for path in fs.find(root, withdirs=False):
+        rel = path[len(root.rstrip("/")) + 1 :]
+        leftover = rel.startswith(STAGING + "/") or ".tmp-" in rel.rsplit("/", 1)[-1]
+        if leftover or (_OURS.match(rel) and rel not in keep):
+            fs.rm_file(path)
+
+
+def _spill_root(spill_dir: str | None, options: PipelineOptions) -> str | None:
+    """Where the cleaning stage spills pair batches (see `transforms/records.py`).
+
+    "auto" means the local temporary directory when every worker runs on this machine
+    (the local runners), and Beam's own shuffle otherwise.
+    """
+    if spill_dir == "auto":
+        local = options.view_as(StandardOptions).runner in LOCAL_RUNNERS
+        return tempfile.gettempdir() if local else None
+    return None if spill_dir in (None, "none") else spill_dir
+
+
+def run_prepare(
+    config: PrepareConfig,
+    beam_args: list[str],
+    force: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+    spill_dir: str | None = "auto",
+) -> PrepareOutcome:
+    """Prepare `config.output` unless it already holds this exact result."""
+    started = time.perf_counter()
+    options = pipeline_options(beam_args)
+    plan = make_plan(config)
+    out = plan.output
+    if force:
+        existing = None
+        storage.remove(manifest.manifest_url(out))  # uncommit before overwriting anything
+    else:
+        existing = manifest.read_manifest(out, KIND)
+    if existing is not None:
+        if existing["fingerprint"] != plan.fingerprint:
+            raise OutputError(
+                f"{out} already holds a prepared dataset from other inputs or options "
+                f"(fingerprint {existing['fingerprint'][:12]}); use --force to replace it "
+                "or choose another --output"
+            )
+        try:
+            manifest.verify_files(out, existing)
+        except ManifestError as e:
+            log(f"the committed output is damaged ({e}); rebuilding it")
+        else:
+            stats = json.loads(storage.read_bytes(storage.join(out, STATS_FILE)))
+            return PrepareOutcome(
+                out, True, existing, stats, time.perf_counter() - started, "cached"
+            )
+        storage.remove(manifest.manifest_url(out))
+    runner = describe(options)
+    log(f"preparing {len(plan.inputs)} input(s) into {out} on {runner}")
+    run_id = uuid.uuid4().hex
+    summary_url = storage.join(out, STAGING, f"summary-{run_id}.json")
+    spill_root = _spill_root(spill_dir, options)
+    spill = None if spill_root is None else storage.join(spill_root, f"nmtpipe-spill-{run_id}")
+    pipeline = beam.Pipeline(options=options)
+    build_graph(pipeline, plan, summary_url, spill)
+    try:
+        run_pipeline(pipeline)
+    finally:
+        if spill is not None:
+            storage.remove_tree(spill)
+    summary = json.loads(storage.read_bytes(summary_url))
+    stats = finalize(summary["stats"], plan.splits)
+    files = summary["files"]
+    _fill_empty(plan, files)
+    _check_consistent(files, stats)
+    written = storage.write_bytes(
+        storage.join(out, STATS_FILE), json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n"
+    )
+    files.append(
+        {
+            "path": STATS_FILE,
+            "kind": "stats",
+            "size": written.size,
+            "sha256": written.sha256,
+            "rows": 1,
+        }
+    )
+    doc = _manifest_doc(plan, files, stats)
+    manifest.write_manifest(out, doc)
+    _remove_stale(out, {f["path"] for f in files})
+    return PrepareOutcome(out, False, doc, stats, time.perf_counter() - started, runner)

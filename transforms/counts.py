@@ -1,0 +1,104 @@
+"""Token and character counts: bucketed partials, the CombineFn that merges them, Parquet.
+
+Counts are split into buckets by a stable hash of the token, so that no worker ever
+holds more than one bucket of distinct tokens and buckets merge and write in parallel.
+Files hold rows in the canonical order `(-count, token)`: the same counts always give
+the same bytes, and a vocabulary builder reading them sees a deterministic order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from transforms import storage
+from transforms.split import stable_bucket
+from transforms.storage import WrittenFile
+
+COUNTS_SCHEMA = pa.schema([("token", pa.string()), ("count", pa.int64())])
+CHARS_SCHEMA = pa.schema([("side", pa.string()), ("char", pa.string()), ("count", pa.int64())])
+
+
+def into_buckets(counts: Mapping[str, int], buckets: int) -> list[dict[str, int]]:
+    """`counts` split into `buckets` dicts by a stable hash of the token."""
+    out: list[dict[str, int]] = [{} for _ in range(buckets)]
+    if buckets == 1:
+        out[0] = dict(counts)
+        return out
+    for token, count in counts.items():
+        out[stable_bucket(token, buckets)][token] = count
+    return out
+
+
+def add_counts(acc: dict[str, int], part: Mapping[str, int]) -> dict[str, int]:
+    """Add `part` into `acc` and return `acc`."""
+    get = acc.get
+    for token, count in part.items():
+        acc[token] = get(token, 0) + count
+    return acc
+
+
+def char_counts(counts: Mapping[str, int]) -> dict[str, int]:
+    """How often each character occurs in the counted tokens: T2T's alphabet, weighted."""
+    chars: Counter[str] = Counter()
+    for token, count in counts.items():
+        for char in token:
+            chars[char] += count
+    return dict(chars)
+
+
+def canonical_rows(counts: Mapping[str, int]) -> list[tuple[str, int]]:
+    """Counts ordered by `(-count, token)`."""
+    return sorted(counts.items(), key=lambda tc: (-tc[1], tc[0]))
+
+
+def write_counts(url: str, counts: Mapping[str, int]) -> WrittenFile:
+    rows = canonical_rows(counts)
+    table = pa.table(
+        {"token": [t for t, _ in rows], "count": [c for _, c in rows]}, schema=COUNTS_SCHEMA
+    )
+    return storage.write_parquet(url, table)
+
+
+def write_chars(url: str, per_side: Mapping[str, Mapping[str, int]]) -> WrittenFile:
+    sides, chars, counts = [], [], []
+    for side in sorted(per_side):
+        for char, count in canonical_rows(per_side[side]):
+            sides.append(side)
+            chars.append(char)
+            counts.append(count)
+    table = pa.table({"side": sides, "char": chars, "count": counts}, schema=CHARS_SCHEMA)
+    return storage.write_parquet(url, table)
+
+
+def read_counts(urls: Iterable[str]) -> Iterator[tuple[str, int]]:
+    """(token, count) rows of count files, file by file."""
+    for url in urls:
+        fs, path = storage.url_to_fs(url)
+        with fs.open(path, "rb") as f:
+            table = pq.read_table(f, schema=COUNTS_SCHEMA)
+        yield from zip(table["token"].to_pylist(), table["count"].to_pylist(), strict=True)
+
+
+class MergeCountsFn(beam.CombineFn):
+    """Sums `{token: count}` partials; lifted before the shuffle, fanned out when hot."""
+
+    def create_accumulator(self) -> dict[str, int]:
+        return {}
+
+    def add_input(self, acc: dict[str, int], part: Mapping[str, int]) -> dict[str, int]:
+        return add_counts(acc, part)
+
+    def merge_accumulators(self, accs: Iterable[dict[str, int]]) -> dict[str, int]:
+        accs = iter(accs)
+        merged = next(accs, {})
+        for acc in accs:
+            add_counts(merged, acc)
+        return merged
+
+    def extract_output(self, acc: dict[str, int]) -> dict[str, int]:
+        return acc

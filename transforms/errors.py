@@ -1,0 +1,70 @@
+"""Errors a user can act on.
+
+Each message names the file, the line where there is one, and the reason. The CLI prints
+`str(error)` on one line; when an error is raised inside a Beam worker it reaches the
+driver only as text, so `find_user_error` recovers it from a runner's failure message.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+class NmtpipeError(Exception):
+    """Base of every error whose message is meant for the user as it is."""
+
+
+class ConfigError(NmtpipeError):
+    """An option or a combination of options that cannot work."""
+
+
+class InputError(NmtpipeError):
+    """An input that is missing, unreadable or not what its name says."""
+
+
+class CorpusAlignmentError(InputError):
+    """The two sides of a parallel corpus have different line counts."""
+
+
+class OutputError(NmtpipeError):
+    """An output location that holds something else, or a commit that failed."""
+
+
+class ManifestError(NmtpipeError):
+    """A manifest that is missing, malformed, or disagrees with the files it lists."""
+
+
+def _error_classes() -> dict[str, type[NmtpipeError]]:
+    found: dict[str, type[NmtpipeError]] = {}
+    todo: list[type[NmtpipeError]] = [NmtpipeError]
+    while todo:
+        cls = todo.pop()
+        found[cls.__name__] = cls
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+_BEAM_CONTEXT = r"(?: \[while running '[^']*'\])*"
+_RAISED_IN_WORKER = re.compile(r"\b(\w+Error): (.+?)" + _BEAM_CONTEXT + "$", re.MULTILINE)
+
+
+def find_user_error(exc: BaseException) -> NmtpipeError | None:
+    """The NmtpipeError behind `exc`, following causes and, failing that, its text.
+
+    Runners that execute DoFns in other processes (multi_processing, the portable runner,
+    Dataflow) re-raise worker failures as a RuntimeError whose text holds the traceback.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, NmtpipeError):
+            # Beam re-raises with "[while running 'Step']" appended to the message.
+            return type(current)(re.sub(_BEAM_CONTEXT + "$", "", str(current)))
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    classes = _error_classes()
+    for match in _RAISED_IN_WORKER.finditer(str(exc)):
+        cls = classes.get(match.group(1))
+        if cls is not None:
+            return cls(match.group(2).strip())
+    return None

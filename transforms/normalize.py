@@ -1,0 +1,132 @@
+"""Unicode clean-up of one line of text.
+
+The default, `nmt_nfkc`, *is* SentencePiece's normaliser of that name (NFKC plus its
+NMT rules: most control characters removed, Unicode spaces and several zero-width
+characters turned into ASCII spaces), so text cleaned here is text SentencePiece will
+not change again. The `nfkc`, `nfc` and `none` forms use Python's `unicodedata` with
+the same NMT rules. Every form also removes NUL and the C1 controls (U+0080..U+009F,
+mojibake in practice), which SentencePiece keeps, and maps NEL (U+0085) to a space.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+import sentencepiece as spm
+
+Form = Literal["nmt_nfkc", "nmt_nfkc_cf", "nfkc", "nfc", "none"]
+FORMS: tuple[str, ...] = ("nmt_nfkc", "nmt_nfkc_cf", "nfkc", "nfc", "none")
+
+# Removed before any other step, in every form.
+_PRE = {0x00: None, 0x85: " ", **{cp: None for cp in range(0x80, 0xA0) if cp != 0x85}}
+
+# SentencePiece's NMT rules (what `nmt_nfkc` does on top of NFKC), for the Python forms.
+_NMT_REMOVED = [*range(0x01, 0x09), 0x0B, *range(0x0E, 0x20), 0x7F]
+_NMT_SPACE = [
+    0x09, 0x0A, 0x0C, 0x0D, 0xA0, 0x1680, *range(0x2000, 0x200D), 0x200E, 0x200F,
+    0x2028, 0x2029, 0x202F, 0x205F, 0x2581, 0x3000, 0xFEFF, 0xFFFD,
+]  # fmt: skip
+_NMT_RULES = {**{cp: None for cp in _NMT_REMOVED}, **{cp: " " for cp in _NMT_SPACE}}
+# Applied to `\n`-joined lines, so the separator itself is left alone.
+_NMT_RULES_BATCH = {cp: v for cp, v in _NMT_RULES.items() if cp != 0x0A}
+_SPACE_RUNS = re.compile(" {2,}")
+
+
+def _contains_any(text: str, codepoints: Iterable[int]) -> bool:
+    """Whether `text` has any of the characters; `in` scans in C, far faster than a regex."""
+    return any(chr(cp) in text for cp in codepoints)
+
+
+# Full-width ASCII variants (U+FF01..U+FF5E) and the ideographic space, mapped to their
+# half-width forms: the classic `_str_q2b` of Chinese NLP scripts. NFKC does this too;
+# the option matters for `nfc` and `none`.
+_Q2B = {0x3000: " ", **{cp: chr(cp - 0xFEE0) for cp in range(0xFF01, 0xFF5F)}}
+
+
+@dataclass(frozen=True)
+class NormalizeConfig:
+    """How lines are normalised; the defaults are SentencePiece's `nmt_nfkc`."""
+
+    form: Form = "nmt_nfkc"
+    q2b: bool = False
+    collapse_whitespace: bool = True
+
+    def __post_init__(self) -> None:
+        if self.form not in FORMS:
+            raise ValueError(f"unknown normalisation {self.form!r}; choose from {', '.join(FORMS)}")
+
+
+class Normalizer:
+    """Normalises lines for one `NormalizeConfig`; build once per worker.
+
+    `batch` works on a whole chunk at a time: the Python steps run once over the
+    `\n`-joined chunk, and SentencePiece sees the chunk's non-ASCII lines in one call.
+    Lines must not contain `\n` (they never do: they come from splitting on it).
+    """
+
+    def __init__(self, config: NormalizeConfig) -> None:
+        self.config = config
+        self._spm: spm.SentencePieceNormalizer | None = None
+        if config.form.startswith("nmt_"):
+            self._spm = spm.SentencePieceNormalizer(
+                rule_name=config.form,
+                add_dummy_prefix=False,
+                escape_whitespaces=False,
+                remove_extra_whitespaces=config.collapse_whitespace,
+            )
+
+    def __call__(self, text: str) -> str:
+        return self.batch([text])[0]
+
+    def batch(self, lines: list[str]) -> list[str]:
+        if self._spm is None:
+            return self._python(lines, ascii_only=False)
+        # For ASCII text NFKC changes nothing and SentencePiece's rules are exactly
+        # _NMT_RULES (the tests check every ASCII character), so ASCII lines skip the
+        # per-line call into SentencePiece.
+        is_ascii = [line.isascii() for line in lines]
+        if all(is_ascii):
+            return self._python(lines, ascii_only=True)
+        if not any(is_ascii):
+            return self._spm_batch(lines)
+        ascii_out = iter(self._python([x for x, a in zip(lines, is_ascii, strict=True) if a], True))
+        other_out = iter(
+            self._spm_batch([x for x, a in zip(lines, is_ascii, strict=True) if not a])
+        )
+        return [next(ascii_out) if a else next(other_out) for a in is_ascii]
+
+    def _spm_batch(self, lines: list[str]) -> list[str]:
+        assert self._spm is not None
+        joined = "\n".join(lines)
+        changed = False
+        if _contains_any(joined, _PRE):
+            joined, changed = joined.translate(_PRE), True
+        if self.config.q2b:
+            joined, changed = joined.translate(_Q2B), True
+        return self._spm.normalize(joined.split("\n") if changed else lines)
+
+    def _python(self, lines: list[str], ascii_only: bool) -> list[str]:
+        joined = "\n".join(lines)
+        if ascii_only:
+            joined = joined.replace("\x00", "") if "\x00" in joined else joined
+        else:
+            if _contains_any(joined, _PRE):
+                joined = joined.translate(_PRE)
+            if self.config.q2b:
+                joined = joined.translate(_Q2B)
+            if self.config.form in ("nfkc", "nfc"):
+                joined = unicodedata.normalize(self.config.form.upper(), joined)
+        if _contains_any(joined, _NMT_RULES_BATCH):
+            joined = joined.translate(_NMT_RULES_BATCH)
+        if self.config.form == "nmt_nfkc_cf":
+            joined = joined.lower()  # case folding, ASCII only on this path
+        if self.config.collapse_whitespace:
+            # After the rules above, " " is the only whitespace left besides the separators.
+            if "  " in joined:
+                joined = _SPACE_RUNS.sub(" ", joined)
+            joined = joined.replace(" \n", "\n").replace("\n ", "\n").strip(" ")
+        return joined.split("\n")

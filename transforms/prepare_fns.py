@@ -1,0 +1,268 @@
+"""The Beam layer of `prepare`: thin DoFns and CombineFns around the pure functions.
+
+Elements are chunks and batches, never single lines. DoFns keep only their constructor
+arguments when pickled and build heavy objects (the normaliser) in `setup`, once per
+worker. Each file a writer commits is reported as a `FileRecord` so that the driver can
+write the manifest without reading any data back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.pvalue import TaggedOutput
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from transforms import counts as counts_lib
+from transforms import records, shards, storage, t2t_tokenizer
+from transforms.clean import ChunkCleaner, CleanConfig
+from transforms.corpus import ChunkRef, RawChunk, load_chunk, plan_chunks
+from transforms.inputs import CorpusInput
+from transforms.records import Reject
+from transforms.split import shard_name, stable_bucket
+from transforms.stats import merge_into
+
+NAMESPACE = "nmtpipe.prepare"
+JOINED = "joined"
+CHARS_PATH = "counts/chars.parquet"
+REJECTS, COUNTS, CHARS, STATS, FILES = "rejects", "counts", "chars", "stats", "files"
+FileRecord = dict[str, Any]
+
+
+def pairs_path(split: str, shard: int, num_shards: int) -> str:
+    return shard_name(split, shard, num_shards, ".parquet")
+
+
+def counts_path(side: str, bucket: int, buckets: int) -> str:
+    return f"counts/{shard_name(side, bucket, buckets, '.parquet')}"
+
+
+def rejects_path(shard: int, num_shards: int) -> str:
+    return f"rejects/{shard_name('rejects', shard, num_shards, '.parquet')}"
+
+
+def file_record(
+    output: str, written: storage.WrittenFile, kind: str, rows: int, **extra: Any
+) -> FileRecord:
+    return {
+        "path": storage.relative_to(output, written.url),
+        "kind": kind,
+        "size": written.size,
+        "sha256": written.sha256,
+        "rows": rows,
+        **extra,
+    }
+
+
+def _rejects_by_shard(rejects: Iterable[Reject], num_shards: int) -> Iterator[TaggedOutput]:
+    grouped: dict[int, list[Reject]] = defaultdict(list)
+    for r in rejects:
+        grouped[stable_bucket(f"{r.origin}:{r.line}", num_shards)].append(r)
+    for shard, rows in sorted(grouped.items()):
+        yield TaggedOutput(REJECTS, (shard, rows))
+
+
+class PlanChunksFn(beam.DoFn):
+    """CorpusInput → chunks: byte ranges of plain local files, else lines read in lockstep."""
+
+    def __init__(self, chunk_lines: int) -> None:
+        self.chunk_lines = chunk_lines
+        self.chunks = Metrics.counter(NAMESPACE, "chunks")
+
+    def process(self, inp: CorpusInput) -> Iterator[RawChunk | ChunkRef]:
+        for chunk in plan_chunks(inp, self.chunk_lines):
+            self.chunks.inc()
+            yield chunk
+
+
+class CleanChunksFn(beam.DoFn):
+    """Chunk → pair batches keyed by (split, shard); rejects, counts and stats tagged.
+
+    With a `spill_dir` the batches of a chunk go to one Arrow file there and only
+    references travel on (see `transforms/records.py`); without, the batches travel inline.
+    """
+
+    def __init__(
+        self,
+        config: CleanConfig,
+        langs: tuple[str, str],
+        count_buckets: int,
+        reject_shards: int,
+        spill_dir: str | None,
+    ) -> None:
+        self.config = config
+        self.langs = langs
+        self.count_buckets = count_buckets
+        self.reject_shards = reject_shards
+        self.spill_dir = spill_dir
+        self.read = Metrics.counter(NAMESPACE, "pairs_read")
+        self.rejected = Metrics.counter(NAMESPACE, "pairs_rejected")
+
+    def setup(self) -> None:
+        self._clean = ChunkCleaner(self.config)
+
+    def start_bundle(self) -> None:
+        # Token counts add up across the bundle's chunks in C (Counter.update on lists);
+        # merging a dict per chunk would loop in Python over every distinct token.
+        self._counts: dict[str, Counter[str]] = {side: Counter() for side in self.langs}
+
+    def finish_bundle(self) -> Iterator[TaggedOutput]:
+        for side, counts in self._counts.items():
+            for bucket, part in enumerate(counts_lib.into_buckets(counts, self.count_buckets)):
+                if part:
+                    value = WindowedValue(((side, bucket), part), MIN_TIMESTAMP, [GlobalWindow()])
+                    yield TaggedOutput(COUNTS, value)
+
+    def process(self, chunk: RawChunk | ChunkRef) -> Iterator[Any]:
+        out = self._clean(load_chunk(chunk) if isinstance(chunk, ChunkRef) else chunk)
+        self.read.inc(out.pairs_read)
+        self.rejected.inc(len(out.rejects))
+        keys = sorted(out.pairs)
+        if self.spill_dir is None:
+            yield from ((k, records.inline(out.pairs[k])) for k in keys)
+        elif keys:
+            name = hashlib.blake2b(f"{chunk.origin}:{chunk.first_line}".encode(), digest_size=12)
+            url = storage.join(self.spill_dir, f"{name.hexdigest()}.arrow")
+            yield from zip(keys, records.spill(url, [out.pairs[k] for k in keys]), strict=True)
+        yield from _rejects_by_shard(out.rejects, self.reject_shards)
+        src, tgt = self.langs
+        t2t_tokenizer.count_tokens(out.train_src, self._counts[src])
+        t2t_tokenizer.count_tokens(out.train_tgt, self._counts[tgt])
+        reasons = Counter(r.reason for r in out.rejects)
+        for reason, n in reasons.items():
+            Metrics.counter(NAMESPACE, f"rejected_{reason}").inc(n)
+        yield TaggedOutput(STATS, {"pairs_read": out.pairs_read, "rejects": dict(reasons)})
+
+
+class WritePairShardsFn(beam.DoFn):
+    """((split, shard), [batch]) → one Parquet shard; duplicates become rejects, and in
+    the train split their tokens go out as negative counts."""
+
+    def __init__(
+        self,
+        output: str,
+        shard_counts: dict[str, int],
+        langs: tuple[str, str],
+        count_buckets: int,
+        reject_shards: int,
+    ) -> None:
+        self.output = output
+        self.shard_counts = shard_counts
+        self.langs = langs
+        self.count_buckets = count_buckets
+        self.reject_shards = reject_shards
+        self.kept = Metrics.counter(NAMESPACE, "pairs_kept")
+        self.duplicates = Metrics.counter(NAMESPACE, "rejected_duplicate")
+
+    def process(
+        self, element: tuple[tuple[str, int], Iterable[bytes | records.SpillRef]]
+    ) -> Iterator[Any]:
+        (split, shard), batches = element
+        url = storage.join(self.output, pairs_path(split, shard, self.shard_counts[split]))
+        result = shards.write_pair_shard(url, batches)
+        rows = result.table.num_rows
+        self.kept.inc(rows)
+        self.duplicates.inc(len(result.duplicates))
+        yield TaggedOutput(
+            FILES, file_record(self.output, result.written, "pairs", rows, split=split)
+        )
+        yield TaggedOutput(
+            STATS,
+            {"rejects": {"duplicate": len(result.duplicates)}, "splits": {split: result.stats}},
+        )
+        yield from _rejects_by_shard(result.duplicates, self.reject_shards)
+        if split == "train" and result.duplicates:
+            for side, field in zip(self.langs, ("src", "tgt"), strict=True):
+                texts = [getattr(dup, field).decode() for dup in result.duplicates]
+                negative = {t: -c for t, c in t2t_tokenizer.count_tokens(texts).items()}
+                for bucket, part in enumerate(
+                    counts_lib.into_buckets(negative, self.count_buckets)
+                ):
+                    if part:
+                        yield TaggedOutput(COUNTS, ((side, bucket), part))
+
+
+class WriteRejectsFn(beam.DoFn):
+    """(shard, [[Reject]]) → one Parquet file of rejects."""
+
+    def __init__(self, output: str, num_shards: int) -> None:
+        self.output = output
+        self.num_shards = num_shards
+
+    def process(self, element: tuple[int, Iterable[list[Reject]]]) -> Iterator[FileRecord]:
+        shard, groups = element
+        url = storage.join(self.output, rejects_path(shard, self.num_shards))
+        written, n = shards.write_rejects(url, (r for group in groups for r in group))
+        yield file_record(self.output, written, "rejects", n)
+
+
+class WriteCountsFn(beam.DoFn):
+    """(bucket, [(side, counts)]) → a count file per language and one for both joined.
+
+    A side may come with several partials (the chunks' counts and the duplicates' negative
+    counts); they are summed, and tokens left with no count dropped.
+
+    Each file's character counts go out tagged CHARS, to be merged into the alphabet,
+    and the token totals tagged STATS.
+    """
+
+    def __init__(self, output: str, langs: tuple[str, str], buckets: int) -> None:
+        self.output = output
+        self.langs = langs
+        self.buckets = buckets
+
+    def process(self, element: tuple[int, Iterable[tuple[str, dict[str, int]]]]) -> Iterator[Any]:
+        bucket, parts = element
+        by_side: dict[str, dict[str, int]] = {}
+        for side, part in parts:
+            counts_lib.add_counts(by_side.setdefault(side, {}), part)
+        by_side = {side: {t: c for t, c in d.items() if c} for side, d in by_side.items()}
+        joined: dict[str, int] = {}
+        for side in self.langs:
+            counts_lib.add_counts(joined, by_side.get(side, {}))
+        for side in (*self.langs, JOINED):
+            counts = joined if side == JOINED else by_side.get(side, {})
+            url = storage.join(self.output, counts_path(side, bucket, self.buckets))
+            written = counts_lib.write_counts(url, counts)
+            yield file_record(self.output, written, "counts", len(counts), side=side, bucket=bucket)
+            yield TaggedOutput(CHARS, (side, counts_lib.char_counts(counts)))
+        for side, field in zip(self.langs, ("src", "tgt"), strict=True):
+            tokens = sum(by_side.get(side, {}).values())
+            yield TaggedOutput(STATS, {"splits": {"train": {field: {"tokens": tokens}}}})
+
+
+def write_chars(per_side: list[tuple[str, dict[str, int]]], output: str) -> FileRecord:
+    written = counts_lib.write_chars(storage.join(output, CHARS_PATH), dict(per_side))
+    return file_record(output, written, "chars", sum(len(c) for _, c in per_side))
+
+
+class SummaryFn(beam.CombineFn):
+    """Gathers ("file", FileRecord) and ("stats", partial) into one summary for the driver."""
+
+    def create_accumulator(self) -> dict[str, Any]:
+        return {"files": [], "stats": {}}
+
+    def add_input(self, acc: dict[str, Any], item: tuple[str, Any]) -> dict[str, Any]:
+        kind, value = item
+        if kind == "file":
+            acc["files"].append(value)
+        else:
+            merge_into(acc["stats"], value)
+        return acc
+
+    def merge_accumulators(self, accs: Iterable[dict[str, Any]]) -> dict[str, Any]:
+        merged = self.create_accumulator()
+        for acc in accs:
+            merged["files"].extend(acc["files"])
+            merge_into(merged["stats"], acc["stats"])
+        return merged
+
+    def extract_output(self, acc: dict[str, Any]) -> dict[str, Any]:
+        return {"files": sorted(acc["files"], key=lambda f: f["path"]), "stats": acc["stats"]}
