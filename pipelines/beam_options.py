@@ -146,8 +146,18 @@ def describe(options: PipelineOptions) -> str:
     return str(runner)
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
 def run_pipeline(pipeline: beam.Pipeline) -> None:
     """Run `pipeline` to completion; any end but DONE is an error."""
+    runner = pipeline.options.view_as(StandardOptions).runner
+    if runner == "DataflowRunner" and not _installed("google.cloud.storage"):
+        raise ConfigError("DataflowRunner needs Beam's GCP extras: pip install 'nmtpipe[dataflow]'")
     result = pipeline.run()
     state = result.wait_until_finish()
     if state != PipelineState.DONE:

@@ -219,24 +219,28 @@ _OURS = re.compile(
 
 
 def _remove_stale(output: str, keep: set[str]) -> None:
-    """Delete files of earlier runs that the new manifest does not list (ours only)."""
+    """Delete what earlier or killed runs left that the new manifest does not list: our
+    own file names only, the staging folder, and temporary files of interrupted writes."""
+    storage.remove_tree(storage.join(output, STAGING))
     fs, root = storage.url_to_fs(output)
     for path in fs.find(root, withdirs=False):
         rel = path[len(root.rstrip("/")) + 1 :]
-        leftover = rel.startswith(STAGING + "/") or ".tmp-" in rel.rsplit("/", 1)[-1]
-        if leftover or (_OURS.match(rel) and rel not in keep):
+        if ".tmp-" in rel.rsplit("/", 1)[-1] or (_OURS.match(rel) and rel not in keep):
             fs.rm_file(path)
 
 
-def _spill_root(spill_dir: str | None, options: PipelineOptions) -> str | None:
+def _spill_root(spill_dir: str | None, options: PipelineOptions, output: str) -> str | None:
     """Where the cleaning stage spills pair batches (see `transforms/records.py`).
 
-    "auto" means the local temporary directory when every worker runs on this machine
-    (the local runners), and Beam's own shuffle otherwise.
+    "auto" means a local directory when every worker runs on this machine (the local
+    runners): the output's staging folder if the output is local, so that a killed run's
+    leftovers go with the next commit, else the temporary directory. Other runners use
+    Beam's own shuffle.
     """
     if spill_dir == "auto":
-        local = options.view_as(StandardOptions).runner in LOCAL_RUNNERS
-        return tempfile.gettempdir() if local else None
+        if options.view_as(StandardOptions).runner not in LOCAL_RUNNERS:
+            return None
+        return storage.join(output, STAGING) if storage.is_local(output) else tempfile.gettempdir()
     return None if spill_dir in (None, "none") else spill_dir
 
 
@@ -278,7 +282,7 @@ def run_prepare(
     log(f"preparing {len(plan.inputs)} input(s) into {out} on {runner}")
     run_id = uuid.uuid4().hex
     summary_url = storage.join(out, STAGING, f"summary-{run_id}.json")
-    spill_root = _spill_root(spill_dir, options)
+    spill_root = _spill_root(spill_dir, options, out)
     spill = None if spill_root is None else storage.join(spill_root, f"nmtpipe-spill-{run_id}")
     pipeline = beam.Pipeline(options=options)
     build_graph(pipeline, plan, summary_url, spill)
@@ -304,7 +308,8 @@ def run_prepare(
             "rows": 1,
         }
     )
-    doc = _manifest_doc(plan, files, stats)
-    manifest.write_manifest(out, doc)
+    manifest.write_manifest(out, _manifest_doc(plan, files, stats))
     _remove_stale(out, {f["path"] for f in files})
-    return PrepareOutcome(out, False, doc, stats, time.perf_counter() - started, runner)
+    committed = manifest.read_manifest(out, KIND)  # what every reader will see
+    assert committed is not None
+    return PrepareOutcome(out, False, committed, stats, time.perf_counter() - started, runner)

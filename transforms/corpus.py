@@ -53,6 +53,9 @@ class RawChunk(NamedTuple):
         return self.src.count(b"\n") + 1
 
 
+_READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, tarfile.TarError)
+
+
 @contextlib.contextmanager
 def open_binary(url: str) -> Iterator[BinaryIO]:
     """Open `url` for streaming reads, decompressing by suffix.
@@ -62,31 +65,39 @@ def open_binary(url: str) -> Iterator[BinaryIO]:
     one archive never seek back and forth in a gzip stream.
     """
     archived = split_archive_url(url)
-    try:
-        if archived is None:
-            with fsspec.open(url, "rb", compression="infer") as f:
-                yield f
-            return
-        member, archive = archived
-        with fsspec.open(archive, "rb") as raw, tarfile.open(fileobj=raw, mode="r|*") as tar:
-            for info in tar:
-                if info.isfile() and info.name.removeprefix("./") == member:
-                    stream = tar.extractfile(info)
-                    assert stream is not None
-                    yield stream
-                    return
-            raise InputError(f"{archive} has no member {member}")
-    except FileNotFoundError as e:
-        raise InputError(f"no such file: {url}") from e
-    except (OSError, EOFError, lzma.LZMAError, zlib.error, tarfile.TarError) as e:
-        raise InputError(f"cannot read {url}: {e}") from e
+    with contextlib.ExitStack() as stack:
+        try:
+            if archived is None:
+                stream = stack.enter_context(fsspec.open(url, "rb", compression="infer"))
+            else:
+                member, archive = archived
+                raw = stack.enter_context(fsspec.open(archive, "rb"))
+                tar = stack.enter_context(tarfile.open(fileobj=raw, mode="r|*"))
+                stream = next(
+                    (
+                        tar.extractfile(info)
+                        for info in tar
+                        if info.isfile() and info.name.removeprefix("./") == member
+                    ),
+                    None,
+                )
+                if stream is None:
+                    raise InputError(f"{archive} has no member {member}")
+        except FileNotFoundError as e:
+            raise InputError(f"no such file: {url}") from e
+        except _READ_ERRORS as e:
+            raise InputError(f"cannot read {url}: {e}") from e
+        yield stream
 
 
-def iter_lines(f: BinaryIO) -> Iterator[bytes]:
+def iter_lines(f: BinaryIO, url: str) -> Iterator[bytes]:
     """The lines of `f` without their `\\n`; a missing final newline changes nothing."""
     pending = b""
     while True:
-        block = f.read(BLOCK_SIZE)
+        try:
+            block = f.read(BLOCK_SIZE)
+        except _READ_ERRORS as e:
+            raise InputError(f"cannot read {url}: {e}") from e
         if not block:
             break
         lines = (pending + block).split(b"\n")
@@ -108,9 +119,11 @@ def read_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk]:
     other is counted and `CorpusAlignmentError` names both files and both counts.
     """
     with contextlib.ExitStack() as stack:
-        src_lines = iter_lines(stack.enter_context(open_binary(inp.src)))
+        src_lines = iter_lines(stack.enter_context(open_binary(inp.src)), inp.src)
         tgt_lines = (
-            None if inp.tgt is None else iter_lines(stack.enter_context(open_binary(inp.tgt)))
+            None
+            if inp.tgt is None
+            else iter_lines(stack.enter_context(open_binary(inp.tgt)), inp.tgt)
         )
         line = 1
         while True:

@@ -83,6 +83,8 @@ class Normalizer:
         return self.batch([text])[0]
 
     def batch(self, lines: list[str]) -> list[str]:
+        if not lines:
+            return []
         if self._spm is None:
             return self._python(lines, ascii_only=False)
         # For ASCII text NFKC changes nothing and SentencePiece's rules are exactly

@@ -92,9 +92,9 @@ def inline(batch: pa.RecordBatch) -> bytes:
 def spill(url: str, batches: list[pa.RecordBatch]) -> list[SpillRef]:
     """Write `batches` to one Arrow IPC file at `url` (atomically); refs to each."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, WIRE_SCHEMA) as writer:
-        for batch in batches:
-            writer.write_batch(batch)
+    unified = pa.ipc.IpcWriteOptions(unify_dictionaries=True)  # the file format needs one
+    with pa.ipc.new_file(sink, WIRE_SCHEMA, options=unified) as writer:
+        writer.write_table(pa.Table.from_batches(batches, WIRE_SCHEMA))
     storage.write_bytes(url, sink.getvalue())
     return [SpillRef(url, i) for i in range(len(batches))]
 

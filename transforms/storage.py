@@ -179,6 +179,8 @@ def atomic_write(url: str) -> Iterator[AtomicFile]:
         except BaseException:
             with contextlib.suppress(Exception):
                 raw.discard()
+            # Mark it closed, or closing it at garbage collection would start an upload.
+            raw.closed = True
             raise
     handle._commit_record(url)
 

@@ -1,0 +1,164 @@
+"""Shared fixtures: small corpora, Beam runner options, an S3 server, a portable runner."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(str(resources.files("pipelines") / "example"))
+DATA = Path(__file__).parent / "data"
+
+# The FnApiRunner in one process: fast, and what the in-memory DirectRunner runs on.
+IN_MEMORY = ["--runner=FnApiRunner", "--direct_num_workers=1", "--direct_running_mode=in_memory"]
+# Worker processes: proves that every DoFn pickles and that nothing leans on shared state.
+MULTI_PROCESS = [
+    "--runner=FnApiRunner",
+    "--direct_num_workers=2",
+    "--direct_running_mode=multi_processing",
+]
+
+
+def example_lines(name: str, lang: str, limit: int | None = None) -> list[str]:
+    """Lines of a bundled example file, undecoded line ends (CRLF) kept."""
+    with gzip.open(EXAMPLE / f"{name}.{lang}.gz", "rt", encoding="utf-8", newline="") as f:
+        lines = f.read().split("\n")[:-1]
+    return lines[:limit]
+
+
+def write_pair(prefix: Path, src: list[str] | bytes, tgt: list[str] | bytes, langs=("en", "zh")):
+    """Write PREFIX.en and PREFIX.zh; lists of lines get a final newline, bytes go as they are."""
+    for lang, side in zip(langs, (src, tgt), strict=True):
+        data = side if isinstance(side, bytes) else ("\n".join(side) + "\n").encode()
+        Path(f"{prefix}.{lang}").write_bytes(data)
+    return prefix
+
+
+@pytest.fixture
+def small_corpus(tmp_path: Path) -> Path:
+    """300 example pairs as plain files: tmp/corpus/train.{en,zh}."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    en = example_lines("tatoeba-cmn", "en")[::50][:300]
+    zh = example_lines("tatoeba-cmn", "zh")[::50][:300]
+    return write_pair(folder / "train", en, zh)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """A moto S3 server on 127.0.0.1, as s3fs's own test suite runs one."""
+    pytest.importorskip("s3fs")
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    saved = {k: os.environ.get(k) for k in _S3_ENV}
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            # botocore reads it for every new client; worker processes inherit it.
+            "AWS_ENDPOINT_URL": endpoint,
+        }
+    )
+    os.environ.pop("AWS_PROFILE", None)
+    yield endpoint
+    server.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+_S3_ENV = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+    "AWS_ENDPOINT_URL",
+)
+
+
+@pytest.fixture
+def s3(s3_server: str) -> Iterator[str]:
+    """An empty bucket `s3://nmtpipe-test` on a freshly reset moto server."""
+    import requests
+    import s3fs
+
+    requests.post(f"{s3_server}/moto-api/reset", timeout=10)
+    s3fs.S3FileSystem.clear_instance_cache()
+    s3fs.S3FileSystem().mkdir("nmtpipe-test")
+    yield "s3://nmtpipe-test"
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args} exited with {proc.returncode}")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
+
+
+@pytest.fixture(scope="session")
+def portable_runner() -> Iterator[list[str]]:
+    """Beam's local job service plus an EXTERNAL worker pool, as separate processes.
+
+    This is the path Flink and Spark submissions take: the pipeline is serialised,
+    submitted over gRPC and run by SDK workers in other processes.
+    """
+    job_port, pool_port = _free_port(), _free_port()
+    env = dict(os.environ)
+    # worker_pool_main starts workers with the literal command `python`.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", module, flag, str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for module, flag, port in (
+            ("apache_beam.runners.portability.local_job_service_main", "--port", job_port),
+            ("apache_beam.runners.worker.worker_pool_main", "--service_port", pool_port),
+        )
+    ]
+    try:
+        _wait_for_port(job_port, procs[0])
+        _wait_for_port(pool_port, procs[1])
+        yield [
+            "--runner=PortableRunner",
+            f"--job_endpoint=127.0.0.1:{job_port}",
+            "--environment_type=EXTERNAL",
+            f"--environment_config=127.0.0.1:{pool_port}",
+        ]
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()

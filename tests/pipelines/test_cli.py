@@ -1,0 +1,184 @@
+"""The `nmtpipe` command as a user meets it: help, one-line errors, exit codes, kills."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipelines.cli import main
+from tests.conftest import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
+
+NMTPIPE = [sys.executable, "-m", "pipelines.cli"]
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_help_reads_well(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "prepare" in out and "--runner" in out
+    with pytest.raises(SystemExit):
+        main(["prepare", "--help"])
+    out = capsys.readouterr().out
+    for flag in ("--src-lang", "--trainpref", "--tsv", "--output", "--num-shards", "--example"):
+        assert flag in out
+    code, out, _ = run_cli(capsys, "prepare", "--help-beam")
+    assert code == 0 and "--direct_num_workers" in out and "--flink_master" in out
+
+
+def test_unknown_options_are_usage_errors(capsys, small_corpus, tmp_path):
+    code, _, err = run_cli(
+        capsys,
+        "prepare",
+        "-s",
+        "en",
+        "-t",
+        "zh",
+        "--trainpref",
+        str(small_corpus),
+        "--output",
+        str(tmp_path / "o"),
+        "--trainpre",
+        "x",
+        "--num_workers_typo=2",
+    )
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "nmtpipe prepare: error: unknown option(s): --trainpre --num_workers_typo=2 "
+        "(see --help and --help-beam)"
+    ]
+
+
+def test_missing_input_names_the_files_tried(capsys, tmp_path):
+    code, _, err = run_cli(
+        capsys,
+        "prepare",
+        "-s",
+        "en",
+        "-t",
+        "zh",
+        "--trainpref",
+        str(tmp_path / "nope"),
+        "--output",
+        str(tmp_path / "o"),
+        *IN_MEMORY,
+    )
+    assert code == 1
+    assert f"error: no file for {tmp_path}/nope.en: tried" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("runner", [IN_MEMORY, MULTI_PROCESS], ids=["in-memory", "processes"])
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gz"])
+def test_misaligned_corpus_is_one_line_and_commits_nothing(capsys, tmp_path, runner, compressed):
+    import gzip
+
+    ext = ".gz" if compressed else ""
+    pack = gzip.compress if compressed else (lambda b: b)
+    (tmp_path / f"train.en{ext}").write_bytes(pack(b"one\ntwo\nthree\n"))
+    (tmp_path / f"train.zh{ext}").write_bytes(pack("一\n二\n".encode()))
+    out = tmp_path / "out"
+    code, _, err = run_cli(
+        capsys,
+        "prepare",
+        "-s",
+        "en",
+        "-t",
+        "zh",
+        "--trainpref",
+        str(tmp_path / "train"),
+        "--output",
+        str(out),
+        *runner,
+    )
+    assert code == 1
+    assert err.strip().splitlines()[-1] == (
+        f"nmtpipe prepare: error: {tmp_path}/train.en{ext} has 3 lines but "
+        f"{tmp_path}/train.zh{ext} has 2"
+    )
+    assert "Traceback" not in err
+    assert not (out / "manifest.json").exists()
+
+
+def test_verbose_shows_the_traceback(capsys, tmp_path):
+    code, _, err = run_cli(
+        capsys,
+        "prepare",
+        "-s",
+        "en",
+        "-t",
+        "en",
+        "--trainpref",
+        "x",
+        "--output",
+        "o",
+        "-v",
+    )
+    assert code == 2 and "Traceback" in err and "must differ" in err
+
+
+def test_example_demo_runs_from_the_console_script(tmp_path):
+    # The README's main command, as a user runs it (default runner: worker processes).
+    proc = subprocess.run(
+        [*NMTPIPE, "prepare", "--example", "--output", str(tmp_path / "prepared")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "kept" in proc.stdout and "train" in proc.stdout and "test 1,997" in proc.stdout
+    again = subprocess.run(
+        [*NMTPIPE, "prepare", "--example", "--output", str(tmp_path / "prepared")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert again.returncode == 0 and again.stdout.startswith("cached:")
+
+
+def test_a_killed_run_leaves_no_manifest_and_the_rerun_succeeds(tmp_path):
+    en = example_lines("tatoeba-cmn", "en")
+    zh = example_lines("tatoeba-cmn", "zh")
+    corpus = write_pair(tmp_path / "big", en * 4, zh * 4)  # 64k lines: a few seconds
+    out = tmp_path / "out"
+    args = [
+        *NMTPIPE,
+        "prepare",
+        "-s",
+        "en",
+        "-t",
+        "zh",
+        "--trainpref",
+        str(corpus),
+        "--output",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        args, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while not (out / ".nmtpipe").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    time.sleep(0.5)  # let it get some files written
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / "manifest.json").exists()
+    rerun = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (out / "manifest.json").exists()
+    assert not (out / ".nmtpipe").exists()  # the killed run's leftovers went with the commit
+    assert not [p for p in Path(out).rglob("*") if ".tmp-" in p.name]
