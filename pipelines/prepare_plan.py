@@ -123,6 +123,12 @@ def _resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:
             inputs += resolve_pair_prefix(prefix, config.src_lang, config.tgt_lang, role)
     for pattern in config.tsv:
         inputs += resolve_tsv(pattern, config.tsv_columns, "train")
+    seen: set[str] = set()
+    for inp in inputs:
+        for url in inp.urls():
+            if url in seen:
+                raise ConfigError(f"{url} is given more than once")
+            seen.add(url)
     return inputs
 
 

@@ -48,10 +48,6 @@ class RawChunk(NamedTuple):
     tgt: bytes | None
     columns: tuple[int, int]
 
-    @property
-    def num_lines(self) -> int:
-        return self.src.count(b"\n") + 1
-
 
 _READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, tarfile.TarError)
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from transforms import storage
@@ -21,6 +22,39 @@ from transforms.storage import WrittenFile
 
 COUNTS_SCHEMA = pa.schema([("token", pa.string()), ("count", pa.int64())])
 CHARS_SCHEMA = pa.schema([("side", pa.string()), ("char", pa.string()), ("count", pa.int64())])
+
+
+class TokenTally:
+    """Counts tokens arriving as Arrow arrays, in C++, with memory bounded by the
+    number of distinct tokens: per-batch counts are folded together whenever they pile up.
+    """
+
+    FOLD_ROWS = 1 << 20
+
+    def __init__(self) -> None:
+        self._parts: list[pa.Table] = []
+        self._rows = 0
+
+    def add(self, tokens: pa.Array) -> None:
+        counted = pc.value_counts(tokens)
+        part = pa.table({"token": counted.field(0), "count": counted.field(1)})
+        self._parts.append(part)
+        self._rows += part.num_rows
+        if self._rows > self.FOLD_ROWS:
+            self._fold()
+
+    def _fold(self) -> None:
+        if len(self._parts) > 1:
+            summed = pa.concat_tables(self._parts).group_by("token").aggregate([("count", "sum")])
+            self._parts = [summed.rename_columns(["token", "count"])]
+            self._rows = self._parts[0].num_rows
+
+    def result(self) -> dict[str, int]:
+        self._fold()
+        if not self._parts:
+            return {}
+        table = self._parts[0]
+        return dict(zip(table["token"].to_pylist(), table["count"].to_pylist(), strict=True))
 
 
 def into_buckets(counts: Mapping[str, int], buckets: int) -> list[dict[str, int]]:

@@ -109,13 +109,15 @@ class CleanChunksFn(beam.DoFn):
         self._clean = ChunkCleaner(self.config)
 
     def start_bundle(self) -> None:
-        # Token counts add up across the bundle's chunks in C (Counter.update on lists);
-        # merging a dict per chunk would loop in Python over every distinct token.
-        self._counts: dict[str, Counter[str]] = {side: Counter() for side in self.langs}
+        # Token counts add up over the bundle's chunks in C++ and leave once per bundle:
+        # a dict per chunk would cost a Python loop over its distinct tokens downstream.
+        self._counts = {side: counts_lib.TokenTally() for side in self.langs}
 
     def finish_bundle(self) -> Iterator[TaggedOutput]:
-        for side, counts in self._counts.items():
-            for bucket, part in enumerate(counts_lib.into_buckets(counts, self.count_buckets)):
+        for side, tally in self._counts.items():
+            for bucket, part in enumerate(
+                counts_lib.into_buckets(tally.result(), self.count_buckets)
+            ):
                 if part:
                     value = WindowedValue(((side, bucket), part), MIN_TIMESTAMP, [GlobalWindow()])
                     yield TaggedOutput(COUNTS, value)
@@ -133,8 +135,8 @@ class CleanChunksFn(beam.DoFn):
             yield from zip(keys, records.spill(url, [out.pairs[k] for k in keys]), strict=True)
         yield from _rejects_by_shard(out.rejects, self.reject_shards)
         src, tgt = self.langs
-        t2t_tokenizer.count_tokens(out.train_src, self._counts[src])
-        t2t_tokenizer.count_tokens(out.train_tgt, self._counts[tgt])
+        self._counts[src].add(t2t_tokenizer.token_array(out.train_src))
+        self._counts[tgt].add(t2t_tokenizer.token_array(out.train_tgt))
         reasons = Counter(r.reason for r in out.rejects)
         for reason, n in reasons.items():
             Metrics.counter(NAMESPACE, f"rejected_{reason}").inc(n)

@@ -16,6 +16,8 @@ import unicodedata
 from collections import Counter
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 # T2T's alphanumeric set is "Unicode category L* or N*", built by looping over
 # range(sys.maxunicode). Python defines str.isalnum() by the same categories, so regex
@@ -63,38 +65,37 @@ def _alnum_table() -> np.ndarray:
     return table
 
 
-def count_tokens(lines: list[str], counts: Counter[str] | None = None) -> Counter[str]:
-    """Token counts of `lines`, as T2T's `build_from_generator` counts them.
+def token_array(lines: list[str]) -> pa.StringArray:
+    """Every token T2T counts in `lines`, in order, as one Arrow string array.
 
-    Adds to `counts` when given (in C, without a Python loop over existing entries) and
-    returns it.
-
-    The same as `counts.update(encode(line))` for every line, computed on the code
-    points of the whole `\n`-joined batch with numpy: line breaks and the single spaces
-    between two alphanumeric characters (the " " tokens T2T drops) are deleted, a NUL
-    goes in front of every other character that starts a token, and splitting on NUL
-    gives the tokens. Per token, only the split and the Counter run in Python.
+    The same tokens as `encode(line)` for every line, computed on the code points of the
+    `\n`-joined lines with numpy: line breaks and the single spaces between two
+    alphanumeric characters (the " " tokens T2T drops) are deleted, and the remaining
+    characters are cut where a token starts. The result is built straight from those
+    buffers, without a Python string per token, so counting it (`pc.value_counts`) runs
+    in C++. ASCII lines take one byte per character, the others four. Lines must be
+    valid Unicode (no lone surrogates), as decoded UTF-8 always is.
     """
-    counts = Counter() if counts is None else counts
     ascii_lines = [line for line in lines if line.isascii()]
     if len(ascii_lines) == len(lines):
-        _count_joined("\n".join(lines), counts, "ascii", np.uint8)
+        return _tokens("\n".join(lines), ascii_only=True)
+    other = "\n".join(line for line in lines if not line.isascii())
+    return pa.concat_arrays(
+        [_tokens("\n".join(ascii_lines), ascii_only=True), _tokens(other, ascii_only=False)]
+    )
+
+
+def _slowly(text: str) -> pa.StringArray:
+    return pa.array([t for line in text.split("\n") for t in encode(line)], pa.string())
+
+
+def _tokens(text: str, ascii_only: bool) -> pa.StringArray:
+    if "\x00" in text:
+        return _slowly(text)
+    if ascii_only:
+        cps = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
     else:
-        # One byte per character for ASCII lines, four for the others.
-        _count_joined("\n".join(ascii_lines), counts, "ascii", np.uint8)
-        other = "\n".join(line for line in lines if not line.isascii())
-        _count_joined(other, counts, "utf-32-le", np.uint32)
-    return counts
-
-
-def _count_joined(text: str, counts: Counter[str], codec: str, dtype: type) -> None:
-    if "\x00" in text:  # cannot serve as the marker; rare enough to go line by line
-        for line in text.split("\n"):
-            counts.update(encode(line))
-        return
-    cps = np.frombuffer(text.encode(codec, "surrogatepass"), dtype=dtype)
-    if cps.size == 0:
-        return
+        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     alnum = _alnum_table()[cps]
     dropped = cps == ord("\n")
     between = np.zeros_like(dropped)
@@ -105,9 +106,24 @@ def _count_joined(text: str, counts: Counter[str], codec: str, dtype: type) -> N
     kept = ~dropped
     chars, starts = cps[kept], starts[kept]
     if chars.size == 0:
-        return
-    starts[0] = False
-    shift = np.cumsum(starts, dtype=np.int32)
-    marked = np.zeros(chars.size + int(shift[-1]), dtype=dtype)
-    marked[np.arange(chars.size, dtype=np.int32) + shift] = chars
-    counts.update(marked.tobytes().decode(codec, "surrogatepass").split("\x00"))
+        return pa.array([], pa.string())
+    starts[0] = True
+    if ascii_only:
+        data, offsets = chars.tobytes(), np.flatnonzero(starts)
+        end = chars.size
+    else:
+        # UTF-8 bytes per character, to turn character positions into byte offsets.
+        width = 1 + (chars >= 0x80).astype(np.int64) + (chars >= 0x800) + (chars >= 0x10000)
+        position = np.concatenate([[0], np.cumsum(width)])
+        data = chars.tobytes().decode("utf-32-le").encode("utf-8")
+        offsets, end = position[np.flatnonzero(starts)], int(position[-1])
+    bounds = np.append(offsets, end).astype(np.int32)
+    return pa.StringArray.from_buffers(bounds.size - 1, pa.py_buffer(bounds), pa.py_buffer(data))
+
+
+def count_tokens(lines: list[str]) -> Counter[str]:
+    """Token counts of `lines`, as T2T's `build_from_generator` counts them."""
+    counted = pc.value_counts(token_array(lines))
+    return Counter(
+        dict(zip(counted.field(0).to_pylist(), counted.field(1).to_pylist(), strict=True))
+    )

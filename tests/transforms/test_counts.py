@@ -69,3 +69,18 @@ def test_char_counts_weight_by_token_count(tmp_path):
         {"side": "en", "char": "b", "count": 1},
         {"side": "zh", "char": "你", "count": 3},
     ]
+
+
+def test_token_tally_folds_and_matches_a_counter(monkeypatch):
+    import pyarrow as pa
+
+    from transforms.counts import TokenTally
+
+    monkeypatch.setattr(TokenTally, "FOLD_ROWS", 3)  # fold after nearly every batch
+    tally, expected = TokenTally(), Counter()
+    for i in range(20):
+        tokens = [f"t{i % 4}", f"t{i % 7}", "common", "common"]
+        tally.add(pa.array(tokens))
+        expected.update(tokens)
+    assert tally.result() == dict(expected)
+    assert TokenTally().result() == {}

@@ -91,7 +91,10 @@ def test_batched_counting_equals_per_line_encoding(lines):
     assert t2t_tokenizer.count_tokens(lines) == expected
 
 
-def test_count_tokens_adds_to_given_counts():
-    counts = Counter({"a": 2, " ": 1})
-    t2t_tokenizer.count_tokens(["a b", "c"], counts)
-    assert counts == Counter({"a": 3, " ": 1, "b": 1, "c": 1})
+def test_token_array_keeps_line_order_and_survives_odd_text():
+    lines = ["a b,c", "", "中文 x", "nul\x00here", "\U0001f600!"]
+    expected = [t for line in lines for t in t2t_tokenizer.encode(line)]
+    assert sorted(t2t_tokenizer.token_array(lines).to_pylist()) == sorted(expected)
+    assert t2t_tokenizer.token_array(["a b,c"]).to_pylist() == ["a", "b", ",", "c"]
+    with pytest.raises(UnicodeEncodeError):
+        t2t_tokenizer.token_array(["lone \ud800 surrogate"])

@@ -1,0 +1,244 @@
+"""`nmtpipe prepare` side by side with the ways people do the same work today.
+
+Each contender reads the same generated corpus, normalises both sides with
+SentencePiece's `nmt_nfkc`, tokenises them with Tensor2Tensor's tokenizer and counts the
+tokens:
+
+- loop: one Python process, line by line, as T2T's `generate_data` does (with nmtpipe's
+  fast T2T-tokenizer implementation; `--t2t-tools` adds the same loop with T2T's own
+  tokenizer code);
+- hf: Hugging Face `datasets`, `load_dataset("text")` then `map(batched=True, num_proc=W)`;
+- nmtpipe: `nmtpipe prepare` on the local Beam runner with W worker processes, which also
+  filters, deduplicates, splits, shards and writes Parquet.
+
+Every contender runs in its own process, watched by psutil for wall time and peak
+resident memory (per process, so that Beam's worker processes show separately).
+
+    python benchmarks/bench_prepare.py --pairs 1000000 --pairs 4000000 --workers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / ".work"
+
+
+def corpus(pairs: int) -> Path:
+    prefix = WORK / f"corpus-{pairs}"
+    if not Path(f"{prefix}.zh").exists():
+        from make_corpus import generate
+
+        generate(pairs, str(prefix))
+    return prefix
+
+
+def spm_normalizer():
+    import sentencepiece as spm
+
+    return spm.SentencePieceNormalizer(
+        rule_name="nmt_nfkc",
+        add_dummy_prefix=False,
+        escape_whitespaces=False,
+        remove_extra_whitespaces=True,
+    )
+
+
+def run_loop(prefix: str, tokenizer: str) -> dict:
+    """T2T's way: one process, one line at a time."""
+    if tokenizer == "t2t":
+        sys.path.insert(0, os.environ["T2T_TOOLS"])
+        import t2t_vocab
+
+        encode = t2t_vocab.T2T().tokenizer.encode
+    else:
+        from transforms.t2t_tokenizer import encode
+    normalize = spm_normalizer().normalize
+    counts = {"src": Counter(), "tgt": Counter()}
+    pairs = 0
+    with open(f"{prefix}.en", "rb") as en, open(f"{prefix}.zh", "rb") as zh:
+        for src, tgt in zip(en, zh, strict=True):
+            counts["src"].update(encode(normalize(src.rstrip(b"\n").decode())))
+            counts["tgt"].update(encode(normalize(tgt.rstrip(b"\n").decode())))
+            pairs += 1
+    return {"pairs": pairs, "distinct": {k: len(v) for k, v in counts.items()}}
+
+
+def _hf_batch(batch: dict) -> dict:
+    from transforms.t2t_tokenizer import encode
+
+    normalize = spm_normalizer().normalize
+    out = {}
+    for side in ("src", "tgt"):
+        counts: Counter[str] = Counter()
+        for line in batch[side]:
+            counts.update(encode(normalize(line)))
+        out[f"{side}_counts"] = [json.dumps(counts)]
+    return out
+
+
+def run_hf(prefix: str, workers: int) -> dict:
+    """Hugging Face datasets: text files to Arrow, then a batched multi-process map."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    with tempfile.TemporaryDirectory() as cache:
+        src = datasets.load_dataset("text", data_files=f"{prefix}.en", cache_dir=cache)["train"]
+        tgt = datasets.load_dataset("text", data_files=f"{prefix}.zh", cache_dir=cache)["train"]
+        both = datasets.concatenate_datasets(
+            [src.rename_column("text", "src"), tgt.rename_column("text", "tgt")], axis=1
+        )
+        mapped = both.map(
+            _hf_batch,
+            batched=True,
+            batch_size=5000,
+            num_proc=workers,
+            remove_columns=["src", "tgt"],
+        )
+        totals = {"src": Counter(), "tgt": Counter()}
+        for row in mapped:
+            for side in totals:
+                totals[side].update(json.loads(row[f"{side}_counts"]))
+        return {"pairs": len(both), "distinct": {k: len(v) for k, v in totals.items()}}
+
+
+def watch(cmd: list[str]) -> dict:
+    """Run `cmd`, sampling the resident memory of it and its children every 0.1 s."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        main = psutil.Process(proc.pid)
+        peaks: dict[int, int] = {}
+        while proc.poll() is None:
+            try:
+                for p in [main, *main.children(recursive=True)]:
+                    peaks[p.pid] = max(peaks.get(p.pid, 0), p.memory_info().rss)
+            except psutil.Error:
+                pass
+            time.sleep(0.1)
+        seconds = time.perf_counter() - start
+        if proc.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f"{cmd} failed:\n{err.read().decode()[-3000:]}")
+    # Beam's SDK workers, or HF's pool processes: every child of the contender.
+    workers = [rss for pid, rss in peaks.items() if pid != proc.pid]
+    return {
+        "seconds": seconds,
+        "peak_rss_main_mb": peaks.get(proc.pid, 0) >> 20,
+        "peak_rss_worker_mb": (max(workers) >> 20) if workers else None,
+    }
+
+
+def _command(name: str, prefix: str, pairs: int, workers: int) -> list[str]:
+    if name != "nmtpipe":
+        return [
+            sys.executable,
+            __file__,
+            "--run",
+            name,
+            "--prefix",
+            prefix,
+            "--workers",
+            str(workers),
+        ]
+    return [
+        sys.executable, "-m", "pipelines.cli", "prepare", "-s", "en", "-t", "zh",
+        "--trainpref", prefix, "--output", str(WORK / f"prepared-{pairs}"), "--force",
+        "--runner=FnApiRunner", f"--direct_num_workers={workers}",
+        "--direct_running_mode=multi_processing",
+    ]  # fmt: skip
+
+
+def bench(pairs: int, workers: int, contenders: list[str], repeat: int) -> list[dict]:
+    """Round-robin over the contenders `repeat` times; report each run and the medians."""
+    prefix = str(corpus(pairs))
+    runs: dict[str, list[dict]] = {name: [] for name in contenders}
+    for round_ in range(repeat):
+        for name in contenders:
+            result = watch(_command(name, prefix, pairs, workers))
+            runs[name].append(result)
+            print(
+                f"  round {round_ + 1} {name:>9} {pairs:>9,} pairs {result['seconds']:7.1f} s, "
+                f"peak RSS main {result['peak_rss_main_mb']} MB"
+                + (
+                    f", worker {result['peak_rss_worker_mb']} MB"
+                    if result["peak_rss_worker_mb"]
+                    else ""
+                ),
+                flush=True,
+            )
+    rows = []
+    for name, results in runs.items():
+        seconds = statistics.median(r["seconds"] for r in results)
+        rows.append(
+            {
+                "contender": name,
+                "pairs": pairs,
+                "seconds_median": round(seconds, 2),
+                "seconds_all": [round(r["seconds"], 2) for r in results],
+                "pairs_per_s": round(pairs / seconds),
+                "peak_rss_main_mb": max(r["peak_rss_main_mb"] for r in results),
+                "peak_rss_worker_mb": max((r["peak_rss_worker_mb"] or 0) for r in results) or None,
+            }
+        )
+    base = next((r["seconds_median"] for r in rows if r["contender"] == "loop"), None)
+    print(
+        "| contender | pairs | median s | runs (s) | pairs/s | vs loop | peak RSS main / worker |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        ratio = f"{base / r['seconds_median']:.2f}x" if base else "-"
+        worker = f" / {r['peak_rss_worker_mb']} MB" if r["peak_rss_worker_mb"] else ""
+        print(
+            f"| {r['contender']} | {pairs:,} | {r['seconds_median']} | "
+            f"{', '.join(map(str, r['seconds_all']))} | {r['pairs_per_s']:,} | {ratio} | "
+            f"{r['peak_rss_main_mb']} MB{worker} |"
+        )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, action="append", help="corpus sizes (repeatable)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=1, help="rounds; medians are reported")
+    parser.add_argument(
+        "--contenders", default="loop,hf,nmtpipe", help="comma-separated: loop,t2t-loop,hf,nmtpipe"
+    )
+    parser.add_argument("--t2t-tools", help="shared/tools folder, for the t2t-loop contender")
+    parser.add_argument("--json", help="write all results here")
+    parser.add_argument("--run", help=argparse.SUPPRESS)
+    parser.add_argument("--prefix", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.run:  # a contender, in its own process
+        if args.run == "hf":
+            print(json.dumps(run_hf(args.prefix, args.workers)))
+        else:
+            print(json.dumps(run_loop(args.prefix, "t2t" if args.run == "t2t-loop" else "nmtpipe")))
+        return
+    if args.t2t_tools:
+        os.environ["T2T_TOOLS"] = args.t2t_tools
+    print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
+    rows = []
+    for pairs in args.pairs or [1_000_000]:
+        rows += bench(pairs, args.workers, args.contenders.split(","), args.repeat)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE))
+    main()
