@@ -90,7 +90,7 @@ def build_graph(
         | "WritePairShards"
         >> beam.ParDo(
             WritePairShardsFn(
-                out, plan.shard_counts(), langs, plan.count_buckets, plan.reject_shards
+                out, plan.shard_counts(), langs, plan.count_buckets, plan.reject_shards, spill_dir
             )
         ).with_outputs(FILES, STATS, REJECTS, COUNTS)
     )
@@ -230,7 +230,7 @@ def _remove_stale(output: str, keep: set[str]) -> None:
 
 
 def _spill_root(spill_dir: str | None, options: PipelineOptions, output: str) -> str | None:
-    """Where the cleaning stage spills pair batches (see `transforms/records.py`).
+    """Where batches are spilled on their way to the writers (see `transforms/records.py`).
 
     "auto" means a local directory when every worker runs on this machine (the local
     runners): the output's staging folder if the output is local, so that a killed run's

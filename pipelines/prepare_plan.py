@@ -180,5 +180,6 @@ def make_plan(config: PrepareConfig) -> PreparePlan:
         identities=identities,
         clean=CleanConfig(normalize=config.normalize, filters=config.filters, split=split),
         count_buckets=config.count_buckets or train_shards,
-        reject_shards=max(1, math.ceil(train_shards / 4)),
+        # Rejects can be as many as the pairs (a noisy crawl): shard them alike.
+        reject_shards=train_shards,
     )

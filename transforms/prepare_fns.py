@@ -61,12 +61,25 @@ def file_record(
     }
 
 
-def _rejects_by_shard(rejects: Iterable[Reject], num_shards: int) -> Iterator[TaggedOutput]:
+def _ship_rejects(
+    rejects: list[Reject], num_shards: int, spill_url: str | None
+) -> Iterator[TaggedOutput]:
+    """Rejects as batches keyed by reject shard, shipped like pair batches."""
     grouped: dict[int, list[Reject]] = defaultdict(list)
     for r in rejects:
         grouped[stable_bucket(f"{r.origin}:{r.line}", num_shards)].append(r)
-    for shard, rows in sorted(grouped.items()):
-        yield TaggedOutput(REJECTS, (shard, rows))
+    batches = {shard: records.reject_batch(rows) for shard, rows in grouped.items()}
+    for item in records.ship(batches, spill_url):
+        yield TaggedOutput(REJECTS, item)
+
+
+def _spill_url(spill_dir: str | None, name: str) -> str | None:
+    """A file in the spill directory named after `name` (retries overwrite it)."""
+    if spill_dir is None:
+        return None
+    return storage.join(
+        spill_dir, f"{hashlib.blake2b(name.encode(), digest_size=12).hexdigest()}.arrow"
+    )
 
 
 class PlanChunksFn(beam.DoFn):
@@ -85,8 +98,9 @@ class PlanChunksFn(beam.DoFn):
 class CleanChunksFn(beam.DoFn):
     """Chunk → pair batches keyed by (split, shard); rejects, counts and stats tagged.
 
-    With a `spill_dir` the batches of a chunk go to one Arrow file there and only
-    references travel on (see `transforms/records.py`); without, the batches travel inline.
+    With a `spill_dir` a chunk's pair batches go to one Arrow file there, its rejects to
+    another, and only references travel on (see `transforms/records.py`); without, the
+    batches travel inline.
     """
 
     def __init__(
@@ -126,14 +140,11 @@ class CleanChunksFn(beam.DoFn):
         out = self._clean(load_chunk(chunk) if isinstance(chunk, ChunkRef) else chunk)
         self.read.inc(out.pairs_read)
         self.rejected.inc(len(out.rejects))
-        keys = sorted(out.pairs)
-        if self.spill_dir is None:
-            yield from ((k, records.inline(out.pairs[k])) for k in keys)
-        elif keys:
-            name = hashlib.blake2b(f"{chunk.origin}:{chunk.first_line}".encode(), digest_size=12)
-            url = storage.join(self.spill_dir, f"{name.hexdigest()}.arrow")
-            yield from zip(keys, records.spill(url, [out.pairs[k] for k in keys]), strict=True)
-        yield from _rejects_by_shard(out.rejects, self.reject_shards)
+        name = f"{chunk.origin}:{chunk.first_line}"
+        yield from records.ship(out.pairs, _spill_url(self.spill_dir, f"pairs {name}"))
+        yield from _ship_rejects(
+            out.rejects, self.reject_shards, _spill_url(self.spill_dir, f"rejects {name}")
+        )
         src, tgt = self.langs
         self._counts[src].add(t2t_tokenizer.token_array(out.train_src))
         self._counts[tgt].add(t2t_tokenizer.token_array(out.train_tgt))
@@ -154,18 +165,18 @@ class WritePairShardsFn(beam.DoFn):
         langs: tuple[str, str],
         count_buckets: int,
         reject_shards: int,
+        spill_dir: str | None,
     ) -> None:
         self.output = output
         self.shard_counts = shard_counts
         self.langs = langs
         self.count_buckets = count_buckets
         self.reject_shards = reject_shards
+        self.spill_dir = spill_dir
         self.kept = Metrics.counter(NAMESPACE, "pairs_kept")
         self.duplicates = Metrics.counter(NAMESPACE, "rejected_duplicate")
 
-    def process(
-        self, element: tuple[tuple[str, int], Iterable[bytes | records.SpillRef]]
-    ) -> Iterator[Any]:
+    def process(self, element: tuple[tuple[str, int], Iterable[records.Shipped]]) -> Iterator[Any]:
         (split, shard), batches = element
         url = storage.join(self.output, pairs_path(split, shard, self.shard_counts[split]))
         result = shards.write_pair_shard(url, batches)
@@ -179,7 +190,8 @@ class WritePairShardsFn(beam.DoFn):
             STATS,
             {"rejects": {"duplicate": len(result.duplicates)}, "splits": {split: result.stats}},
         )
-        yield from _rejects_by_shard(result.duplicates, self.reject_shards)
+        spill_url = _spill_url(self.spill_dir, f"duplicates {split} {shard}")
+        yield from _ship_rejects(result.duplicates, self.reject_shards, spill_url)
         if split == "train" and result.duplicates:
             for side, field in zip(self.langs, ("src", "tgt"), strict=True):
                 texts = [getattr(dup, field).decode() for dup in result.duplicates]
@@ -192,16 +204,16 @@ class WritePairShardsFn(beam.DoFn):
 
 
 class WriteRejectsFn(beam.DoFn):
-    """(shard, [[Reject]]) → one Parquet file of rejects."""
+    """(shard, [reject batch]) → one Parquet file of rejects."""
 
     def __init__(self, output: str, num_shards: int) -> None:
         self.output = output
         self.num_shards = num_shards
 
-    def process(self, element: tuple[int, Iterable[list[Reject]]]) -> Iterator[FileRecord]:
-        shard, groups = element
+    def process(self, element: tuple[int, Iterable[records.Shipped]]) -> Iterator[FileRecord]:
+        shard, batches = element
         url = storage.join(self.output, rejects_path(shard, self.num_shards))
-        written, n = shards.write_rejects(url, (r for group in groups for r in group))
+        written, n = shards.write_rejects(url, batches)
         yield file_record(self.output, written, "rejects", n)
 
 

@@ -15,8 +15,8 @@ Either way the shard writer concatenates batches without a Python object per pai
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple, TypeVar
 
 import pyarrow as pa
 
@@ -61,6 +61,9 @@ class Reject(NamedTuple):
     tgt: bytes | None
 
 
+K = TypeVar("K")
+
+
 class SpillRef(NamedTuple):
     """Batch `index` of the Arrow IPC file at `url`."""
 
@@ -81,25 +84,46 @@ def pair_batch(
     )
 
 
+def reject_batch(rejects: list[Reject]) -> pa.RecordBatch:
+    """Rejects as a record batch in REJECTS_SCHEMA."""
+    return pa.RecordBatch.from_pydict(
+        {name: [getattr(r, name) for r in rejects] for name in REJECTS_SCHEMA.names},
+        schema=REJECTS_SCHEMA,
+    )
+
+
+Shipped = bytes | SpillRef
+
+
 def inline(batch: pa.RecordBatch) -> bytes:
     """`batch` as Arrow IPC stream bytes."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, WIRE_SCHEMA) as writer:
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
         writer.write_batch(batch)
     return sink.getvalue().to_pybytes()
 
 
 def spill(url: str, batches: list[pa.RecordBatch]) -> list[SpillRef]:
-    """Write `batches` to one Arrow IPC file at `url` (atomically); refs to each."""
+    """Write `batches` (one schema) to one Arrow IPC file at `url`, atomically; refs."""
+    schema = batches[0].schema
     sink = pa.BufferOutputStream()
     unified = pa.ipc.IpcWriteOptions(unify_dictionaries=True)  # the file format needs one
-    with pa.ipc.new_file(sink, WIRE_SCHEMA, options=unified) as writer:
-        writer.write_table(pa.Table.from_batches(batches, WIRE_SCHEMA))
+    with pa.ipc.new_file(sink, schema, options=unified) as writer:
+        writer.write_table(pa.Table.from_batches(batches, schema))
     storage.write_bytes(url, sink.getvalue())
     return [SpillRef(url, i) for i in range(len(batches))]
 
 
-def _resolve(item: bytes | SpillRef) -> pa.Table:
+def ship(keyed: dict[K, pa.RecordBatch], spill_url: str | None) -> Iterator[tuple[K, Shipped]]:
+    """(key, batch) pairs ready for a shuffle: inline, or spilled to one file at `spill_url`."""
+    keys = sorted(keyed)
+    if spill_url is None:
+        yield from ((k, inline(keyed[k])) for k in keys)
+    elif keys:
+        yield from zip(keys, spill(spill_url, [keyed[k] for k in keys]), strict=True)
+
+
+def _resolve(item: Shipped) -> pa.Table:
     if isinstance(item, bytes):
         return pa.ipc.open_stream(item).read_all()
     fs, path = storage.url_to_fs(item.url)
@@ -107,19 +131,18 @@ def _resolve(item: bytes | SpillRef) -> pa.Table:
         return pa.Table.from_batches([pa.ipc.open_file(f).get_batch(item.index)])
 
 
-def pairs_table(items: Iterable[bytes | SpillRef]) -> pa.Table:
-    """The pairs of many inline or spilled batches as one table in PAIRS_SCHEMA."""
+def _gather(items: Iterable[Shipped], schema: pa.Schema) -> pa.Table:
     tables = [_resolve(item) for item in items]
-    if not tables:
-        return PAIRS_SCHEMA.empty_table()
-    table = pa.concat_tables(tables)
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def pairs_table(items: Iterable[Shipped]) -> pa.Table:
+    """The pairs of many shipped pair batches as one table in PAIRS_SCHEMA."""
+    table = _gather(items, WIRE_SCHEMA)
     return table.set_column(3, "origin", table["origin"].cast(pa.string()))
 
 
-def rejects_table(rejects: Iterable[Reject]) -> pa.Table:
-    """Rejects sorted by (origin, line, reason), as a table in REJECTS_SCHEMA."""
-    rows = sorted(rejects, key=lambda r: (r.origin, r.line, r.reason))
-    return pa.table(
-        {name: [getattr(r, name) for r in rows] for name in REJECTS_SCHEMA.names},
-        schema=REJECTS_SCHEMA,
-    )
+def rejects_table(items: Iterable[Shipped]) -> pa.Table:
+    """The rejects of many shipped reject batches, sorted by (origin, line, reason)."""
+    keys = [("origin", "ascending"), ("line", "ascending"), ("reason", "ascending")]
+    return _gather(items, REJECTS_SCHEMA).sort_by(keys)

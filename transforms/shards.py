@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from transforms import stats
 from transforms.filters import DUPLICATE
-from transforms.records import Reject, SpillRef, pairs_table, rejects_table
+from transforms.records import Reject, Shipped, pairs_table, rejects_table
 from transforms.storage import WrittenFile, write_parquet
 
 _SORT_KEYS = [(name, "ascending") for name in ("id", "src", "tgt", "origin", "line")]
@@ -70,7 +70,7 @@ def _split_stats(table: pa.Table) -> stats.Partial:
     return {"pairs": table.num_rows, **{s: stats.side_partial(n) for s, n in lengths.items()}}
 
 
-def write_pair_shard(url: str, batches: Iterable[bytes | SpillRef]) -> PairShard:
+def write_pair_shard(url: str, batches: Iterable[Shipped]) -> PairShard:
     """Deduplicate, sort and write one shard from inline or spilled pair batches."""
     table = pairs_table(batches).sort_by(_SORT_KEYS)
     dup = _duplicate_mask(table)
@@ -81,7 +81,8 @@ def write_pair_shard(url: str, batches: Iterable[bytes | SpillRef]) -> PairShard
     return PairShard(written, table, duplicates, _split_stats(table))
 
 
-def write_rejects(url: str, rejects: Iterable[Reject]) -> tuple[WrittenFile, int]:
-    """Write rejects sorted by (origin, line, reason); return the file and its row count."""
-    table = rejects_table(rejects)
+def write_rejects(url: str, batches: Iterable[Shipped]) -> tuple[WrittenFile, int]:
+    """Write shipped reject batches sorted by (origin, line, reason); return the file and
+    its row count."""
+    table = rejects_table(batches)
     return write_parquet(url, table), table.num_rows

@@ -13,7 +13,7 @@ from transforms.clean import CleanConfig
 from transforms.corpus import RawChunk
 from transforms.counts import MergeCountsFn
 from transforms.prepare_fns import COUNTS, REJECTS, STATS, CleanChunksFn
-from transforms.records import pairs_table
+from transforms.records import pairs_table, rejects_table
 from transforms.split import SplitConfig
 
 SRC = ["Hello, world.", "same", "A cat.", "Dogs bark."]
@@ -60,8 +60,14 @@ def test_clean_chunks_fn_outputs(tmp_path, spill):
             equal_to([("train", f"c{k}", s) for k in range(3) for s in SRC if s != "same"]),
             label="pairs",
         )
-        rejects = out[REJECTS] | beam.FlatMapTuple(
-            lambda shard, rows: [(r.origin, r.line, r.reason) for r in rows]
+        rejects = (
+            out[REJECTS]
+            | beam.FlatMapTuple(
+                lambda shard, item: (
+                    rejects_table([item]).select(["origin", "line", "reason"]).to_pylist()
+                )
+            )
+            | beam.Map(lambda r: (r["origin"], r["line"], r["reason"]))
         )
         assert_that(rejects, equal_to([(f"c{k}", 2, "copy") for k in range(3)]), label="rejects")
         stats = out[STATS] | beam.Map(lambda s: (s["pairs_read"], s["rejects"]))

@@ -1,10 +1,21 @@
-"""Pair batches inline and spilled read back the same."""
+"""Batches shipped inline or spilled read back the same."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from transforms.records import PAIRS_SCHEMA, inline, pair_batch, pairs_table, spill
+from transforms.records import (
+    PAIRS_SCHEMA,
+    REJECTS_SCHEMA,
+    Reject,
+    inline,
+    pair_batch,
+    pairs_table,
+    reject_batch,
+    rejects_table,
+    ship,
+    spill,
+)
 
 
 def test_inline_and_spilled_batches_give_the_same_table(tmp_path):
@@ -19,3 +30,21 @@ def test_inline_and_spilled_batches_give_the_same_table(tmp_path):
     assert inline_table.column("origin").to_pylist() == ["o1", "o1", "o2"]
     assert pairs_table([refs[1]]).column("line").to_pylist() == [7]
     assert pairs_table([]).schema == PAIRS_SCHEMA
+
+
+def test_ship_spills_a_chunk_into_one_file_or_inlines_it(tmp_path):
+    batches = {
+        (0, 1): reject_batch([Reject("o", 5, "empty", "src empty after normalisation", b"", b"x")]),
+        (0, 0): reject_batch(
+            [Reject("o", 2, "copy", "target is a copy of the source", b"a", b"a")]
+        ),
+    }
+    spilled = list(ship(batches, str(tmp_path / "r.arrow")))
+    inlined = list(ship(batches, None))
+    assert [k for k, _ in spilled] == [k for k, _ in inlined] == [(0, 0), (0, 1)]
+    assert {ref.url for _, ref in spilled} == {str(tmp_path / "r.arrow")}
+    table = rejects_table(item for _, item in reversed(spilled))
+    assert table.equals(rejects_table(item for _, item in inlined))
+    assert table.column("line").to_pylist() == [2, 5]
+    assert rejects_table([]).schema == REJECTS_SCHEMA
+    assert list(ship({}, str(tmp_path / "none.arrow"))) == []

@@ -7,7 +7,7 @@ import random
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from transforms.records import REJECTS_SCHEMA, Reject, inline, pair_batch
+from transforms.records import REJECTS_SCHEMA, Reject, inline, pair_batch, reject_batch
 from transforms.shards import write_pair_shard, write_rejects
 
 
@@ -56,7 +56,8 @@ def test_rejects_sorted_with_raw_bytes(tmp_path):
         Reject("a", 9, "invalid-utf8", "src: invalid start byte at byte 0", b"\xff", b"ok"),
         Reject("a", 3, "bad-columns", "1 tab-separated columns, need at least 2", b"one", None),
     ]
-    _, n = write_rejects(str(tmp_path / "r.parquet"), rejects)
+    shipped = [inline(reject_batch(rejects[:1])), inline(reject_batch(rejects[1:]))]
+    _, n = write_rejects(str(tmp_path / "r.parquet"), shipped)
     table = pq.read_table(tmp_path / "r.parquet")
     assert n == 3 and table.schema == REJECTS_SCHEMA
     assert [(r["origin"], r["line"], r["src"]) for r in table.to_pylist()] == [
