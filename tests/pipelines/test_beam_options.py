@@ -89,3 +89,14 @@ def test_flink_options_pass_through():
     assert options.view_as(SetupOptions).setup_file is None  # workers are this process
     docker = pipeline_options(["--runner=FlinkRunner", "--flink_master=flink:8081"])
     assert docker.view_as(SetupOptions).setup_file.endswith("pyproject.toml")
+
+
+def test_running_on_dataflow_without_the_gcp_extras_says_what_to_install(monkeypatch):
+    import apache_beam as beam
+
+    from pipelines import beam_options
+
+    monkeypatch.setattr(beam_options, "_installed", lambda module: False)
+    pipeline = beam.Pipeline(options=pipeline_options(DATAFLOW))
+    with pytest.raises(ConfigError, match=r"pip install 'nmtpipe\[dataflow\]'"):
+        beam_options.run_pipeline(pipeline)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import signal
 import subprocess
@@ -23,6 +24,21 @@ def run_cli(capsys, *args: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
+def prepare_args(trainpref, output, *more: str) -> list[str]:
+    return [
+        "prepare",
+        "-s",
+        "en",
+        "-t",
+        "zh",
+        "--trainpref",
+        str(trainpref),
+        "--output",
+        str(output),
+        *more,
+    ]
+
+
 def test_help_reads_well(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
@@ -40,18 +56,7 @@ def test_help_reads_well(capsys):
 def test_unknown_options_are_usage_errors(capsys, small_corpus, tmp_path):
     code, _, err = run_cli(
         capsys,
-        "prepare",
-        "-s",
-        "en",
-        "-t",
-        "zh",
-        "--trainpref",
-        str(small_corpus),
-        "--output",
-        str(tmp_path / "o"),
-        "--trainpre",
-        "x",
-        "--num_workers_typo=2",
+        *prepare_args(small_corpus, tmp_path / "o", "--trainpre", "x", "--num_workers_typo=2"),
     )
     assert code == 2
     assert err.strip().splitlines() == [
@@ -61,19 +66,7 @@ def test_unknown_options_are_usage_errors(capsys, small_corpus, tmp_path):
 
 
 def test_missing_input_names_the_files_tried(capsys, tmp_path):
-    code, _, err = run_cli(
-        capsys,
-        "prepare",
-        "-s",
-        "en",
-        "-t",
-        "zh",
-        "--trainpref",
-        str(tmp_path / "nope"),
-        "--output",
-        str(tmp_path / "o"),
-        *IN_MEMORY,
-    )
+    code, _, err = run_cli(capsys, *prepare_args(tmp_path / "nope", tmp_path / "o", *IN_MEMORY))
     assert code == 1
     assert f"error: no file for {tmp_path}/nope.en: tried" in err
     assert len(err.strip().splitlines()) == 1
@@ -82,26 +75,12 @@ def test_missing_input_names_the_files_tried(capsys, tmp_path):
 @pytest.mark.parametrize("runner", [IN_MEMORY, MULTI_PROCESS], ids=["in-memory", "processes"])
 @pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gz"])
 def test_misaligned_corpus_is_one_line_and_commits_nothing(capsys, tmp_path, runner, compressed):
-    import gzip
-
     ext = ".gz" if compressed else ""
     pack = gzip.compress if compressed else (lambda b: b)
     (tmp_path / f"train.en{ext}").write_bytes(pack(b"one\ntwo\nthree\n"))
     (tmp_path / f"train.zh{ext}").write_bytes(pack("一\n二\n".encode()))
     out = tmp_path / "out"
-    code, _, err = run_cli(
-        capsys,
-        "prepare",
-        "-s",
-        "en",
-        "-t",
-        "zh",
-        "--trainpref",
-        str(tmp_path / "train"),
-        "--output",
-        str(out),
-        *runner,
-    )
+    code, _, err = run_cli(capsys, *prepare_args(tmp_path / "train", out, *runner))
     assert code == 1
     assert err.strip().splitlines()[-1] == (
         f"nmtpipe prepare: error: {tmp_path}/train.en{ext} has 3 lines but "
@@ -154,18 +133,7 @@ def test_a_killed_run_leaves_no_manifest_and_the_rerun_succeeds(tmp_path):
     zh = example_lines("tatoeba-cmn", "zh")
     corpus = write_pair(tmp_path / "big", en * 4, zh * 4)  # 64k lines: a few seconds
     out = tmp_path / "out"
-    args = [
-        *NMTPIPE,
-        "prepare",
-        "-s",
-        "en",
-        "-t",
-        "zh",
-        "--trainpref",
-        str(corpus),
-        "--output",
-        str(out),
-    ]
+    args = [*NMTPIPE, *prepare_args(corpus, out)]
     proc = subprocess.Popen(
         args, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
