@@ -27,6 +27,7 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.runner import PipelineState
 
+from pipelines import logs
 from transforms.errors import ConfigError, NmtpipeError
 
 # The FnApiRunner is the engine behind Beam's DirectRunner. Naming it directly skips the
@@ -151,12 +152,17 @@ def _installed(module: str) -> bool:
         return False
 
 
-def run_pipeline(pipeline: beam.Pipeline) -> None:
-    """Run `pipeline` to completion; any end but DONE is an error."""
+def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False) -> None:
+    """Run `pipeline` to completion; any end but DONE is an error.
+
+    `quiet` silences what local worker processes write to the terminal (their logs and
+    the tracebacks of failures, which reach the caller as the exception anyway).
+    """
     runner = pipeline.options.view_as(StandardOptions).runner
     if runner == "DataflowRunner" and not _installed("google.cloud.storage"):
         raise ConfigError("DataflowRunner needs Beam's GCP extras: pip install 'nmtpipe[dataflow]'")
-    result = pipeline.run()
-    state = result.wait_until_finish()
+    with logs.quiet_stderr(quiet and runner in LOCAL_RUNNERS):
+        result = pipeline.run()
+        state = result.wait_until_finish()
     if state != PipelineState.DONE:
         raise NmtpipeError(f"the Beam pipeline ended in state {state}")

@@ -8,14 +8,16 @@ rejected there if Beam does not know it either).
 from __future__ import annotations
 
 import argparse
-import logging
+import importlib
 import sys
 import traceback
+from types import ModuleType
 
-from pipelines import __version__, beam_options, prepare_command
+from pipelines import __version__, logs
 from transforms.errors import ConfigError, find_user_error
 
-COMMANDS = {"prepare": prepare_command}
+# Imported when the command line is parsed, after logging is set up (they import Beam).
+COMMANDS = {"prepare": "pipelines.prepare_command"}
 
 DESCRIPTION = """\
 Turn raw parallel corpora into training-ready data, at any scale, on Apache Beam.
@@ -37,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"nmtpipe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="STEP", required=True)
-    for name, module in COMMANDS.items():
+    for name, module in _commands().items():
         p = sub.add_parser(
             name,
             help=module.SUMMARY,
@@ -57,24 +59,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configure_logging(verbose: bool) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    # Beam logs worker failures at length before the driver sees them; the one-line
-    # message below says what matters.
-    logging.getLogger("apache_beam").setLevel(logging.INFO if verbose else logging.CRITICAL)
+def _commands() -> dict[str, ModuleType]:
+    return {name: importlib.import_module(path) for name, path in COMMANDS.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    logs.configure(verbose="-v" in argv or "--verbose" in argv)
+    from pipelines import beam_options  # Beam, only now that logging is set up
+
     parser = build_parser()
     args, beam_args = parser.parse_known_args(argv)
     if args.help_beam:
         beam_options.beam_parser().print_help()
         return 0
-    _configure_logging(args.verbose)
-    module = COMMANDS[args.command]
+    module = _commands()[args.command]
     try:
         return module.run(args, beam_args)
     except KeyboardInterrupt:

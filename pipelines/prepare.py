@@ -250,8 +250,12 @@ def run_prepare(
     force: bool = False,
     log: Callable[[str], None] = lambda _: None,
     spill_dir: str | None = "auto",
+    quiet: bool = False,
 ) -> PrepareOutcome:
-    """Prepare `config.output` unless it already holds this exact result."""
+    """Prepare `config.output` unless it already holds this exact result.
+
+    `quiet` keeps local Beam workers from writing to the terminal (see `run_pipeline`).
+    """
     started = time.perf_counter()
     options = pipeline_options(beam_args)
     plan = make_plan(config)
@@ -287,7 +291,7 @@ def run_prepare(
     pipeline = beam.Pipeline(options=options)
     build_graph(pipeline, plan, summary_url, spill)
     try:
-        run_pipeline(pipeline)
+        run_pipeline(pipeline, quiet)
     finally:
         if spill is not None:
             storage.remove_tree(spill)

@@ -310,6 +310,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         force=args.force,
         log=lambda m: print(m, file=sys.stderr, flush=True),
         spill_dir=args.spill_dir,
+        quiet=not args.verbose,
     )
     print(report(outcome))
     return 0

@@ -1,0 +1,53 @@
+"""What nmtpipe's command line shows of Beam's logging and of its worker processes.
+
+By default a run shows nmtpipe's own progress and, on failure, one line. Beam logs at
+length (every worker failure comes with two tracebacks), its local worker processes
+write their logs straight to the terminal, and importing Beam without its GCP extras
+warns about a BigQuery client nmtpipe never uses. `--verbose` shows all of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
+
+_IMPORT_NOISE = "apitools not found"
+
+
+class _DropImportNoise(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(_IMPORT_NOISE)
+
+
+def configure(verbose: bool) -> None:
+    """Set up logging; call before Beam is imported, so its import-time warning is filtered."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    root = logging.getLogger()
+    if not verbose and not any(isinstance(f, _DropImportNoise) for f in root.filters):
+        root.addFilter(_DropImportNoise())
+    logging.getLogger("apache_beam").setLevel(logging.INFO if verbose else logging.CRITICAL)
+
+
+@contextlib.contextmanager
+def quiet_stderr(enabled: bool) -> Iterator[None]:
+    """While enabled, send whatever writes to file descriptor 2 — this process and the
+    worker processes it starts — to /dev/null; Python errors still propagate."""
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "wb") as devnull:
+        os.dup2(devnull.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
