@@ -90,6 +90,23 @@ def test_misaligned_corpus_is_one_line_and_commits_nothing(capsys, tmp_path, run
     assert not (out / "manifest.json").exists()
 
 
+def test_the_terminal_sees_one_line_even_from_worker_processes(tmp_path):
+    # Worker processes write to the terminal directly (file descriptor 2), below capsys.
+    (tmp_path / "t.en").write_bytes(b"a\nb\nc\n")
+    (tmp_path / "t.zh").write_bytes(b"x\ny\n")
+    proc = subprocess.run(
+        [*NMTPIPE, *prepare_args(tmp_path / "t", tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 1
+    progress, error = proc.stderr.splitlines()
+    assert progress.startswith(f"preparing 1 input(s) into {tmp_path}/out on FnApiRunner (")
+    assert error == f"nmtpipe prepare: error: {tmp_path}/t.en has 3 lines but {tmp_path}/t.zh has 2"
+
+
 def test_verbose_shows_the_traceback(capsys, tmp_path):
     code, _, err = run_cli(
         capsys,
