@@ -116,7 +116,8 @@ def run_hf(prefix: str, workers: int) -> dict:
 
 
 def watch(cmd: list[str]) -> dict:
-    """Run `cmd`, sampling the resident memory of it and its children every 0.1 s."""
+    """Run `cmd`, sampling the resident memory of it and its children every 0.1 s; its
+    wall time, peak memories and standard output."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err)
@@ -133,12 +134,15 @@ def watch(cmd: list[str]) -> dict:
         if proc.returncode != 0:
             err.seek(0)
             raise RuntimeError(f"{cmd} failed:\n{err.read().decode()[-3000:]}")
+        out.seek(0)
+        stdout = out.read().decode()
     # Beam's SDK workers, or HF's pool processes: every child of the contender.
     workers = [rss for pid, rss in peaks.items() if pid != proc.pid]
     return {
         "seconds": seconds,
         "peak_rss_main_mb": peaks.get(proc.pid, 0) >> 20,
         "peak_rss_worker_mb": (max(workers) >> 20) if workers else None,
+        "stdout": stdout,
     }
 
 

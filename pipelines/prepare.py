@@ -25,9 +25,11 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from pipelines import __version__
 from pipelines.beam_options import LOCAL_RUNNERS, describe, pipeline_options, run_pipeline
 from pipelines.prepare_plan import KIND, PrepareConfig, PreparePlan, make_plan
-from transforms import manifest, storage
-from transforms.counts import MergeCountsFn, write_counts
-from transforms.errors import ManifestError, OutputError
+from pipelines.step_output import STAGING, commit, reuse_committed
+from transforms import storage
+from transforms.counts import write_counts
+from transforms.errors import OutputError
+from transforms.manifest import file_entry
 from transforms.prepare_fns import (
     CHARS,
     CHARS_PATH,
@@ -37,13 +39,13 @@ from transforms.prepare_fns import (
     REJECTS,
     STATS,
     CleanChunksFn,
+    MergeCountsFn,
     PlanChunksFn,
     SummaryFn,
     WriteCountsFn,
     WritePairShardsFn,
     WriteRejectsFn,
     counts_path,
-    file_record,
     pairs_path,
     rejects_path,
     write_chars,
@@ -53,7 +55,6 @@ from transforms.shards import write_rejects
 from transforms.stats import finalize
 
 STATS_FILE = "stats.json"
-STAGING = ".nmtpipe"
 
 
 def _bucket_key(key: tuple[str, int], counts: dict[str, int]) -> tuple[int, tuple[str, dict]]:
@@ -158,18 +159,18 @@ def _fill_empty(plan: PreparePlan, files: list[dict[str, Any]]) -> None:
                 written = storage.write_parquet(
                     storage.join(out, pairs_path(split, k, n)), PAIRS_SCHEMA.empty_table()
                 )
-                files.append(file_record(out, written, "pairs", 0, split=split))
+                files.append(file_entry(out, written, "pairs", 0, split=split))
     for side in (*plan.langs, JOINED):
         for b in range(plan.count_buckets):
             if counts_path(side, b, plan.count_buckets) not in have:
                 written = write_counts(
                     storage.join(out, counts_path(side, b, plan.count_buckets)), {}
                 )
-                files.append(file_record(out, written, "counts", 0, side=side, bucket=b))
+                files.append(file_entry(out, written, "counts", 0, side=side, bucket=b))
     for k in range(plan.reject_shards):
         if rejects_path(k, plan.reject_shards) not in have:
             written, _ = write_rejects(storage.join(out, rejects_path(k, plan.reject_shards)), [])
-            files.append(file_record(out, written, "rejects", 0))
+            files.append(file_entry(out, written, "rejects", 0))
     if CHARS_PATH not in have:
         files.append(write_chars([], out))
     files.sort(key=lambda f: f["path"])
@@ -218,17 +219,6 @@ _OURS = re.compile(
 )
 
 
-def _remove_stale(output: str, keep: set[str]) -> None:
-    """Delete what earlier or killed runs left that the new manifest does not list: our
-    own file names only, the staging folder, and temporary files of interrupted writes."""
-    storage.remove_tree(storage.join(output, STAGING))
-    fs, root = storage.url_to_fs(output)
-    for path in fs.find(root, withdirs=False):
-        rel = path[len(root.rstrip("/")) + 1 :]
-        if ".tmp-" in rel.rsplit("/", 1)[-1] or (_OURS.match(rel) and rel not in keep):
-            fs.rm_file(path)
-
-
 def _spill_root(spill_dir: str | None, options: PipelineOptions, output: str) -> str | None:
     """Where batches are spilled on their way to the writers (see `transforms/records.py`).
 
@@ -260,28 +250,10 @@ def run_prepare(
     options = pipeline_options(beam_args)
     plan = make_plan(config)
     out = plan.output
-    if force:
-        existing = None
-        storage.remove(manifest.manifest_url(out))  # uncommit before overwriting anything
-    else:
-        existing = manifest.read_manifest(out, KIND)
-    if existing is not None:
-        if existing["fingerprint"] != plan.fingerprint:
-            raise OutputError(
-                f"{out} already holds a prepared dataset from other inputs or options "
-                f"(fingerprint {existing['fingerprint'][:12]}); use --force to replace it "
-                "or choose another --output"
-            )
-        try:
-            manifest.verify_files(out, existing)
-        except ManifestError as e:
-            log(f"the committed output is damaged ({e}); rebuilding it")
-        else:
-            stats = json.loads(storage.read_bytes(storage.join(out, STATS_FILE)))
-            return PrepareOutcome(
-                out, True, existing, stats, time.perf_counter() - started, "cached"
-            )
-        storage.remove(manifest.manifest_url(out))
+    committed = reuse_committed(out, KIND, plan.fingerprint, force, log)
+    if committed is not None:
+        stats = json.loads(storage.read_bytes(storage.join(out, STATS_FILE)))
+        return PrepareOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
     runner = describe(options)
     log(f"preparing {len(plan.inputs)} input(s) into {out} on {runner}")
     run_id = uuid.uuid4().hex
@@ -303,17 +275,6 @@ def run_prepare(
     written = storage.write_bytes(
         storage.join(out, STATS_FILE), json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n"
     )
-    files.append(
-        {
-            "path": STATS_FILE,
-            "kind": "stats",
-            "size": written.size,
-            "sha256": written.sha256,
-            "rows": 1,
-        }
-    )
-    manifest.write_manifest(out, _manifest_doc(plan, files, stats))
-    _remove_stale(out, {f["path"] for f in files})
-    committed = manifest.read_manifest(out, KIND)  # what every reader will see
-    assert committed is not None
+    files.append(file_entry(out, written, "stats", 1))
+    committed = commit(out, KIND, _manifest_doc(plan, files, stats), _OURS)
     return PrepareOutcome(out, False, committed, stats, time.perf_counter() - started, runner)

@@ -8,15 +8,17 @@ the same bytes, and a vocabulary builder reading them sees a deterministic order
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
-import apache_beam as beam
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from transforms import storage
+from transforms import manifest, storage
 from transforms.split import stable_bucket
 from transforms.storage import WrittenFile
 
@@ -109,30 +111,27 @@ def write_chars(url: str, per_side: Mapping[str, Mapping[str, int]]) -> WrittenF
     return storage.write_parquet(url, table)
 
 
-def read_counts(urls: Iterable[str]) -> Iterator[tuple[str, int]]:
-    """(token, count) rows of count files, file by file."""
-    for url in urls:
-        fs, path = storage.url_to_fs(url)
-        with fs.open(path, "rb") as f:
-            table = pq.read_table(f, schema=COUNTS_SCHEMA)
-        yield from zip(table["token"].to_pylist(), table["count"].to_pylist(), strict=True)
+def _rows(url: str) -> Iterator[tuple[str, int]]:
+    """(token, count) rows of one count file, a row group at a time."""
+    fs, path = storage.url_to_fs(url)
+    with fs.open(path, "rb") as f:
+        for batch in pq.ParquetFile(f).iter_batches(columns=["token", "count"]):
+            yield from zip(batch["token"].to_pylist(), batch["count"].to_pylist(), strict=True)
 
 
-class MergeCountsFn(beam.CombineFn):
-    """Sums `{token: count}` partials; lifted before the shuffle, fanned out when hot."""
+def count_files(root: str, prepared: Mapping[str, Any], side: str) -> tuple[list[str], int]:
+    """The URLs of a side's count files in a committed `prepare` manifest, and their rows."""
+    entries = {f["path"]: f for f in prepared["files"]}
+    paths = prepared["counts"][side]
+    urls = [manifest.file_url(root, entries[p]) for p in paths]
+    return urls, sum(entries[p]["rows"] for p in paths)
 
-    def create_accumulator(self) -> dict[str, int]:
-        return {}
 
-    def add_input(self, acc: dict[str, int], part: Mapping[str, int]) -> dict[str, int]:
-        return add_counts(acc, part)
-
-    def merge_accumulators(self, accs: Iterable[dict[str, int]]) -> dict[str, int]:
-        accs = iter(accs)
-        merged = next(accs, {})
-        for acc in accs:
-            add_counts(merged, acc)
-        return merged
-
-    def extract_output(self, acc: dict[str, int]) -> dict[str, int]:
-        return acc
+def read_counts(urls: Iterable[str], limit: int | None = None) -> dict[str, int]:
+    """The counts of a side's count files; with `limit`, only the `limit` most frequent
+    tokens (ties by token), merged from the files' canonical order in bounded memory."""
+    streams = [_rows(url) for url in urls]
+    if limit is None:
+        return dict(itertools.chain.from_iterable(streams))
+    merged = heapq.merge(*streams, key=lambda tc: (-tc[1], tc[0]))
+    return dict(itertools.islice(merged, limit))

@@ -19,6 +19,7 @@ from transforms.errors import ManifestError
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
+FileEntry = dict[str, Any]
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -29,6 +30,20 @@ def canonical_json(obj: Any) -> bytes:
 def fingerprint(obj: Any) -> str:
     """sha256 of the canonical JSON of `obj`."""
     return hashlib.sha256(canonical_json(obj)).hexdigest()
+
+
+def file_entry(
+    root: str, written: storage.WrittenFile, kind: str, rows: int, **extra: Any
+) -> FileEntry:
+    """The manifest's record of a file written under `root`."""
+    return {
+        "path": storage.relative_to(root, written.url),
+        "kind": kind,
+        "size": written.size,
+        "sha256": written.sha256,
+        "rows": rows,
+        **extra,
+    }
 
 
 def manifest_url(root: str) -> str:

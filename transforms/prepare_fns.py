@@ -2,7 +2,7 @@
 
 Elements are chunks and batches, never single lines. DoFns keep only their constructor
 arguments when pickled and build heavy objects (the normaliser) in `setup`, once per
-worker. Each file a writer commits is reported as a `FileRecord` so that the driver can
+worker. Each file a writer commits is reported as a manifest entry so that the driver can
 write the manifest without reading any data back.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import apache_beam as beam
@@ -25,6 +25,7 @@ from transforms import records, shards, storage, t2t_tokenizer
 from transforms.clean import ChunkCleaner, CleanConfig
 from transforms.corpus import ChunkRef, RawChunk, load_chunk, plan_chunks
 from transforms.inputs import CorpusInput
+from transforms.manifest import FileEntry, file_entry
 from transforms.records import Reject
 from transforms.split import shard_name, stable_bucket
 from transforms.stats import merge_into
@@ -33,7 +34,6 @@ NAMESPACE = "nmtpipe.prepare"
 JOINED = "joined"
 CHARS_PATH = "counts/chars.parquet"
 REJECTS, COUNTS, CHARS, STATS, FILES = "rejects", "counts", "chars", "stats", "files"
-FileRecord = dict[str, Any]
 
 
 def pairs_path(split: str, shard: int, num_shards: int) -> str:
@@ -46,19 +46,6 @@ def counts_path(side: str, bucket: int, buckets: int) -> str:
 
 def rejects_path(shard: int, num_shards: int) -> str:
     return f"rejects/{shard_name('rejects', shard, num_shards, '.parquet')}"
-
-
-def file_record(
-    output: str, written: storage.WrittenFile, kind: str, rows: int, **extra: Any
-) -> FileRecord:
-    return {
-        "path": storage.relative_to(output, written.url),
-        "kind": kind,
-        "size": written.size,
-        "sha256": written.sha256,
-        "rows": rows,
-        **extra,
-    }
 
 
 def _ship_rejects(
@@ -184,7 +171,7 @@ class WritePairShardsFn(beam.DoFn):
         self.kept.inc(rows)
         self.duplicates.inc(len(result.duplicates))
         yield TaggedOutput(
-            FILES, file_record(self.output, result.written, "pairs", rows, split=split)
+            FILES, file_entry(self.output, result.written, "pairs", rows, split=split)
         )
         yield TaggedOutput(
             STATS,
@@ -210,11 +197,11 @@ class WriteRejectsFn(beam.DoFn):
         self.output = output
         self.num_shards = num_shards
 
-    def process(self, element: tuple[int, Iterable[records.Shipped]]) -> Iterator[FileRecord]:
+    def process(self, element: tuple[int, Iterable[records.Shipped]]) -> Iterator[FileEntry]:
         shard, batches = element
         url = storage.join(self.output, rejects_path(shard, self.num_shards))
         written, n = shards.write_rejects(url, batches)
-        yield file_record(self.output, written, "rejects", n)
+        yield file_entry(self.output, written, "rejects", n)
 
 
 class WriteCountsFn(beam.DoFn):
@@ -245,20 +232,20 @@ class WriteCountsFn(beam.DoFn):
             counts = joined if side == JOINED else by_side.get(side, {})
             url = storage.join(self.output, counts_path(side, bucket, self.buckets))
             written = counts_lib.write_counts(url, counts)
-            yield file_record(self.output, written, "counts", len(counts), side=side, bucket=bucket)
+            yield file_entry(self.output, written, "counts", len(counts), side=side, bucket=bucket)
             yield TaggedOutput(CHARS, (side, counts_lib.char_counts(counts)))
         for side, field in zip(self.langs, ("src", "tgt"), strict=True):
             tokens = sum(by_side.get(side, {}).values())
             yield TaggedOutput(STATS, {"splits": {"train": {field: {"tokens": tokens}}}})
 
 
-def write_chars(per_side: list[tuple[str, dict[str, int]]], output: str) -> FileRecord:
+def write_chars(per_side: list[tuple[str, dict[str, int]]], output: str) -> FileEntry:
     written = counts_lib.write_chars(storage.join(output, CHARS_PATH), dict(per_side))
-    return file_record(output, written, "chars", sum(len(c) for _, c in per_side))
+    return file_entry(output, written, "chars", sum(len(c) for _, c in per_side))
 
 
 class SummaryFn(beam.CombineFn):
-    """Gathers ("file", FileRecord) and ("stats", partial) into one summary for the driver."""
+    """Gathers ("file", FileEntry) and ("stats", partial) into one summary for the driver."""
 
     def create_accumulator(self) -> dict[str, Any]:
         return {"files": [], "stats": {}}
@@ -280,3 +267,23 @@ class SummaryFn(beam.CombineFn):
 
     def extract_output(self, acc: dict[str, Any]) -> dict[str, Any]:
         return {"files": sorted(acc["files"], key=lambda f: f["path"]), "stats": acc["stats"]}
+
+
+class MergeCountsFn(beam.CombineFn):
+    """Sums `{token: count}` partials; lifted before the shuffle, fanned out when hot."""
+
+    def create_accumulator(self) -> dict[str, int]:
+        return {}
+
+    def add_input(self, acc: dict[str, int], part: Mapping[str, int]) -> dict[str, int]:
+        return counts_lib.add_counts(acc, part)
+
+    def merge_accumulators(self, accs: Iterable[dict[str, int]]) -> dict[str, int]:
+        accs = iter(accs)
+        merged = next(accs, {})
+        for acc in accs:
+            counts_lib.add_counts(merged, acc)
+        return merged
+
+    def extract_output(self, acc: dict[str, int]) -> dict[str, int]:
+        return acc

@@ -49,6 +49,12 @@ def test_help_reads_well(capsys):
     out = capsys.readouterr().out
     for flag in ("--src-lang", "--trainpref", "--tsv", "--output", "--num-shards", "--example"):
         assert flag in out
+    with pytest.raises(SystemExit):
+        main(["vocab", "--help"])
+    out = capsys.readouterr().out
+    for flag in ("--prepared", "--model", "--vocab-size", "--joined", "--max-tokens-in-memory",
+                 "--file-byte-budget", "--sample-sentences", "--character-coverage"):  # fmt: skip
+        assert flag in out
     code, out, _ = run_cli(capsys, "prepare", "--help-beam")
     assert code == 0 and "--direct_num_workers" in out and "--flink_master" in out
 
@@ -126,23 +132,46 @@ def test_verbose_shows_the_traceback(capsys, tmp_path):
 
 def test_example_demo_runs_from_the_console_script(tmp_path):
     # The README's main command, as a user runs it (default runner: worker processes).
-    proc = subprocess.run(
-        [*NMTPIPE, "prepare", "--example", "--output", str(tmp_path / "prepared")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    def nmtpipe(*args: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [*NMTPIPE, *args], capture_output=True, text=True, timeout=300, check=False
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc
+
+    prepare = ["prepare", "--example", "--output", str(tmp_path / "prepared")]
+    out = nmtpipe(*prepare).stdout
+    assert "kept" in out and "train" in out and "test 1,997" in out
+    assert nmtpipe(*prepare).stdout.startswith("cached:")
+    vocab = nmtpipe(
+        "vocab", "--prepared", str(tmp_path / "prepared"), "--vocab-size", "8192", "--joined",
+        "--output", str(tmp_path / "vocab"),
+    )  # fmt: skip
+    assert vocab.stdout.splitlines()[1].split()[:2] == ["joined", "t2t"]
+    assert sorted(p.name for p in (tmp_path / "vocab").iterdir()) == [
+        "dict.en.txt",
+        "dict.zh.txt",
+        "manifest.json",
+        "vocab.subwords",
+    ]
+
+
+def test_vocab_errors_are_one_line(capsys, tmp_path):
+    code, _, err = run_cli(
+        capsys, "vocab", "--prepared", str(tmp_path / "none"), "--output", str(tmp_path / "v")
     )
-    assert proc.returncode == 0, proc.stderr
-    assert "kept" in proc.stdout and "train" in proc.stdout and "test 1,997" in proc.stdout
-    again = subprocess.run(
-        [*NMTPIPE, "prepare", "--example", "--output", str(tmp_path / "prepared")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    assert code == 1
+    assert err.strip().splitlines() == [
+        f"nmtpipe vocab: error: {tmp_path}/none holds no committed prepare output "
+        "(no manifest.json); run nmtpipe prepare first"
+    ]
+    with pytest.raises(SystemExit) as exit_:
+        main(["vocab", "--prepared", "p", "--output", "v", "--model", "wp"])
+    assert exit_.value.code == 2 and "invalid choice: 'wp'" in capsys.readouterr().err
+    code, _, err = run_cli(
+        capsys, "vocab", "--prepared", "p", "--output", "v", "--min-count-range", "5"
     )
-    assert again.returncode == 0 and again.stdout.startswith("cached:")
+    assert code == 2 and "--min-count-range wants two integers" in err
 
 
 def test_a_killed_run_leaves_no_manifest_and_the_rerun_succeeds(tmp_path):

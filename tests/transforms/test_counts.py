@@ -11,7 +11,6 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from tests.conftest import IN_MEMORY
 from transforms.counts import (
-    MergeCountsFn,
     canonical_rows,
     char_counts,
     into_buckets,
@@ -19,6 +18,7 @@ from transforms.counts import (
     write_chars,
     write_counts,
 )
+from transforms.prepare_fns import MergeCountsFn
 
 
 def test_combine_fn_by_hand():
@@ -53,7 +53,10 @@ def test_canonical_order_and_round_trip(tmp_path):
     url = str(tmp_path / "en-00000-of-00001.parquet")
     written = write_counts(url, counts)
     assert written.size == (tmp_path / "en-00000-of-00001.parquet").stat().st_size
-    assert list(read_counts([url])) == canonical_rows(counts)
+    assert list(read_counts([url]).items()) == canonical_rows(counts)
+    other = str(tmp_path / "en-00001.parquet")
+    write_counts(other, {"d": 3, "a0": 2})
+    assert read_counts([url, other], limit=3) == {"c": 5, "d": 3, "a": 2}
     assert (
         write_counts(str(tmp_path / "again.parquet"), dict(reversed(counts.items()))).sha256
         == written.sha256

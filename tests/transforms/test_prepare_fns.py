@@ -11,8 +11,7 @@ from tests.conftest import IN_MEMORY, MULTI_PROCESS
 from transforms import t2t_tokenizer
 from transforms.clean import CleanConfig
 from transforms.corpus import RawChunk
-from transforms.counts import MergeCountsFn
-from transforms.prepare_fns import COUNTS, REJECTS, STATS, CleanChunksFn
+from transforms.prepare_fns import COUNTS, REJECTS, STATS, CleanChunksFn, MergeCountsFn
 from transforms.records import pairs_table, rejects_table
 from transforms.split import SplitConfig
 

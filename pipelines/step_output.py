@@ -1,0 +1,61 @@
+"""The life of a step's output folder: reuse a committed result, or rebuild and commit.
+
+Every step writes its files into its output folder and commits them by writing
+`manifest.json` last. A result is reused when the committed manifest has the same
+fingerprint (inputs + options + code version) and its files are intact; a different
+fingerprint is refused unless forced, so that nothing is overwritten by accident.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from transforms import manifest, storage
+from transforms.errors import ManifestError, OutputError
+
+# Staging files of a run (summaries, spills); gone once the run commits.
+STAGING = ".nmtpipe"
+
+
+def reuse_committed(
+    out: str, kind: str, fingerprint: str, force: bool, log: Callable[[str], None]
+) -> dict[str, Any] | None:
+    """The committed manifest at `out` if it holds exactly this result, else None.
+
+    Before returning None for a rebuild the old manifest is removed, so that a reader
+    can never take the half-rewritten folder for the old result.
+    """
+    existing = None if force else manifest.read_manifest(out, kind)
+    if existing is not None:
+        if existing["fingerprint"] != fingerprint:
+            raise OutputError(
+                f"{out} already holds a {kind} result from other inputs or options "
+                f"(fingerprint {existing['fingerprint'][:12]}); use --force to replace it "
+                "or choose another --output"
+            )
+        try:
+            manifest.verify_files(out, existing)
+            return existing
+        except ManifestError as e:
+            log(f"the committed output is damaged ({e}); rebuilding it")
+    storage.remove(manifest.manifest_url(out))
+    return None
+
+
+def commit(out: str, kind: str, doc: dict[str, Any], ours: re.Pattern[str]) -> dict[str, Any]:
+    """Write the manifest, then delete what earlier or killed runs left behind that it
+    does not list (file names matching `ours`, the staging folder, temporary files of
+    interrupted writes), and return the manifest as readers will see it."""
+    manifest.write_manifest(out, doc)
+    keep = {f["path"] for f in doc["files"]}
+    storage.remove_tree(storage.join(out, STAGING))
+    fs, root = storage.url_to_fs(out)
+    for path in fs.find(root, withdirs=False):
+        rel = path[len(root.rstrip("/")) + 1 :]
+        if ".tmp-" in rel.rsplit("/", 1)[-1] or (ours.match(rel) and rel not in keep):
+            fs.rm_file(path)
+    committed = manifest.read_manifest(out, kind)
+    assert committed is not None
+    return committed

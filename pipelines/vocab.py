@@ -1,0 +1,322 @@
+"""`nmtpipe vocab`: the subword vocabulary of a prepared dataset, built on the driver.
+
+Tensor2Tensor's SubwordTextEncoder is built from the token counts `prepare` committed
+(or from T2T's byte-budget line sample, drawn in Beam); SentencePiece unigram/BPE
+models train on a deterministic sample of the training split, drawn in Beam. Either
+way the output also has fairseq `dict.{lang}.txt` files for the same vocabulary, and is
+committed like every step: files first, `manifest.json` last, reused when the same
+inputs and options come again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import apache_beam as beam
+import numpy as np
+
+from pipelines import __version__
+from pipelines.beam_options import pipeline_options, run_pipeline
+from pipelines.step_output import STAGING, commit, reuse_committed
+from transforms import counts as counts_lib
+from transforms import manifest, spm_vocab, storage, t2t_tokenizer
+from transforms.errors import ConfigError, InputError
+from transforms.fairseq_dict import SPECIALS, dict_text
+from transforms.manifest import file_entry
+from transforms.spm_vocab import SpmConfig
+from transforms.subword import RESERVED_TOKENS, SubwordTextEncoder, check_reserved
+from transforms.subword_build import SubwordBuilder
+from transforms.vocab_sample import (
+    BudgetSample,
+    IdSample,
+    SampleShardFn,
+    ShardBytesFn,
+    read_budget_sample,
+    sample_lines,
+    train_shards,
+)
+
+KIND = "nmtpipe.vocab"
+PREPARE_KIND = "nmtpipe.prepare"
+MODELS = ("t2t", "unigram", "bpe")
+JOINED = "joined"
+_OURS = re.compile(r"^(vocab(\.[^/]+)?\.subwords|spm(\.[^/]+)?\.(model|vocab)|dict\.[^/]+\.txt)$")
+
+
+@dataclass(frozen=True)
+class VocabConfig:
+    """What `nmtpipe vocab` was asked to build."""
+
+    prepared: str
+    output: str
+    model: str = "t2t"
+    vocab_size: int = 8192
+    joined: bool = False
+    # Tensor2Tensor's options.
+    max_subtoken_length: int | None = None
+    file_byte_budget: float | None = None
+    max_tokens_in_memory: int | None = None
+    reserved_tokens: tuple[str, ...] = RESERVED_TOKENS
+    min_count_bounds: tuple[int, int] = (1, 1000)
+    # SentencePiece's options.
+    sample_sentences: int = 1_000_000
+    spm: SpmConfig = SpmConfig()
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ConfigError(f"unknown --model {self.model!r}; choose from {', '.join(MODELS)}")
+        if self.vocab_size < 1:
+            raise ConfigError("--vocab-size must be positive")
+        if self.max_subtoken_length is not None and self.max_subtoken_length < 1:
+            raise ConfigError("--max-subtoken-length must be at least 1")
+        if self.file_byte_budget is not None and self.file_byte_budget <= 0:
+            raise ConfigError("--file-byte-budget must be positive")
+        if self.max_tokens_in_memory is not None and self.max_tokens_in_memory < 1:
+            raise ConfigError("--max-tokens-in-memory must be at least 1")
+        if self.sample_sentences < 1:
+            raise ConfigError("--sample-sentences must be at least 1")
+        try:
+            check_reserved(self.reserved_tokens)
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
+
+    def options(self) -> dict[str, Any]:
+        """The options that shape the output (fingerprinted, recorded in the manifest)."""
+        keep = {"model", "vocab_size", "joined"}
+        if self.model == "t2t":
+            keep |= {
+                "max_subtoken_length",
+                "file_byte_budget",
+                "max_tokens_in_memory",
+                "reserved_tokens",
+                "min_count_bounds",
+            }
+        else:
+            keep |= {"sample_sentences", "spm"}
+        return {k: v for k, v in dataclasses.asdict(self).items() if k in keep}
+
+
+@dataclass(frozen=True)
+class VocabOutcome:
+    output: str
+    cached: bool
+    manifest: dict[str, Any]
+    seconds: float
+
+
+def read_prepared(url: str) -> tuple[str, dict[str, Any]]:
+    """The root and the checked manifest of a committed `prepare` output."""
+    root = storage.canonical_url(url)
+    doc = manifest.read_manifest(root, PREPARE_KIND)
+    if doc is None:
+        raise InputError(
+            f"{root} holds no committed prepare output (no manifest.json); "
+            "run nmtpipe prepare first"
+        )
+    manifest.verify_files(root, doc)
+    return root, doc
+
+
+def vocab_files(model: str, side: str) -> list[str]:
+    """The file names of one side's vocabulary (`joined` has no language in the name)."""
+    infix = "" if side == JOINED else f".{side}"
+    if model == "t2t":
+        return [f"vocab{infix}.subwords"]
+    return [f"spm{infix}.model", f"spm{infix}.vocab"]
+
+
+class _Build:
+    """One run's context: the prepared input, the staging folder, how to run Beam."""
+
+    def __init__(
+        self,
+        config: VocabConfig,
+        root: str,
+        prepared: dict[str, Any],
+        staging: str,
+        beam_args: list[str],
+        quiet: bool,
+    ) -> None:
+        self.config, self.root, self.prepared = config, root, prepared
+        self.staging, self.beam_args, self.quiet = staging, beam_args, quiet
+        langs = prepared["options"]["languages"]
+        self.columns = {langs["src"]: ["src"], langs["tgt"]: ["tgt"], JOINED: ["src", "tgt"]}
+        self.shards = len(prepared["splits"]["train"]["files"])
+
+    def sample(self, selector: IdSample | BudgetSample, side: str) -> list[str]:
+        """Lines of `side`'s training text chosen in Beam, column by column, shard by shard."""
+        folder = storage.join(self.staging, f"sample-{side}")
+        columns = self.columns[side]
+        pipeline = beam.Pipeline(options=pipeline_options(self.beam_args))
+        listed = pipeline | "ListShards" >> beam.Create(train_shards(self.root, self.prepared))
+        sizes = (
+            listed
+            | "ShardBytes" >> beam.ParDo(ShardBytesFn(columns))
+            | "SideBytes" >> beam.CombinePerKey(sum)
+        )
+        _ = listed | "Sample" >> beam.ParDo(
+            SampleShardFn(selector, columns, folder), sizes=beam.pvalue.AsDict(sizes)
+        )
+        run_pipeline(pipeline, self.quiet)
+        lines = []
+        for column in columns:
+            chosen = sample_lines(folder, column, self.shards)
+            if isinstance(selector, BudgetSample):  # T2T's budget applies per file (side)
+                chosen = iter(read_budget_sample(chosen, selector.file_byte_budget))
+            lines += chosen
+        return lines
+
+    def t2t_counts(self, side: str, report: dict[str, Any]) -> dict[str, int]:
+        """The token counts T2T builds from: prepare's counts, or a byte-budget sample's."""
+        cap = self.config.max_tokens_in_memory
+        if self.config.file_byte_budget is None:
+            urls, report["distinct_tokens"] = counts_lib.count_files(self.root, self.prepared, side)
+            counts = counts_lib.read_counts(urls, cap)
+        else:
+            lines = self.sample(BudgetSample(self.config.file_byte_budget), side)
+            report["sampled_lines"] = len(lines)
+            counts = dict(t2t_tokenizer.count_tokens(lines))
+            report["distinct_tokens"] = len(counts)
+            if cap is not None:
+                counts = dict(sorted(counts.items(), key=lambda tc: (-tc[1], tc[0]))[:cap])
+        report["distinct_tokens_used"] = len(counts)
+        return counts
+
+    def t2t_encoder(
+        self, counts: dict[str, int], side: str, report: dict[str, Any]
+    ) -> SubwordTextEncoder:
+        """T2T's build_to_target_size; a target the data cannot reach is an error."""
+        if not counts:
+            raise InputError(f"the training split has no tokens for {side}")
+        config = self.config
+        builder = SubwordBuilder(counts, config.max_subtoken_length, config.reserved_tokens)
+        vocab, trace = builder.build_to_target_size(config.vocab_size, *config.min_count_bounds)
+        report["bisection"] = [{"min_count": m, "vocab_size": n} for m, n in trace.steps]
+        report["min_count"] = trace.chosen
+        largest = max(n for _, n in trace.steps)
+        if largest * 100 < config.vocab_size * 99:
+            raise ConfigError(
+                f"--vocab-size {config.vocab_size} is more than this data supports for {side}: "
+                f"the largest vocabulary it gives is {largest} subtokens (min_count "
+                f"{config.min_count_bounds[0]}); choose --vocab-size {largest} or less"
+            )
+        return SubwordTextEncoder(vocab)
+
+    def spm_model(self, side: str, report: dict[str, Any]) -> tuple[bytes, list[int]]:
+        """A SentencePiece model of `side` and its piece counts over the sample."""
+        pairs = self.prepared["splits"]["train"]["pairs"]
+        fraction = min(1.0, self.config.sample_sentences / max(pairs, 1))
+        sentences = self.sample(IdSample(fraction), side)
+        report["sample_sentences"] = len(sentences)
+        if not sentences:
+            raise InputError(f"the training split has no sentences for {side}")
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False) as f:
+            f.write("".join(line + "\n" for line in sentences))
+        try:
+            spm_config = dataclasses.replace(self.config.spm, vocab_size=self.config.vocab_size)
+            model = spm_vocab.train(f.name, spm_config)
+        except RuntimeError as e:
+            raise ConfigError(f"SentencePiece could not train on {side}: {e}") from e
+        finally:
+            storage.remove(f.name)
+        return model, spm_vocab.piece_counts(model, sentences)
+
+
+def _t2t_dict(encoder: SubwordTextEncoder, counts: dict[str, int], reserved: int) -> str:
+    """fairseq dict: the subtokens after the reserved ones, counted over the tokens."""
+    totals = np.zeros(encoder.vocab_size, dtype=np.int64)
+    for token, count in counts.items():
+        for i in encoder.token_ids(token):
+            totals[i] += count
+    return dict_text(list(encoder.subtokens[reserved:]), totals[reserved:].tolist())
+
+
+def _special_ids(config: VocabConfig) -> dict[str, dict[str, int]]:
+    fairseq = {name: i for i, name in enumerate(SPECIALS)}
+    if config.model == "t2t":
+        return {
+            "vocabulary": {t: i for i, t in enumerate(config.reserved_tokens)},
+            "fairseq": fairseq,
+        }
+    return {"vocabulary": fairseq, "fairseq": fairseq}
+
+
+def run_vocab(
+    config: VocabConfig,
+    beam_args: list[str],
+    force: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+    quiet: bool = False,
+) -> VocabOutcome:
+    """Build `config.output` unless it already holds this exact vocabulary."""
+    started = time.perf_counter()
+    pipeline_options(beam_args)  # fail early on bad Beam options
+    root, prepared = read_prepared(config.prepared)
+    out = storage.canonical_url(config.output)
+    fingerprint = manifest.fingerprint(
+        {
+            "step": KIND,
+            "code_version": __version__,
+            "prepared": prepared["fingerprint"],
+            **config.options(),
+        }
+    )
+    committed = reuse_committed(out, KIND, fingerprint, force, log)
+    if committed is not None:
+        return VocabOutcome(out, True, committed, time.perf_counter() - started)
+    langs = prepared["options"]["languages"]
+    sides = [JOINED] if config.joined else [langs["src"], langs["tgt"]]
+    log(f"building a {config.model} vocabulary of {config.vocab_size} for {', '.join(sides)}")
+    build = _Build(
+        config, root, prepared, storage.join(out, STAGING, uuid.uuid4().hex), beam_args, quiet
+    )
+    files, reports, dicts = [], {}, {}
+    for side in sides:
+        report: dict[str, Any] = {}
+        names = vocab_files(config.model, side)
+        if config.model == "t2t":
+            counts = build.t2t_counts(side, report)
+            encoder = build.t2t_encoder(counts, side, report)
+            written = [storage.write_bytes(storage.join(out, names[0]), encoder.to_text().encode())]
+            dicts[side] = _t2t_dict(encoder, counts, len(config.reserved_tokens))
+            report["vocab_size"] = encoder.vocab_size
+        else:
+            model, piece_counts = build.spm_model(side, report)
+            written = [
+                storage.write_bytes(storage.join(out, names[0]), model),
+                storage.write_bytes(
+                    storage.join(out, names[1]), spm_vocab.vocab_text(model).encode()
+                ),
+            ]
+            pieces = [p for p, _ in spm_vocab.pieces_and_scores(model)]
+            dicts[side] = dict_text(pieces[len(SPECIALS) :], piece_counts[len(SPECIALS) :])
+            report["vocab_size"] = len(pieces)
+        files += [file_entry(out, w, "vocab", report["vocab_size"], side=side) for w in written]
+        reports[side] = report
+    for lang in (langs["src"], langs["tgt"]):
+        text = dicts[JOINED if config.joined else lang]
+        written = storage.write_bytes(storage.join(out, f"dict.{lang}.txt"), text.encode())
+        files.append(file_entry(out, written, "fairseq-dict", text.count("\n"), side=lang))
+    doc = {
+        "kind": KIND,
+        "code_version": __version__,
+        "fingerprint": fingerprint,
+        "prepared": {"url": root, "fingerprint": prepared["fingerprint"]},
+        "languages": langs,
+        "options": config.options(),
+        "model": config.model,
+        "vocabularies": {
+            side: {"files": vocab_files(config.model, side), **reports[side]} for side in sides
+        },
+        "special_ids": _special_ids(config),
+        "files": sorted(files, key=lambda f: f["path"]),
+    }
+    committed = commit(out, KIND, doc, _OURS)
+    return VocabOutcome(out, False, committed, time.perf_counter() - started)

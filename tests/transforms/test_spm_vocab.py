@@ -1,0 +1,46 @@
+"""SentencePiece training: deterministic, fairseq's ids, spm_train's own .vocab format."""
+
+from __future__ import annotations
+
+import sentencepiece as spm
+
+from tests.conftest import example_lines
+from transforms import spm_vocab
+from transforms.fairseq_dict import SPECIALS
+from transforms.spm_vocab import SpmConfig
+
+
+def sentences_file(tmp_path, n=3000):
+    path = tmp_path / "sentences.txt"
+    path.write_text("\n".join(example_lines("tatoeba-cmn", "en")[:n]) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_same_input_same_model_and_fairseq_ids(tmp_path):
+    path = sentences_file(tmp_path)
+    config = SpmConfig(vocab_size=600, user_defined_symbols=("<sep>",))
+    first, second = spm_vocab.train(path, config), spm_vocab.train(path, config)
+    assert spm_vocab.pieces_and_scores(first) == spm_vocab.pieces_and_scores(second)
+    pieces = [p for p, _ in spm_vocab.pieces_and_scores(first)]
+    assert pieces[: len(SPECIALS) + 1] == [*SPECIALS, "<sep>"]
+    assert len(pieces) == 600
+    bpe = spm_vocab.train(path, SpmConfig(model_type="bpe", vocab_size=600))
+    assert spm_vocab.pieces_and_scores(bpe) != spm_vocab.pieces_and_scores(first)
+
+
+def test_vocab_file_is_what_spm_train_writes(tmp_path):
+    path = sentences_file(tmp_path, 1500)
+    prefix = str(tmp_path / "m")
+    spm.SentencePieceTrainer.train(
+        input=path, model_prefix=prefix, vocab_size=400, bos_id=0, pad_id=1, eos_id=2, unk_id=3,
+        minloglevel=2,
+    )  # fmt: skip
+    model = (tmp_path / "m.model").read_bytes()
+    assert spm_vocab.vocab_text(model) == (tmp_path / "m.vocab").read_text(encoding="utf-8")
+
+
+def test_piece_counts(tmp_path):
+    model = spm_vocab.train(sentences_file(tmp_path, 1500), SpmConfig(vocab_size=400))
+    counts = spm_vocab.piece_counts(model, ["hello world", "hello"])
+    sp = spm_vocab.processor(model)
+    assert sum(counts) == len(sp.encode("hello world")) + len(sp.encode("hello"))
