@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -217,15 +216,11 @@ class _Build:
         report["sample_sentences"] = len(sentences)
         if not sentences:
             raise InputError(f"the training split has no sentences for {side}")
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", suffix=".txt", delete=False) as f:
-            f.write("".join(line + "\n" for line in sentences))
+        spm_config = dataclasses.replace(self.config.spm, vocab_size=self.config.vocab_size)
         try:
-            spm_config = dataclasses.replace(self.config.spm, vocab_size=self.config.vocab_size)
-            model = spm_vocab.train(f.name, spm_config)
+            model = spm_vocab.train(sentences, spm_config)
         except RuntimeError as e:
             raise ConfigError(f"SentencePiece could not train on {side}: {e}") from e
-        finally:
-            storage.remove(f.name)
         return model, spm_vocab.piece_counts(model, sentences)
 
 

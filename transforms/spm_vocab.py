@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,29 +43,34 @@ class SpmConfig:
             raise ValueError("character coverage must be in (0, 1]")
 
 
-def train(sentence_file: str, config: SpmConfig) -> bytes:
-    """Train on the sentences of a local text file (one per line); the model's bytes."""
+def trainer_options(config: SpmConfig) -> dict[str, object]:
+    """spm_train's flags for `config`, fairseq's ids first, nothing left to chance."""
+    bos, pad, eos, unk = range(len(SPECIALS))
+    return {
+        "model_type": config.model_type,
+        "vocab_size": config.vocab_size,
+        "character_coverage": config.character_coverage,
+        "normalization_rule_name": config.normalization_rule_name,
+        "user_defined_symbols": list(config.user_defined_symbols),
+        "bos_id": bos,
+        "pad_id": pad,
+        "eos_id": eos,
+        "unk_id": unk,
+        "input_sentence_size": 0,
+        "shuffle_input_sentence": False,
+        "num_threads": config.num_threads,
+        "max_sentence_length": config.max_sentence_length,
+        "minloglevel": 2,
+    }
+
+
+def train(sentences: Iterable[str], config: SpmConfig) -> bytes:
+    """Train on sentences in memory; the model's bytes, the same for the same input
+    (no input path is embedded, as it would be with spm_train's --input)."""
     spm.set_random_generator_seed(config.seed)
     model = io.BytesIO()
-    bos, pad, eos, unk = range(len(SPECIALS))
     spm.SentencePieceTrainer.train(
-        input=sentence_file,
-        model_writer=model,
-        model_type=config.model_type,
-        vocab_size=config.vocab_size,
-        character_coverage=config.character_coverage,
-        normalization_rule_name=config.normalization_rule_name,
-        user_defined_symbols=list(config.user_defined_symbols),
-        bos_id=bos,
-        pad_id=pad,
-        eos_id=eos,
-        unk_id=unk,
-        input_sentence_size=0,
-        shuffle_input_sentence=False,
-        num_threads=config.num_threads,
-        max_sentence_length=config.max_sentence_length,
-        train_extremely_large_corpus=False,
-        minloglevel=2,
+        sentence_iterator=iter(sentences), model_writer=model, **trainer_options(config)
     )
     return model.getvalue()
 
@@ -88,8 +93,13 @@ def pieces_and_scores(model: bytes) -> list[tuple[str, float]]:
     return [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
 
 
-def piece_counts(model: bytes, sentences: Sequence[str]) -> list[int]:
-    """How often each id occurs when the model encodes `sentences`."""
+def piece_counts(model: bytes, sentences: Sequence[str], batch: int = 10_000) -> list[int]:
+    """How often each id occurs when the model encodes `sentences` (in batches, so that
+    only one batch's ids are ever Python objects)."""
     sp = processor(model)
-    ids = np.fromiter(itertools.chain.from_iterable(sp.encode(list(sentences))), dtype=np.int64)
-    return np.bincount(ids, minlength=sp.get_piece_size()).tolist()
+    totals = np.zeros(sp.get_piece_size(), dtype=np.int64)
+    for start in range(0, len(sentences), batch):
+        encoded = sp.encode(list(sentences[start : start + batch]))
+        ids = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int64)
+        totals += np.bincount(ids, minlength=totals.size)
+    return totals.tolist()

@@ -108,7 +108,7 @@ def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):
     for lang in ("en", "zh"):
         model_a = storage.read_bytes(str(tmp_path / "a" / f"spm.{lang}.model"))
         model_b = storage.read_bytes(str(tmp_path / "b" / f"spm.{lang}.model"))
-        assert spm_vocab.pieces_and_scores(model_a) == spm_vocab.pieces_and_scores(model_b)
+        assert model_a == model_b  # byte for byte, whichever runner drew the sample
         pieces = [p for p, _ in spm_vocab.pieces_and_scores(model_a)]
         symbols = [
             s

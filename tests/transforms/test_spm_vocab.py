@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import sentencepiece as spm
 
 from tests.conftest import example_lines
@@ -10,22 +11,38 @@ from transforms.fairseq_dict import SPECIALS
 from transforms.spm_vocab import SpmConfig
 
 
+def sentences(n=3000):
+    return example_lines("tatoeba-cmn", "en")[:n]
+
+
 def sentences_file(tmp_path, n=3000):
     path = tmp_path / "sentences.txt"
-    path.write_text("\n".join(example_lines("tatoeba-cmn", "en")[:n]) + "\n", encoding="utf-8")
+    path.write_text("\n".join(sentences(n)) + "\n", encoding="utf-8")
     return str(path)
 
 
-def test_same_input_same_model_and_fairseq_ids(tmp_path):
-    path = sentences_file(tmp_path)
+def test_same_input_same_model_bytes_and_fairseq_ids():
     config = SpmConfig(vocab_size=600, user_defined_symbols=("<sep>",))
-    first, second = spm_vocab.train(path, config), spm_vocab.train(path, config)
-    assert spm_vocab.pieces_and_scores(first) == spm_vocab.pieces_and_scores(second)
+    first, second = spm_vocab.train(sentences(), config), spm_vocab.train(sentences(), config)
+    assert first == second
     pieces = [p for p, _ in spm_vocab.pieces_and_scores(first)]
     assert pieces[: len(SPECIALS) + 1] == [*SPECIALS, "<sep>"]
     assert len(pieces) == 600
-    bpe = spm_vocab.train(path, SpmConfig(model_type="bpe", vocab_size=600))
+    bpe = spm_vocab.train(sentences(), SpmConfig(model_type="bpe", vocab_size=600))
     assert spm_vocab.pieces_and_scores(bpe) != spm_vocab.pieces_and_scores(first)
+
+
+@pytest.mark.parametrize("model_type", ["unigram", "bpe"])
+def test_same_model_as_spm_train_on_a_file(tmp_path, model_type):
+    config = SpmConfig(model_type=model_type, vocab_size=500, character_coverage=0.9995)
+    prefix = str(tmp_path / "m")
+    spm.set_random_generator_seed(config.seed)
+    spm.SentencePieceTrainer.train(
+        input=sentences_file(tmp_path), model_prefix=prefix, **spm_vocab.trainer_options(config)
+    )
+    ours = spm_vocab.train(sentences(), config)
+    theirs = (tmp_path / "m.model").read_bytes()
+    assert spm_vocab.pieces_and_scores(ours) == spm_vocab.pieces_and_scores(theirs)
 
 
 def test_vocab_file_is_what_spm_train_writes(tmp_path):
@@ -39,8 +56,10 @@ def test_vocab_file_is_what_spm_train_writes(tmp_path):
     assert spm_vocab.vocab_text(model) == (tmp_path / "m.vocab").read_text(encoding="utf-8")
 
 
-def test_piece_counts(tmp_path):
-    model = spm_vocab.train(sentences_file(tmp_path, 1500), SpmConfig(vocab_size=400))
+def test_piece_counts():
+    model = spm_vocab.train(sentences(1500), SpmConfig(vocab_size=400))
     counts = spm_vocab.piece_counts(model, ["hello world", "hello"])
     sp = spm_vocab.processor(model)
     assert sum(counts) == len(sp.encode("hello world")) + len(sp.encode("hello"))
+    lines = sentences(50)
+    assert spm_vocab.piece_counts(model, lines, batch=7) == spm_vocab.piece_counts(model, lines)
