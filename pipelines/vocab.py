@@ -155,11 +155,14 @@ class _Build:
         columns = self.columns[side]
         pipeline = beam.Pipeline(options=pipeline_options(self.beam_args))
         listed = pipeline | "ListShards" >> beam.Create(train_shards(self.root, self.prepared))
-        sizes = (
-            listed
-            | "ShardBytes" >> beam.ParDo(ShardBytesFn(columns))
-            | "SideBytes" >> beam.CombinePerKey(sum)
-        )
+        if isinstance(selector, BudgetSample):  # T2T's budget needs each side's size
+            sizes = (
+                listed
+                | "ShardBytes" >> beam.ParDo(ShardBytesFn(columns))
+                | "SideBytes" >> beam.CombinePerKey(sum)
+            )
+        else:
+            sizes = pipeline | "NoSizes" >> beam.Create([])
         _ = listed | "Sample" >> beam.ParDo(
             SampleShardFn(selector, columns, folder), sizes=beam.pvalue.AsDict(sizes)
         )
