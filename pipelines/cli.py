@@ -17,7 +17,11 @@ from pipelines import __version__, logs
 from transforms.errors import ConfigError, find_user_error
 
 # Imported when the command line is parsed, after logging is set up (they import Beam).
-COMMANDS = {"prepare": "pipelines.prepare_command", "vocab": "pipelines.vocab_command"}
+COMMANDS = {
+    "prepare": "pipelines.prepare_command",
+    "vocab": "pipelines.vocab_command",
+    "encode": "pipelines.encode_command",
+}
 
 DESCRIPTION = """\
 Turn raw parallel corpora into training-ready data, at any scale, on Apache Beam.
@@ -25,6 +29,7 @@ Turn raw parallel corpora into training-ready data, at any scale, on Apache Beam
 Steps available in this version:
   prepare   raw corpora -> clean, deduplicated, split, sharded Parquet + token counts
   vocab     token counts -> Tensor2Tensor subwords or SentencePiece, + fairseq dicts
+  encode    prepared pairs + vocabulary -> Arrow and fairseq mmap shards of ids
 
 Every step also takes Beam's pipeline options (--runner, --direct_num_workers,
 --direct_running_mode, Dataflow's --project/--region/--temp_location, Flink's

@@ -8,11 +8,13 @@ warns about a BigQuery client nmtpipe never uses. `--verbose` shows all of it.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import logging
 import os
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 _IMPORT_NOISE = "apitools not found"
 
@@ -20,6 +22,16 @@ _IMPORT_NOISE = "apitools not found"
 class _DropImportNoise(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return not str(record.msg).startswith(_IMPORT_NOISE)
+
+
+def progress(message: str) -> None:
+    """A progress line for the user, on stderr (stdout carries the step's report)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def step_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What every step takes from the general flags: --force, and how much to show."""
+    return {"force": args.force, "log": progress, "quiet": not args.verbose}
 
 
 def configure(verbose: bool) -> None:

@@ -15,7 +15,6 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -25,7 +24,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from pipelines import __version__
 from pipelines.beam_options import LOCAL_RUNNERS, describe, pipeline_options, run_pipeline
 from pipelines.prepare_plan import KIND, PrepareConfig, PreparePlan, make_plan
-from pipelines.step_output import STAGING, commit, reuse_committed
+from pipelines.step_output import STAGING, StepOutcome, commit, reuse_committed
 from transforms import storage
 from transforms.counts import write_counts
 from transforms.errors import OutputError
@@ -41,7 +40,6 @@ from transforms.prepare_fns import (
     CleanChunksFn,
     MergeCountsFn,
     PlanChunksFn,
-    SummaryFn,
     WriteCountsFn,
     WritePairShardsFn,
     WriteRejectsFn,
@@ -53,6 +51,7 @@ from transforms.prepare_fns import (
 from transforms.records import PAIRS_SCHEMA
 from transforms.shards import write_rejects
 from transforms.stats import finalize
+from transforms.summary import WriteSummary, read_summary
 
 STATS_FILE = "stats.json"
 
@@ -60,10 +59,6 @@ STATS_FILE = "stats.json"
 def _bucket_key(key: tuple[str, int], counts: dict[str, int]) -> tuple[int, tuple[str, dict]]:
     side, bucket = key
     return bucket, (side, counts)
-
-
-def _write_summary(summary: dict[str, Any], url: str) -> None:
-    storage.write_bytes(url, json.dumps(summary).encode())
 
 
 def build_graph(
@@ -134,19 +129,8 @@ def build_graph(
     _ = (
         (files, stats)
         | "GatherSummary" >> beam.Flatten()
-        | "Summarize" >> beam.CombineGlobally(SummaryFn())
-        | "WriteSummary" >> beam.Map(_write_summary, summary_url)
+        | "Summarize" >> WriteSummary(summary_url)
     )
-
-
-@dataclass(frozen=True)
-class PrepareOutcome:
-    output: str
-    cached: bool
-    manifest: dict[str, Any]
-    stats: dict[str, Any]
-    seconds: float
-    runner: str
 
 
 def _fill_empty(plan: PreparePlan, files: list[dict[str, Any]]) -> None:
@@ -241,7 +225,7 @@ def run_prepare(
     log: Callable[[str], None] = lambda _: None,
     spill_dir: str | None = "auto",
     quiet: bool = False,
-) -> PrepareOutcome:
+) -> StepOutcome:
     """Prepare `config.output` unless it already holds this exact result.
 
     `quiet` keeps local Beam workers from writing to the terminal (see `run_pipeline`).
@@ -253,7 +237,7 @@ def run_prepare(
     committed = reuse_committed(out, KIND, plan.fingerprint, force, log)
     if committed is not None:
         stats = json.loads(storage.read_bytes(storage.join(out, STATS_FILE)))
-        return PrepareOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
+        return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
     runner = describe(options)
     log(f"preparing {len(plan.inputs)} input(s) into {out} on {runner}")
     run_id = uuid.uuid4().hex
@@ -267,7 +251,7 @@ def run_prepare(
     finally:
         if spill is not None:
             storage.remove_tree(spill)
-    summary = json.loads(storage.read_bytes(summary_url))
+    summary = read_summary(summary_url)
     stats = finalize(summary["stats"], plan.splits)
     files = summary["files"]
     _fill_empty(plan, files)
@@ -277,4 +261,4 @@ def run_prepare(
     )
     files.append(file_entry(out, written, "stats", 1))
     committed = commit(out, KIND, _manifest_doc(plan, files, stats), _OURS)
-    return PrepareOutcome(out, False, committed, stats, time.perf_counter() - started, runner)
+    return StepOutcome(out, False, committed, stats, time.perf_counter() - started, runner)

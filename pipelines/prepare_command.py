@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from importlib import resources
 
-from pipelines.prepare import PrepareOutcome, run_prepare
+from pipelines import logs
+from pipelines.prepare import run_prepare
 from pipelines.prepare_plan import PrepareConfig
+from pipelines.step_output import StepOutcome
 from transforms.errors import ConfigError
 from transforms.filters import REASONS, FilterConfig
 from transforms.inputs import parse_columns
@@ -283,7 +284,7 @@ def config_from_args(args: argparse.Namespace) -> PrepareConfig:
     )
 
 
-def report(outcome: PrepareOutcome) -> str:
+def report(outcome: StepOutcome) -> str:
     """The few lines a user reads after a run."""
     s = outcome.stats
     if outcome.cached:
@@ -303,14 +304,8 @@ def report(outcome: PrepareOutcome) -> str:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    config = config_from_args(args)
-    outcome = run_prepare(
-        config,
-        beam_args,
-        force=args.force,
-        log=lambda m: print(m, file=sys.stderr, flush=True),
-        spill_dir=args.spill_dir,
-        quiet=not args.verbose,
+    options = logs.step_options(args)
+    print(
+        report(run_prepare(config_from_args(args), beam_args, spill_dir=args.spill_dir, **options))
     )
-    print(report(outcome))
     return 0

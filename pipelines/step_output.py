@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from transforms import manifest, storage
@@ -17,6 +18,18 @@ from transforms.errors import ManifestError, OutputError
 
 # Staging files of a run (summaries, spills); gone once the run commits.
 STAGING = ".nmtpipe"
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What a Beam step reports: where, whether cached, the manifest and statistics."""
+
+    output: str
+    cached: bool
+    manifest: dict[str, Any]
+    stats: dict[str, Any]
+    seconds: float
+    runner: str
 
 
 def reuse_committed(
@@ -51,11 +64,10 @@ def commit(out: str, kind: str, doc: dict[str, Any], ours: re.Pattern[str]) -> d
     manifest.write_manifest(out, doc)
     keep = {f["path"] for f in doc["files"]}
     storage.remove_tree(storage.join(out, STAGING))
-    fs, root = storage.url_to_fs(out)
-    for path in fs.find(root, withdirs=False):
-        rel = path[len(root.rstrip("/")) + 1 :]
+    for url in storage.find(out):
+        rel = storage.relative_to(out, url)
         if ".tmp-" in rel.rsplit("/", 1)[-1] or (ours.match(rel) and rel not in keep):
-            fs.rm_file(path)
+            storage.remove(url)
     committed = manifest.read_manifest(out, kind)
     assert committed is not None
     return committed

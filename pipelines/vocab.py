@@ -25,7 +25,7 @@ from pipelines import __version__
 from pipelines.beam_options import pipeline_options, run_pipeline
 from pipelines.step_output import STAGING, commit, reuse_committed
 from transforms import counts as counts_lib
-from transforms import manifest, spm_vocab, storage, t2t_tokenizer
+from transforms import id_layout, manifest, spm_vocab, storage, t2t_tokenizer
 from transforms.errors import ConfigError, InputError
 from transforms.fairseq_dict import SPECIALS, dict_text
 from transforms.manifest import file_entry
@@ -41,8 +41,8 @@ from transforms.vocab_sample import (
     sample_lines,
     train_shards,
 )
+from transforms.vocabulary import KIND
 
-KIND = "nmtpipe.vocab"
 PREPARE_KIND = "nmtpipe.prepare"
 MODELS = ("t2t", "unigram", "bpe")
 JOINED = "joined"
@@ -112,15 +112,7 @@ class VocabOutcome:
 
 def read_prepared(url: str) -> tuple[str, dict[str, Any]]:
     """The root and the checked manifest of a committed `prepare` output."""
-    root = storage.canonical_url(url)
-    doc = manifest.read_manifest(root, PREPARE_KIND)
-    if doc is None:
-        raise InputError(
-            f"{root} holds no committed prepare output (no manifest.json); "
-            "run nmtpipe prepare first"
-        )
-    manifest.verify_files(root, doc)
-    return root, doc
+    return manifest.open_committed(url, PREPARE_KIND, "prepare")
 
 
 def vocab_files(model: str, side: str) -> list[str]:
@@ -227,23 +219,27 @@ class _Build:
         return model, spm_vocab.piece_counts(model, sentences)
 
 
-def _t2t_dict(encoder: SubwordTextEncoder, counts: dict[str, int], reserved: int) -> str:
-    """fairseq dict: the subtokens after the reserved ones, counted over the tokens."""
+def _t2t_dict(encoder: SubwordTextEncoder, counts: dict[str, int]) -> str:
+    """fairseq dict: every subtoken after `<pad>` and `<EOS>` (further reserved tokens
+    included), counted over the tokens, so that fairseq id = T2T id + 2 throughout."""
     totals = np.zeros(encoder.vocab_size, dtype=np.int64)
     for token, count in counts.items():
         for i in encoder.token_ids(token):
             totals[i] += count
-    return dict_text(list(encoder.subtokens[reserved:]), totals[reserved:].tolist())
+    first = id_layout.T2T.first_symbol
+    return dict_text(list(encoder.subtokens[first:]), totals[first:].tolist())
 
 
-def _special_ids(config: VocabConfig) -> dict[str, dict[str, int]]:
-    fairseq = {name: i for i, name in enumerate(SPECIALS)}
+def _special_ids(config: VocabConfig) -> dict[str, Any]:
+    """The id layouts of the vocabulary and of its fairseq dictionaries (and the names
+    of T2T's reserved tokens)."""
+    layouts = {
+        "vocabulary": id_layout.layout_of(config.model).as_dict(),
+        "fairseq": id_layout.FAIRSEQ.as_dict(),
+    }
     if config.model == "t2t":
-        return {
-            "vocabulary": {t: i for i, t in enumerate(config.reserved_tokens)},
-            "fairseq": fairseq,
-        }
-    return {"vocabulary": fairseq, "fairseq": fairseq}
+        layouts["reserved_tokens"] = list(config.reserved_tokens)
+    return layouts
 
 
 def run_vocab(
@@ -283,7 +279,7 @@ def run_vocab(
             counts = build.t2t_counts(side, report)
             encoder = build.t2t_encoder(counts, side, report)
             written = [storage.write_bytes(storage.join(out, names[0]), encoder.to_text().encode())]
-            dicts[side] = _t2t_dict(encoder, counts, len(config.reserved_tokens))
+            dicts[side] = _t2t_dict(encoder, counts)
             report["vocab_size"] = encoder.vocab_size
         else:
             model, piece_counts = build.spm_model(side, report)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
+from pipelines import logs
 from pipelines.vocab import MODELS, VocabConfig, VocabOutcome, run_vocab
 from transforms.errors import ConfigError
 from transforms.spm_vocab import SpmConfig
@@ -178,12 +178,5 @@ def report(outcome: VocabOutcome) -> str:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    outcome = run_vocab(
-        config_from_args(args),
-        beam_args,
-        force=args.force,
-        log=lambda m: print(m, file=sys.stderr, flush=True),
-        quiet=not args.verbose,
-    )
-    print(report(outcome))
+    print(report(run_vocab(config_from_args(args), beam_args, **logs.step_options(args))))
     return 0

@@ -30,6 +30,10 @@ class OutputError(NmtpipeError):
     """An output location that holds something else, or a commit that failed."""
 
 
+class StorageError(NmtpipeError):
+    """A storage operation that kept failing with transient errors until retries ran out."""
+
+
 class ManifestError(NmtpipeError):
     """A manifest that is missing, malformed, or disagrees with the files it lists."""
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from transforms import storage
-from transforms.errors import ManifestError
+from transforms.errors import InputError, ManifestError
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -93,6 +93,21 @@ def read_manifest(root: str, kind: str) -> dict[str, Any] | None:
     return doc
 
 
+def open_committed(
+    url: str, kind: str, step: str, checksums: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """The root and checked manifest of the committed output of `nmtpipe {step}` at
+    `url`; an InputError saying which step to run if there is none."""
+    root = storage.canonical_url(url)
+    doc = read_manifest(root, kind)
+    if doc is None:
+        raise InputError(
+            f"{root} holds no committed {step} output (no manifest.json); run nmtpipe {step} first"
+        )
+    verify_files(root, doc, checksums)
+    return root, doc
+
+
 def file_url(root: str, entry: Mapping[str, Any]) -> str:
     return _check_path(root, entry["path"])
 
@@ -100,20 +115,22 @@ def file_url(root: str, entry: Mapping[str, Any]) -> str:
 def verify_files(root: str, doc: Mapping[str, Any], checksums: bool = False) -> None:
     """Raise ManifestError unless every listed file exists with its size (and sha256)."""
     for entry in doc["files"]:
-        url = file_url(root, entry)
-        fs, path = storage.url_to_fs(url)
-        try:
-            size = fs.size(path)
-        except FileNotFoundError:
-            raise ManifestError(f"{url} is listed in {manifest_url(root)} but missing") from None
-        if size != entry["size"]:
-            raise ManifestError(
-                f"{url} has {size} bytes, the manifest says {entry['size']} (truncated or replaced)"
-            )
-        if checksums:
-            digest = hashlib.sha256()
-            with fs.open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
-            if digest.hexdigest() != entry["sha256"]:
-                raise ManifestError(f"{url} does not match its sha256 in the manifest (corrupted)")
+        verify_file(file_url(root, entry), entry, manifest_url(root), checksums)
+
+
+def verify_file(
+    url: str, entry: Mapping[str, Any], listed_in: str, checksum: bool, name: str | None = None
+) -> None:
+    """Raise ManifestError unless `url` has the size (and sha256) its entry records;
+    the error calls the file `name` (default: `url`), e.g. a remote file's local copy."""
+    name = name or url
+    try:
+        size = storage.size(url)
+    except FileNotFoundError:
+        raise ManifestError(f"{name} is listed in {listed_in} but missing") from None
+    if size != entry["size"]:
+        raise ManifestError(
+            f"{name} has {size} bytes, the manifest says {entry['size']} (truncated or replaced)"
+        )
+    if checksum and storage.sha256_of(url) != entry["sha256"]:
+        raise ManifestError(f"{name} does not match its sha256 in the manifest (corrupted)")

@@ -28,7 +28,6 @@ from transforms.inputs import CorpusInput
 from transforms.manifest import FileEntry, file_entry
 from transforms.records import Reject
 from transforms.split import shard_name, stable_bucket
-from transforms.stats import merge_into
 
 NAMESPACE = "nmtpipe.prepare"
 JOINED = "joined"
@@ -242,31 +241,6 @@ class WriteCountsFn(beam.DoFn):
 def write_chars(per_side: list[tuple[str, dict[str, int]]], output: str) -> FileEntry:
     written = counts_lib.write_chars(storage.join(output, CHARS_PATH), dict(per_side))
     return file_entry(output, written, "chars", sum(len(c) for _, c in per_side))
-
-
-class SummaryFn(beam.CombineFn):
-    """Gathers ("file", FileEntry) and ("stats", partial) into one summary for the driver."""
-
-    def create_accumulator(self) -> dict[str, Any]:
-        return {"files": [], "stats": {}}
-
-    def add_input(self, acc: dict[str, Any], item: tuple[str, Any]) -> dict[str, Any]:
-        kind, value = item
-        if kind == "file":
-            acc["files"].append(value)
-        else:
-            merge_into(acc["stats"], value)
-        return acc
-
-    def merge_accumulators(self, accs: Iterable[dict[str, Any]]) -> dict[str, Any]:
-        merged = self.create_accumulator()
-        for acc in accs:
-            merged["files"].extend(acc["files"])
-            merge_into(merged["stats"], acc["stats"])
-        return merged
-
-    def extract_output(self, acc: dict[str, Any]) -> dict[str, Any]:
-        return {"files": sorted(acc["files"], key=lambda f: f["path"]), "stats": acc["stats"]}
 
 
 class MergeCountsFn(beam.CombineFn):

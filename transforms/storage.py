@@ -2,7 +2,9 @@
 
 Every file nmtpipe writes goes through `atomic_write`: a reader sees either nothing or
 the whole file, never a prefix of it, and the writer learns the size and sha256 of what
-it wrote without reading it back.
+it wrote without reading it back. Whole-file reads and writes and metadata calls are
+retried on transient errors (`transforms/retry.py`); big files are written locally
+first (`spooled_write`) so that their upload can be retried too.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import hashlib
 import io
 import os
 import posixpath
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +26,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
+
+from transforms.retry import retrying
+
+_COPY_BLOCK = 8 << 20
 
 
 def url_to_fs(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
@@ -57,26 +65,60 @@ def relative_to(root: str, url: str) -> str:
 
 def exists(url: str) -> bool:
     fs, path = url_to_fs(url)
-    return fs.exists(path)
+    return retrying(lambda: fs.exists(path), f"look for {url}")
 
 
 def read_bytes(url: str) -> bytes:
     fs, path = url_to_fs(url)
-    return fs.cat_file(path)
+    return retrying(lambda: fs.cat_file(path), f"read {url}")
+
+
+def size(url: str) -> int:
+    fs, path = url_to_fs(url)
+    return int(retrying(lambda: fs.size(path), f"look at {url}"))
+
+
+def sha256_of(url: str) -> str:
+    """The sha256 of a file's content, streamed (the read is retried as a whole)."""
+    fs, path = url_to_fs(url)
+
+    def digest() -> str:
+        h = hashlib.sha256()
+        with fs.open(path, "rb") as f:
+            for block in iter(lambda: f.read(_COPY_BLOCK), b""):
+                h.update(block)
+        return h.hexdigest()
+
+    return retrying(digest, f"read {url}")
+
+
+def find(url: str) -> list[str]:
+    """The URLs of every file under the folder `url` (none if it does not exist)."""
+    fs, path = url_to_fs(url)
+    found = retrying(lambda: fs.find(path, withdirs=False), f"list {url}")
+    return sorted(canonical_url(fs.unstrip_protocol(p)) for p in found)
 
 
 def remove(url: str) -> None:
     """Delete a file if it is there."""
     fs, path = url_to_fs(url)
-    with contextlib.suppress(FileNotFoundError):
-        fs.rm_file(path)
+
+    def rm() -> None:
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm_file(path)
+
+    retrying(rm, f"delete {url}")
 
 
 def remove_tree(url: str) -> None:
     """Delete a directory and everything in it, if it is there."""
     fs, path = url_to_fs(url)
-    with contextlib.suppress(FileNotFoundError):
-        fs.rm(path, recursive=True)
+
+    def rm() -> None:
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm(path, recursive=True)
+
+    retrying(rm, f"delete {url}")
 
 
 def file_identity(url: str) -> dict[str, Any]:
@@ -86,7 +128,7 @@ def file_identity(url: str) -> dict[str, Any]:
     what fingerprints use to notice new or changed inputs without reading them.
     """
     fs, path = url_to_fs(url)
-    info = fs.info(path)
+    info = retrying(lambda: fs.info(path), f"look at {url}")
     version = None
     for key in ("ETag", "etag", "md5Hash", "generation", "mtime", "LastModified", "created"):
         if info.get(key) is not None:
@@ -194,7 +236,79 @@ def write_parquet(url: str, table: pa.Table, row_group_size: int = 65536) -> Wri
 
 def write_bytes(url: str, data: bytes | pa.Buffer) -> WrittenFile:
     """Atomically write a whole (small) file."""
-    with atomic_write(url) as f:
-        f.write(data)
-    assert f.written is not None
-    return f.written
+
+    def write() -> WrittenFile:
+        with atomic_write(url) as f:
+            f.write(data)
+        assert f.written is not None
+        return f.written
+
+    return retrying(write, f"write {url}")
+
+
+def read_parquet(
+    url: str, columns: list[str] | None = None, row_groups: list[int] | None = None
+) -> pa.Table:
+    """A whole Parquet file, or some of its row groups, read (and retried) as one piece.
+
+    Local files are read by Arrow's own I/O, which is faster than a Python file object.
+    """
+    fs, path = url_to_fs(url)
+
+    def read_from(source: Any) -> pa.Table:
+        parquet = pq.ParquetFile(source)
+        if row_groups is None:
+            return parquet.read(columns=columns)
+        return parquet.read_row_groups(row_groups, columns=columns)
+
+    def read() -> pa.Table:
+        if isinstance(fs, LocalFileSystem):
+            return read_from(path)
+        with fs.open(path, "rb") as f:
+            return read_from(f)
+
+    return retrying(read, f"read {url}")
+
+
+def parquet_row_groups(url: str) -> list[int]:
+    """The number of rows in each row group of a Parquet file (reads only its footer)."""
+    fs, path = url_to_fs(url)
+
+    def read() -> list[int]:
+        with fs.open(path, "rb") as f:
+            meta = pq.ParquetFile(f).metadata
+            return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+
+    return retrying(read, f"read {url}")
+
+
+def upload(local_path: str, url: str) -> WrittenFile:
+    """Atomically copy a local file to `url` (streamed; retried as a whole)."""
+
+    def copy() -> WrittenFile:
+        with open(local_path, "rb") as src, atomic_write(url) as f:
+            shutil.copyfileobj(src, f, _COPY_BLOCK)
+        assert f.written is not None
+        return f.written
+
+    return retrying(copy, f"write {url}")
+
+
+@contextlib.contextmanager
+def spooled_write(url: str) -> Iterator[AtomicFile]:
+    """Write a file too big to hold in memory so that its upload can be retried.
+
+    Local targets are written in place with `atomic_write`; other stores get a local
+    temporary file that is uploaded, with retries, when the body is done.
+    As with `atomic_write`, the handle's `.written` is set after the `with` block.
+    """
+    if is_local(url):
+        with atomic_write(url) as handle:
+            yield handle
+        return
+    with tempfile.TemporaryDirectory(prefix="nmtpipe-spool-") as folder:
+        local = os.path.join(folder, "file")
+        with open(local, "wb") as raw:
+            handle = AtomicFile(raw)
+            yield handle
+        handle.written = upload(local, url)

@@ -27,7 +27,6 @@ import apache_beam as beam
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from transforms import manifest, storage
 
@@ -43,9 +42,7 @@ class TrainShard(NamedTuple):
 
 
 def read_shard(url: str, columns: Sequence[str]) -> pa.Table:
-    fs, path = storage.url_to_fs(url)
-    with fs.open(path, "rb") as f:
-        return pq.read_table(f, columns=list(columns))
+    return storage.read_parquet(url, list(columns))
 
 
 def side_bytes(texts: pa.ChunkedArray) -> int:

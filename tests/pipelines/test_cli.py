@@ -154,6 +154,14 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
         "manifest.json",
         "vocab.subwords",
     ]
+    encode = nmtpipe(
+        "encode", "--prepared", str(tmp_path / "prepared"), "--vocab", str(tmp_path / "vocab"),
+        "--output", str(tmp_path / "encoded"),
+    )  # fmt: skip
+    assert "test       1,997 pairs" in encode.stdout
+    bins = sorted(p.name for p in (tmp_path / "encoded" / "fairseq").glob("*.bin"))
+    assert bins[:2] == ["test.en-zh.en.bin", "test.en-zh.zh.bin"] and len(bins) == 6
+    assert len(list((tmp_path / "encoded" / "arrow").glob("*.arrow"))) == 3
 
 
 def test_vocab_errors_are_one_line(capsys, tmp_path):
@@ -196,3 +204,64 @@ def test_a_killed_run_leaves_no_manifest_and_the_rerun_succeeds(tmp_path):
     assert (out / "manifest.json").exists()
     assert not (out / ".nmtpipe").exists()  # the killed run's leftovers went with the commit
     assert not [p for p in Path(out).rglob("*") if ".tmp-" in p.name]
+
+
+# Runs `nmtpipe` in-process with a fairseq writer that kills the process right after
+# writing its first batch: the job dies with shard files half-written.
+_DIE_MID_WRITE = """
+import os, signal, sys
+from transforms import mmap_format
+from pipelines.cli import main
+
+add_batch = mmap_format.MMapWriter.add_batch
+
+def add_batch_then_die(self, flat, lengths):
+    add_batch(self, flat, lengths)
+    self._data.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+mmap_format.MMapWriter.add_batch = add_batch_then_die
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_an_encode_killed_mid_write_commits_nothing_and_reruns(capsys, small_corpus, tmp_path):
+    prepared, vocab, out = tmp_path / "prepared", tmp_path / "vocab", tmp_path / "encoded"
+    assert (
+        run_cli(capsys, *prepare_args(small_corpus, prepared, "--num-shards", "2"), *IN_MEMORY)[0]
+        == 0
+    )
+    assert run_cli(
+        capsys, "vocab", "--prepared", str(prepared), "--vocab-size", "300", "--joined",
+        "--output", str(vocab), *IN_MEMORY,
+    )[0] == 0  # fmt: skip
+    args = ["encode", "--prepared", str(prepared), "--vocab", str(vocab), "--output", str(out)]
+    killed = subprocess.run(
+        [sys.executable, "-c", _DIE_MID_WRITE, *args, *IN_MEMORY],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL
+    assert [p.name for p in out.rglob("*.bin.tmp-*")]  # it died with a .bin half-written
+    assert not (out / "manifest.json").exists()
+    assert not list(out.rglob("*.bin"))  # nothing half-written under a reader's name
+    rerun = subprocess.run(
+        [*NMTPIPE, *args], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert (out / "manifest.json").exists()
+    assert not [p for p in out.rglob("*") if ".tmp-" in p.name or p.name == ".nmtpipe"]
+    from transforms.encoded_dataset import open_dataset
+
+    assert len(open_dataset(str(out), "fairseq")["train"]) == len(open_dataset(str(out))["train"])
+
+
+def test_encode_errors_are_one_line(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "encode", "--prepared", "p", "--output", "o")
+    assert (code, err) == (
+        2,
+        "nmtpipe encode: error: --prepared, --vocab and --output are required\n",
+    )
+    code, _, err = run_cli(
+        capsys, "encode", "--prepared", "p", "--vocab", "v", "--output", "o", "--formats", "csv"
+    )
+    assert code == 2 and "--formats takes one or more of arrow,fairseq, not csv" in err

@@ -55,8 +55,15 @@ def test_joined_t2t_vocabulary_from_prepares_counts(prepared, tmp_path):
     info = doc["vocabularies"]["joined"]
     assert abs(info["vocab_size"] - 2000) <= 20 or info["vocab_size"] == encoder.vocab_size
     assert info["bisection"][0]["min_count"] == 500 and info["min_count"] >= 1
-    assert doc["special_ids"]["vocabulary"] == {"<pad>": 0, "<EOS>": 1}
-    # fairseq dicts: the subtokens after the reserved ones, in id order, counted.
+    assert doc["special_ids"]["vocabulary"] == {
+        "pad": 0,
+        "eos": 1,
+        "bos": None,
+        "unk": None,
+        "first_symbol": 2,
+    }
+    assert doc["special_ids"]["reserved_tokens"] == ["<pad>", "<EOS>"]
+    # fairseq dicts: the subtokens after <pad> and <EOS>, in id order, counted.
     dict_en = (out / "dict.en.txt").read_text(encoding="utf-8")
     assert dict_en == (out / "dict.zh.txt").read_text(encoding="utf-8")
     symbols = [s for s, _ in read_dict(dict_en)]
@@ -116,7 +123,13 @@ def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):
         ]
         assert symbols[: len(pieces) - 4] == pieces[4:]  # fairseq id == SentencePiece id
     assert 1000 < a.manifest["vocabularies"]["en"]["sample_sentences"] <= 2500
-    assert a.manifest["special_ids"]["vocabulary"] == {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    assert a.manifest["special_ids"]["vocabulary"] == {
+        "bos": 0,
+        "pad": 1,
+        "eos": 2,
+        "unk": 3,
+        "first_symbol": 4,
+    }
     joined = vocab(
         prepared, tmp_path / "j", model="bpe", vocab_size=2500, spm=spm_config, joined=True
     )

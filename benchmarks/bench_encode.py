@@ -1,0 +1,213 @@
+"""`nmtpipe encode` against the tokenizer alone, and our readers against fairseq's.
+
+Encoding: the generated corpus of `--pairs` pairs is prepared and given a joined
+SentencePiece vocabulary (both cached in `benchmarks/.work`); then
+
+- spm: one process reads every prepared shard and calls SentencePiece's batch
+  `encode(lines, num_threads=1)` on both sides — only the encode calls are timed. Twice
+  its throughput is the ideal for two workers;
+- nmtpipe: the whole `nmtpipe encode` command (DirectRunner, 2 worker processes, both
+  formats), wall time including Beam's start-up, writing Arrow and fairseq shards.
+
+Reading: the train split of that output, through `open_dataset` (fairseq `.bin/.idx`
+and Arrow) and through fairseq's own `MMapIndexedDataset` (from a git mirror via
+`shared/tools/fairseq_mmap.py`; set MIRROR_ROOT as its README says) over the same files,
+concatenated across shards with a bisect as fairseq's `ConcatDataset` does. Random
+access reads `--random` pairs at seeded random positions, sequential reads every pair;
+tokens/s counts both sides. fairseq returns int64 torch tensors; ours returns views in
+the stored dtype, and is also timed turned into int64 tensors like fairseq's.
+
+    MIRROR_ROOT=/work/.mirror python benchmarks/bench_encode.py --pairs 1000000 \\
+        --fairseq-tools ../shared/tools
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / ".work"
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+_SPM_ALONE = """
+import json, sys, time
+import pyarrow.parquet as pq
+import sentencepiece as spm
+from transforms import manifest
+root, model, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sp = spm.SentencePieceProcessor(model_file=model)
+doc = manifest.read_manifest(root, "nmtpipe.prepare")
+seconds = pairs = tokens = 0
+for info in doc["splits"].values():
+    for path in info["files"]:
+        for b in pq.ParquetFile(f"{root}/{path}").iter_batches(batch, columns=["src", "tgt"]):
+            src, tgt = b.column("src").to_pylist(), b.column("tgt").to_pylist()
+            start = time.perf_counter()
+            ids = sp.encode(src, num_threads=1) + sp.encode(tgt, num_threads=1)
+            seconds += time.perf_counter() - start
+            pairs += len(src)
+            tokens += sum(map(len, ids))
+print(json.dumps({"seconds": seconds, "pairs": pairs, "tokens": tokens}))
+"""
+
+
+def nmtpipe(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pipelines.cli", *args]
+
+
+def vocabulary(root: Path, size: int) -> Path:
+    out = WORK / f"vocab-unigram-{size}-{root.name}"
+    cmd = nmtpipe("vocab", "--prepared", str(root), "--model", "unigram", "--joined",
+                  "--vocab-size", str(size), "--output", str(out))  # fmt: skip
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def bench_encoding(root: Path, vocab: Path, batch: int, repeat: int) -> dict:
+    from bench_prepare import watch
+
+    alone = []
+    for _ in range(repeat):
+        cmd = [sys.executable, "-c", _SPM_ALONE, str(root), str(vocab / "spm.model"), str(batch)]
+        proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        alone.append(json.loads(proc.stdout))
+    out = WORK / f"encoded-{root.name}"
+    runs = []
+    for _ in range(repeat):
+        cmd = nmtpipe("encode", "--prepared", str(root), "--vocab", str(vocab), "--output",
+                      str(out), "--batch-size", str(batch), "--force")  # fmt: skip
+        runs.append(watch(cmd))
+        runs[-1].pop("stdout")
+    pairs = alone[0]["pairs"]
+    spm_seconds = min(a["seconds"] for a in alone)
+    nmt_seconds = min(r["seconds"] for r in runs)
+    ideal = 2 * pairs / spm_seconds
+    return {
+        "pairs": pairs,
+        "tokens": alone[0]["tokens"],
+        "spm_alone_seconds": [round(a["seconds"], 2) for a in alone],
+        "spm_alone_pairs_per_s": round(pairs / spm_seconds),
+        "nmtpipe_seconds": [round(r["seconds"], 2) for r in runs],
+        "nmtpipe_peak_rss_mb": {
+            "driver": max(r["peak_rss_main_mb"] for r in runs),
+            "worker": max(r["peak_rss_worker_mb"] or 0 for r in runs),
+        },
+        "nmtpipe_pairs_per_s": round(pairs / nmt_seconds),
+        "ratio_to_2x_spm": round(pairs / nmt_seconds / ideal, 3),
+        "output": str(out),
+    }
+
+
+class FairseqPairs:
+    """fairseq's MMapIndexedDataset per shard and language, concatenated with a bisect
+    (what fairseq's ConcatDataset + LanguagePairDataset do to fetch a pair)."""
+
+    def __init__(self, out: Path, doc: dict, tools: Path) -> None:
+        sys.path.insert(0, str(tools))
+        from fairseq_mmap import Fairseq
+
+        mmap = Fairseq().indexed_dataset.MMapIndexedDataset
+        langs = doc["languages"]
+        self.shards = [
+            (mmap(str(out / f"{p}.{langs['src']}")), mmap(str(out / f"{p}.{langs['tgt']}")))
+            for p in doc["splits"]["train"]["fairseq"]
+        ]
+        self.ends = list(np.cumsum([len(s) for s, _ in self.shards]))
+
+    def __len__(self) -> int:
+        return int(self.ends[-1])
+
+    def __getitem__(self, i: int):
+        k = bisect.bisect_right(self.ends, i)
+        j = i - (self.ends[k - 1] if k else 0)
+        src, tgt = self.shards[k]
+        return src[j], tgt[j]
+
+
+def _as_tensors(split):
+    import torch
+
+    class Tensors:
+        def __len__(self) -> int:
+            return len(split)
+
+        def __getitem__(self, i: int):
+            src, tgt = split[i]
+            return torch.from_numpy(src.astype(np.int64)), torch.from_numpy(tgt.astype(np.int64))
+
+    return Tensors()
+
+
+def read_speed(data, order: np.ndarray) -> dict:
+    start = time.perf_counter()
+    tokens = 0
+    for i in order:
+        src, tgt = data[int(i)]
+        tokens += len(src) + len(tgt)
+    seconds = time.perf_counter() - start
+    return {"seconds": round(seconds, 3), "tokens": tokens, "tokens_per_s": round(tokens / seconds)}
+
+
+def bench_reading(out: Path, tools: Path, random_reads: int) -> dict:
+    from transforms.encoded_dataset import open_dataset
+
+    fairseq_ds = open_dataset(str(out), "fairseq", verify="size")
+    arrow_ds = open_dataset(str(out), "arrow", verify="size")
+    contenders = {
+        "fairseq MMapIndexedDataset": FairseqPairs(out, fairseq_ds.manifest, tools),
+        "nmtpipe fairseq reader": fairseq_ds["train"],
+        "nmtpipe fairseq reader, int64 tensors": _as_tensors(fairseq_ds["train"]),
+        "nmtpipe arrow reader": arrow_ds["train"],
+        "nmtpipe arrow reader, int64 tensors": _as_tensors(arrow_ds["train"]),
+    }
+    n = len(fairseq_ds["train"])
+    orders = {
+        "random": np.random.default_rng(0).integers(0, n, random_reads),
+        "sequential": np.arange(n),
+    }
+    results = {}
+    for name, data in contenders.items():
+        assert len(data) == n
+        results[name] = {kind: read_speed(data, order) for kind, order in orders.items()}
+    return {"pairs": n, "random_reads": random_reads, "readers": results}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=1_000_000)
+    parser.add_argument("--vocab-size", type=int, default=16000)
+    parser.add_argument("--vocab", help="a committed vocab output to use instead of training one")
+    parser.add_argument("--batch-size", type=int, default=2048)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--random", type=int, default=200_000, help="random reads")
+    parser.add_argument("--fairseq-tools", default=str(HERE.parent.parent / "shared" / "tools"))
+    args = parser.parse_args()
+    os.chdir(HERE.parent)
+    from bench_vocab import prepared
+
+    root = prepared(args.pairs)
+    vocab = Path(args.vocab) if args.vocab else vocabulary(root, args.vocab_size)
+    result = {
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.node()} {os.cpu_count()} cores, Python {platform.python_version()}",
+        "encoding": bench_encoding(root, vocab, args.batch_size, args.repeat),
+    }
+    result["reading"] = bench_reading(
+        Path(result["encoding"]["output"]), Path(args.fairseq_tools), args.random
+    )
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

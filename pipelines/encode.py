@@ -1,0 +1,295 @@
+"""`nmtpipe encode`: prepared Parquet shards → Arrow and fairseq mmap shards of ids.
+
+One Beam task per prepared shard writes that shard's Arrow file and fairseq `.bin/.idx`
+pairs (`transforms/encode_fns.py`). The driver then copies the fairseq dictionaries
+next to the `.bin` files, so that `{output}/fairseq` is a data-bin `fairseq-train`
+reads, writes `stats.json`, and commits the output by writing `manifest.json` last.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import apache_beam as beam
+
+from pipelines import __version__
+from pipelines.beam_options import describe, pipeline_options, run_pipeline
+from pipelines.step_output import STAGING, StepOutcome, commit, reuse_committed
+from pipelines.vocab import read_prepared
+from transforms import id_layout, manifest, storage
+from transforms.encode_fns import (
+    ARROW,
+    FAIRSEQ,
+    FORMATS,
+    EncodePartFn,
+    EncodeSpec,
+    EncodeTask,
+    fairseq_prefix,
+)
+from transforms.encoded_dataset import KIND
+from transforms.errors import ConfigError, InputError, OutputError
+from transforms.manifest import file_entry
+from transforms.stats import summarize_lengths
+from transforms.summary import WriteSummary, read_summary
+from transforms.vocabulary import Vocabulary, arrow_dtype, fairseq_dtype, open_vocabulary
+
+STATS_FILE = "stats.json"
+_OURS = re.compile(r"^(arrow/[^/]+\.arrow|fairseq/[^/]+\.(bin|idx)|fairseq/dict\.[^/]+\.txt)$")
+
+
+@dataclass(frozen=True)
+class EncodeConfig:
+    """What `nmtpipe encode` was asked to do."""
+
+    prepared: str
+    vocab: str
+    output: str
+    formats: tuple[str, ...] = FORMATS
+    batch_size: int = 2048
+    rows_per_task: int = 50_000
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.formats if f not in FORMATS]
+        if unknown or not self.formats:
+            raise ConfigError(
+                f"--formats takes one or more of {','.join(FORMATS)}, not {','.join(self.formats)}"
+            )
+        if self.batch_size < 1 or self.rows_per_task < 1:
+            raise ConfigError("--batch-size and --rows-per-task must be at least 1")
+
+
+def plan_tasks(
+    root: str, prepared: dict[str, Any], langs: dict[str, str], rows_per_task: int
+) -> list[EncodeTask]:
+    """Runs of row groups of about `rows_per_task` rows, in shard order, per split.
+
+    Only Parquet footers are read (in parallel: on object storage each is a request).
+    Empty shards give no task: fairseq cannot map an empty `.bin`.
+    """
+    urls = {
+        split: [storage.join(root, path) for path in info["files"]]
+        for split, info in prepared["splits"].items()
+    }
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        all_urls = [url for split_urls in urls.values() for url in split_urls]
+        groups = dict(zip(all_urls, pool.map(storage.parquet_row_groups, all_urls), strict=True))
+    tasks = []
+    for split, split_urls in urls.items():
+        runs = [(url, run) for url in split_urls for run in _runs(groups[url], rows_per_task)]
+        tasks += [
+            EncodeTask(split, k, len(runs), url, run, fairseq_prefix(split, k, langs))
+            for k, (url, run) in enumerate(runs)
+        ]
+    return tasks
+
+
+def _runs(rows: list[int], target: int) -> list[tuple[int, ...]]:
+    """Consecutive non-empty row groups, cut once a run holds `target` rows or more."""
+    runs: list[tuple[int, ...]] = []
+    current: list[int] = []
+    size = 0
+    for index, n in enumerate(rows):
+        if n:
+            current.append(index)
+            size += n
+        if size >= target:
+            runs.append(tuple(current))
+            current, size = [], 0
+    if current:
+        runs.append(tuple(current))
+    return runs
+
+
+def _dtypes(vocab: Vocabulary, langs: dict[str, str]) -> dict[str, str]:
+    """One dtype per format, wide enough for both languages' ids."""
+    encoders = [vocab.encoder(lang) for lang in langs.values()]
+    return {
+        ARROW: arrow_dtype(max(e.vocab_size for e in encoders)).name,
+        FAIRSEQ: fairseq_dtype(max(e.dictionary_size for e in encoders)).name,
+    }
+
+
+def _check_languages(prepared: dict[str, Any], vocab: Vocabulary) -> dict[str, str]:
+    langs = prepared["options"]["languages"]
+    if vocab.doc["languages"] != langs:
+        raise InputError(
+            f"the vocabulary at {vocab.root} is for {vocab.doc['languages']}, "
+            f"the prepared data is {langs}"
+        )
+    return langs
+
+
+def finalize_stats(partial: dict[str, Any], splits: list[str], langs: dict[str, str]) -> dict:
+    """`stats.json`: per split and language, tokens (EOS included), unknowns, lengths."""
+    out: dict[str, Any] = {}
+    for split in splits:
+        raw = partial.get("splits", {}).get(split, {})
+        out[split] = {"pairs": int(raw.get("pairs", 0))}
+        for role, lang in langs.items():
+            side = raw.get(role, {})
+            tokens, unk = int(side.get("tokens", 0)), int(side.get("unk", 0))
+            out[split][lang] = {
+                "tokens": tokens,
+                "unk": unk,
+                "unk_percent": round(100 * unk / tokens, 3) if tokens else 0.0,
+                "length_tokens": summarize_lengths(side.get("length_hist", {})),
+            }
+    return {"splits": out}
+
+
+def _copy_dicts(vocab: Vocabulary, out: str, langs: dict[str, str]) -> list[dict[str, Any]]:
+    entries = []
+    for lang in langs.values():
+        text = storage.read_bytes(vocab.dict_url(lang))
+        written = storage.write_bytes(storage.join(out, FAIRSEQ, f"dict.{lang}.txt"), text)
+        entries.append(file_entry(out, written, "fairseq-dict", text.count(b"\n"), lang=lang))
+    return entries
+
+
+def _check_complete(
+    config: EncodeConfig, tasks: list[EncodeTask], files: list[dict], stats: dict, prepared: dict
+) -> None:
+    """Refuse to commit unless every part was written and every pair encoded."""
+    for split, info in prepared["splits"].items():
+        if stats["splits"][split]["pairs"] != info["pairs"]:
+            raise OutputError(
+                f"encoded {stats['splits'][split]['pairs']} {split} pairs of {info['pairs']}; "
+                "nothing committed"
+            )
+    per_task = (ARROW in config.formats) + 4 * (FAIRSEQ in config.formats)  # + .bin/.idx x2
+    if len(files) != per_task * len(tasks):
+        raise OutputError(
+            f"wrote {len(files)} files for {len(tasks)} parts, expected {per_task * len(tasks)}; "
+            "nothing committed"
+        )
+
+
+def _manifest_doc(
+    config: EncodeConfig,
+    fingerprint: str,
+    inputs: dict[str, Any],
+    vocab: Vocabulary,
+    dtypes: dict[str, str],
+    files: list[dict[str, Any]],
+    stats: dict[str, Any],
+) -> dict[str, Any]:
+    langs = inputs["languages"]
+
+    def split_info(split: str) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "pairs": stats["splits"][split]["pairs"],
+            "tokens": {lang: stats["splits"][split][lang]["tokens"] for lang in langs.values()},
+        }
+        if ARROW in config.formats:
+            info[ARROW] = sorted(
+                f["path"] for f in files if f["kind"] == "arrow" and f["split"] == split
+            )
+        if FAIRSEQ in config.formats:
+            # In part order (train, train1, ..., train10): the order of the pairs.
+            prefixes = {
+                f["part"]: f["path"].rsplit(".", 2)[0]
+                for f in files
+                if f["kind"] == "fairseq-bin" and f["split"] == split
+            }
+            info[FAIRSEQ] = [prefixes[part] for part in sorted(prefixes)]
+        return info
+
+    layouts = {
+        ARROW: id_layout.layout_of(vocab.model).as_dict(),
+        FAIRSEQ: id_layout.FAIRSEQ.as_dict(),
+    }
+    return {
+        "kind": KIND,
+        "code_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "fingerprint": fingerprint,
+        **inputs,
+        "formats": list(config.formats),
+        "dtypes": {f: dtypes[f] for f in config.formats},
+        "id_layouts": {f: layouts[f] for f in config.formats},
+        "vocab_model": vocab.model,
+        "splits": {split: split_info(split) for split in stats["splits"]},
+        "stats": STATS_FILE,
+        "files": sorted(files, key=lambda f: f["path"]),
+    }
+
+
+def run_encode(
+    config: EncodeConfig,
+    beam_args: list[str],
+    force: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+    quiet: bool = False,
+) -> StepOutcome:
+    """Encode into `config.output` unless it already holds this exact result."""
+    started = time.perf_counter()
+    options = pipeline_options(beam_args)
+    root, prepared = read_prepared(config.prepared)
+    vocab = open_vocabulary(config.vocab)
+    langs = _check_languages(prepared, vocab)
+    out = storage.canonical_url(config.output)
+    inputs = {
+        "prepared": {"url": root, "fingerprint": prepared["fingerprint"]},
+        "vocab": {"url": vocab.root, "fingerprint": vocab.fingerprint},
+        "languages": langs,
+    }
+    fingerprint = manifest.fingerprint(
+        {
+            "step": KIND,
+            "code_version": __version__,
+            "prepared": prepared["fingerprint"],
+            "vocab": vocab.fingerprint,
+            "formats": list(config.formats),
+            "batch_size": config.batch_size,  # record batch boundaries in the Arrow files
+            "rows_per_task": config.rows_per_task,  # how the output is cut into files
+        }
+    )
+    committed = reuse_committed(out, KIND, fingerprint, force, log)
+    if committed is not None:
+        stats = json.loads(storage.read_bytes(storage.join(out, STATS_FILE)))
+        return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
+    tasks = plan_tasks(root, prepared, langs, config.rows_per_task)
+    dtypes = _dtypes(vocab, langs)
+    runner = describe(options)
+    log(f"encoding {len(tasks)} shard(s) into {out} ({', '.join(config.formats)}) on {runner}")
+    spec = EncodeSpec(
+        out,
+        vocab.root,
+        vocab.doc,
+        langs,
+        config.formats,
+        dtypes[ARROW],
+        dtypes[FAIRSEQ],
+        config.batch_size,
+    )
+    summary_url = storage.join(out, STAGING, f"summary-{uuid.uuid4().hex}.json")
+    pipeline = beam.Pipeline(options=options)
+    _ = (
+        pipeline
+        | "ListShards" >> beam.Create(tasks)
+        | "Redistribute" >> beam.Reshuffle()
+        | "Encode" >> beam.ParDo(EncodePartFn(spec))
+        | "Summarize" >> WriteSummary(summary_url)
+    )
+    run_pipeline(pipeline, quiet)
+    summary = read_summary(summary_url)
+    stats = finalize_stats(summary["stats"], list(prepared["splits"]), langs)
+    files = summary["files"]
+    _check_complete(config, tasks, files, stats, prepared)
+    if FAIRSEQ in config.formats:
+        files += _copy_dicts(vocab, out, langs)
+    written = storage.write_bytes(
+        storage.join(out, STATS_FILE), json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n"
+    )
+    files.append(file_entry(out, written, "stats", 1))
+    doc = _manifest_doc(config, fingerprint, inputs, vocab, dtypes, files, stats)
+    committed = commit(out, KIND, doc, _OURS)
+    return StepOutcome(out, False, committed, stats, time.perf_counter() - started, runner)

@@ -1,0 +1,47 @@
+"""Where the special symbols sit in each id space, and how vocabulary ids become fairseq's.
+
+This is the one place that defines them. A Tensor2Tensor vocabulary has `<pad>`=0 and
+`<EOS>`=1 and then its subtokens; fairseq's dictionaries have `<s>`=0, `<pad>`=1,
+`</s>`=2, `<unk>`=3 and then their symbols. nmtpipe's SentencePiece models are trained
+with fairseq's layout, so their ids need no mapping. A T2T vocabulary's fairseq
+dictionary lists the subtokens from id 2 on in order (reserved tokens beyond the first
+two included), so subtoken k ≥ 2 is fairseq symbol k + 2, `<EOS>` is `</s>` and
+`<pad>` is `<pad>`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class IdLayout:
+    """The ids of the special symbols of one id space (None: the space has none)."""
+
+    pad: int
+    eos: int
+    bos: int | None = None
+    unk: int | None = None
+    first_symbol: int = 0  # the first id of an ordinary symbol
+
+    def as_dict(self) -> dict[str, int | None]:
+        return asdict(self)
+
+
+T2T = IdLayout(pad=0, eos=1, first_symbol=2)
+FAIRSEQ = IdLayout(bos=0, pad=1, eos=2, unk=3, first_symbol=4)
+T2T_SHIFT = FAIRSEQ.first_symbol - T2T.first_symbol
+
+
+def layout_of(model: str) -> IdLayout:
+    """The layout of a vocabulary's own ids (`t2t`, or SentencePiece `unigram`/`bpe`)."""
+    return T2T if model == "t2t" else FAIRSEQ
+
+
+def to_fairseq(model: str, ids: np.ndarray) -> np.ndarray:
+    """Vocabulary ids → fairseq dictionary ids (a new array for T2T; `ids` itself otherwise)."""
+    if model != "t2t":
+        return ids
+    return np.where(ids >= T2T.first_symbol, ids + T2T_SHIFT, ids + (FAIRSEQ.pad - T2T.pad))
