@@ -259,7 +259,11 @@ def run_encode(
     tasks = plan_tasks(root, prepared, langs, config.rows_per_task)
     dtypes = _dtypes(vocab, langs)
     runner = describe(options)
-    log(f"encoding {len(tasks)} shard(s) into {out} ({', '.join(config.formats)}) on {runner}")
+    shards = sum(len(info["files"]) for info in prepared["splits"].values())
+    log(
+        f"encoding {shards} prepared shard(s) as {len(tasks)} part(s) into {out} "
+        f"({', '.join(config.formats)}) on {runner}"
+    )
     spec = EncodeSpec(
         out,
         vocab.root,
