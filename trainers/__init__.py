@@ -1,4 +1,5 @@
-"""Torch side of nmtpipe: shard datasets, the Transformer, DDP training and decoding.
+"""Torch side of nmtpipe: the Transformer, token batches, the objective, training and decoding.
 
-Empty until the `encode` shards it reads exist; see the project issues for the plan.
+Built so far: `model` (Transformer with incremental decoding), `batching` (token-based,
+rank-balanced, resumable batches), `collate`, `objective` (label smoothing, schedules).
 """

@@ -1,0 +1,296 @@
+"""The Transformer encoder–decoder, with an incremental decoder for beam search.
+
+Presets follow the anchors: `transformer_base` is T2T's `transformer_base` and fairseq's
+`transformer_wmt_en_de` (512/2048, 8 heads, 6+6 layers), `transformer_big` fairseq's
+`transformer_vaswani_wmt_en_de_big` (1024/4096, 16 heads, dropout 0.3), and
+`transformer_small`/`transformer_tiny` T2T's (2+2 layers, 256/1024/4 and 128/512/4).
+Embeddings are scaled by sqrt(d_model) and get T2T's sinusoidal timing signal
+(`[sin | cos]` halves, positions from 0). Attention is
+`torch.nn.functional.scaled_dot_product_attention`, so fused kernels run on GPU.
+
+The decoder runs either over a whole target prefix (training; causal attention) or one
+position at a time over a `DecoderCache` of keys and values (decoding), which beam
+search reorders by beam index; both give the same outputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The shape of a model; with the vocabulary, everything a checkpoint needs to rebuild it."""
+
+    src_vocab: int
+    tgt_vocab: int
+    pad: int
+    d_model: int = 512
+    ffn: int = 2048
+    heads: int = 8
+    encoder_layers: int = 6
+    decoder_layers: int = 6
+    dropout: float = 0.1
+    attention_dropout: float = 0.0
+    activation_dropout: float = 0.0
+    pre_norm: bool = False
+    share_all_embeddings: bool = False  # one table for source, target and output (joined vocab)
+    share_decoder_embeddings: bool = True  # target embedding = output projection
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.heads:
+            raise ValueError(f"d_model {self.d_model} is not divisible by {self.heads} heads")
+        if self.share_all_embeddings and self.src_vocab != self.tgt_vocab:
+            raise ValueError("shared embeddings need one vocabulary for both languages")
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "transformer_base": {},
+    "transformer_big": {"d_model": 1024, "ffn": 4096, "heads": 16, "dropout": 0.3},
+    "transformer_small": {
+        "d_model": 256, "ffn": 1024, "heads": 4, "encoder_layers": 2, "decoder_layers": 2,
+    },
+    "transformer_tiny": {
+        "d_model": 128, "ffn": 512, "heads": 4, "encoder_layers": 2, "decoder_layers": 2,
+    },
+}  # fmt: skip
+
+
+def preset(name: str, **fields: Any) -> ModelConfig:
+    """A preset's config with the vocabulary fields (and any overrides) filled in."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown --arch {name!r}; choose from {', '.join(PRESETS)}")
+    return ModelConfig(**{**PRESETS[name], **fields})
+
+
+def timing_signal(length: int, channels: int, offset: int = 0) -> Tensor:
+    """T2T's `get_timing_signal_1d`: [sin | cos] of positions over geometric timescales."""
+    half = channels // 2
+    increment = math.log(1.0e4) / max(half - 1, 1)
+    inv_timescales = torch.exp(torch.arange(half, dtype=torch.float32) * -increment)
+    positions = torch.arange(offset, offset + length, dtype=torch.float32)
+    scaled = positions[:, None] * inv_timescales[None, :]
+    signal = torch.cat([torch.sin(scaled), torch.cos(scaled)], dim=1)
+    return F.pad(signal, (0, channels % 2))
+
+
+@dataclass
+class AttentionCache:
+    """Keys and values of one attention layer, [batch, heads, length, head_dim]."""
+
+    key: Tensor
+    value: Tensor
+
+    def reorder(self, order: Tensor) -> None:
+        self.key = self.key.index_select(0, order)
+        self.value = self.value.index_select(0, order)
+
+
+class Attention(nn.Module):
+    """Multi-head attention on `scaled_dot_product_attention`."""
+
+    def __init__(self, d_model: int, heads: int, dropout: float) -> None:
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.q = nn.Linear(d_model, d_model)
+        self.kv = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def _split(self, x: Tensor) -> Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.heads, -1).transpose(1, 2)
+
+    def project_kv(self, memory: Tensor) -> AttentionCache:
+        key, value = self.kv(memory).chunk(2, dim=-1)
+        return AttentionCache(self._split(key), self._split(value))
+
+    def forward(
+        self,
+        x: Tensor,
+        kv: AttentionCache,
+        mask: Tensor | None = None,
+        causal: bool = False,
+    ) -> Tensor:
+        """`mask`: bool [batch, 1, 1, keys], True where a key may be attended to."""
+        query = self._split(self.q(x))
+        dropout = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(
+            query, kv.key, kv.value, attn_mask=mask, dropout_p=dropout, is_causal=causal
+        )
+        batch, _, length, _ = y.shape
+        return self.out(y.transpose(1, 2).reshape(batch, length, -1))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d_model: int, ffn: int, activation_dropout: float) -> None:
+        super().__init__()
+        self.inner = nn.Linear(d_model, ffn)
+        self.outer = nn.Linear(ffn, d_model)
+        self.dropout = nn.Dropout(activation_dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.outer(self.dropout(F.relu(self.inner(x))))
+
+
+class _Residual(nn.Module):
+    """x + dropout(f(norm(x))) (pre-norm) or norm(x + dropout(f(x))) (post-norm)."""
+
+    def __init__(self, d_model: int, dropout: float, pre_norm: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.pre_norm = pre_norm
+
+    def forward(self, x: Tensor, f: Any) -> Tensor:
+        if self.pre_norm:
+            return x + self.dropout(f(self.norm(x)))
+        return self.norm(x + self.dropout(f(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, c: ModelConfig) -> None:
+        super().__init__()
+        self.attention = Attention(c.d_model, c.heads, c.attention_dropout)
+        self.ffn = FeedForward(c.d_model, c.ffn, c.activation_dropout)
+        self.sub = nn.ModuleList(_Residual(c.d_model, c.dropout, c.pre_norm) for _ in range(2))
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        x = self.sub[0](x, lambda h: self.attention(h, self.attention.project_kv(h), mask))
+        return self.sub[1](x, self.ffn)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, c: ModelConfig) -> None:
+        super().__init__()
+        self.self_attention = Attention(c.d_model, c.heads, c.attention_dropout)
+        self.cross_attention = Attention(c.d_model, c.heads, c.attention_dropout)
+        self.ffn = FeedForward(c.d_model, c.ffn, c.activation_dropout)
+        self.sub = nn.ModuleList(_Residual(c.d_model, c.dropout, c.pre_norm) for _ in range(3))
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: AttentionCache,
+        memory_mask: Tensor,
+        cache: AttentionCache | None = None,
+    ) -> tuple[Tensor, AttentionCache | None]:
+        """A whole prefix (`cache` None: causal attention) or new positions appended to
+        `cache` (which is returned, grown)."""
+
+        def attend_self(h: Tensor) -> Tensor:
+            nonlocal cache
+            new = self.self_attention.project_kv(h)
+            if cache is None:
+                return self.self_attention(h, new, causal=h.shape[1] > 1)
+            cache = AttentionCache(
+                torch.cat([cache.key, new.key], dim=2), torch.cat([cache.value, new.value], dim=2)
+            )
+            return self.self_attention(h, cache)
+
+        x = self.sub[0](x, attend_self)
+        x = self.sub[1](x, lambda h: self.cross_attention(h, memory, memory_mask))
+        return self.sub[2](x, self.ffn), cache
+
+
+@dataclass
+class DecoderCache:
+    """What incremental decoding keeps between steps: per layer, the self-attention keys
+    and values so far and the cross-attention keys and values of the source."""
+
+    self_attention: list[AttentionCache]
+    memory: list[AttentionCache]
+    memory_mask: Tensor
+    length: int = 0
+
+    def reorder(self, order: Tensor) -> None:
+        """Keep the hypotheses `order` selects (beam search's survivors), in that order."""
+        for cache in (*self.self_attention, *self.memory):
+            cache.reorder(order)
+        self.memory_mask = self.memory_mask.index_select(0, order)
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        c = self.config = config
+        self.tgt_embed = nn.Embedding(c.tgt_vocab, c.d_model, padding_idx=c.pad)
+        self.src_embed = (
+            self.tgt_embed
+            if c.share_all_embeddings
+            else nn.Embedding(c.src_vocab, c.d_model, padding_idx=c.pad)
+        )
+        for table in {id(t): t for t in (self.src_embed, self.tgt_embed)}.values():
+            nn.init.normal_(table.weight, 0.0, c.d_model**-0.5)
+            nn.init.zeros_(table.weight[c.pad])
+        self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.decoder_layers))
+        # Pre-norm stacks end with a norm; post-norm layers end in one already.
+        self.encoder_norm = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
+        self.dropout = nn.Dropout(c.dropout)
+        self.output = (
+            None
+            if c.share_all_embeddings or c.share_decoder_embeddings
+            else nn.Linear(c.d_model, c.tgt_vocab, bias=False)
+        )
+
+    def _embed(self, table: nn.Embedding, tokens: Tensor, offset: int = 0) -> Tensor:
+        x = table(tokens) * math.sqrt(self.config.d_model)
+        signal = timing_signal(tokens.shape[1], self.config.d_model, offset)
+        return self.dropout(x + signal.to(device=x.device, dtype=x.dtype))
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """Encoder states [batch, src_len, d_model] and the key mask [batch, 1, 1, src_len]."""
+        mask = (src != self.config.pad)[:, None, None, :]
+        x = self._embed(self.src_embed, src)
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return self.encoder_norm(x), mask
+
+    def _logits(self, x: Tensor) -> Tensor:
+        x = self.decoder_norm(x)
+        if self.output is None:
+            return F.linear(x, self.tgt_embed.weight)
+        return self.output(x)
+
+    def forward(self, src: Tensor, prev_tgt: Tensor) -> Tensor:
+        """Logits [batch, tgt_len, tgt_vocab] for every target position (teacher forcing)."""
+        memory, mask = self.encode(src)
+        x = self._embed(self.tgt_embed, prev_tgt)
+        for layer in self.decoder:
+            x, _ = layer(x, layer.cross_attention.project_kv(memory), mask)
+        return self._logits(x)
+
+    def start_decoding(self, memory: Tensor, mask: Tensor) -> DecoderCache:
+        """An empty decoder state over encoder output `memory`."""
+        empty = memory.new_zeros(memory.shape[0], self.config.heads, 0, self._head_dim)
+        return DecoderCache(
+            self_attention=[AttentionCache(empty, empty) for _ in self.decoder],
+            memory=[layer.cross_attention.project_kv(memory) for layer in self.decoder],
+            memory_mask=mask,
+        )
+
+    @property
+    def _head_dim(self) -> int:
+        return self.config.d_model // self.config.heads
+
+    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
+        """Logits [batch, tgt_vocab] of the next position after `tokens` [batch] (the
+        last token of each prefix); `cache` grows by one position."""
+        x = self._embed(self.tgt_embed, tokens[:, None], offset=cache.length)
+        for i, layer in enumerate(self.decoder):
+            x, grown = layer(x, cache.memory[i], cache.memory_mask, cache.self_attention[i])
+            assert grown is not None
+            cache.self_attention[i] = grown
+        cache.length += 1
+        return self._logits(x)[:, 0]
