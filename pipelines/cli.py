@@ -21,6 +21,7 @@ COMMANDS = {
     "prepare": "pipelines.prepare_command",
     "vocab": "pipelines.vocab_command",
     "encode": "pipelines.encode_command",
+    "train": "pipelines.train_command",
 }
 
 DESCRIPTION = """\
@@ -30,6 +31,7 @@ Steps available in this version:
   prepare   raw corpora -> clean, deduplicated, split, sharded Parquet + token counts
   vocab     token counts -> Tensor2Tensor subwords or SentencePiece, + fairseq dicts
   encode    prepared pairs + vocabulary -> Arrow and fairseq mmap shards of ids
+  train     encoded shards -> a Transformer, with torchrun/DDP, resumable
 
 Every step also takes Beam's pipeline options (--runner, --direct_num_workers,
 --direct_running_mode, Dataflow's --project/--region/--temp_location, Flink's
@@ -76,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args, beam_args = parser.parse_known_args(argv)
+    args.argv = argv
     if args.help_beam:
         beam_options.beam_parser().print_help()
         return 0

@@ -108,12 +108,14 @@ def _runs(rows: list[int], target: int) -> list[tuple[int, ...]]:
     return runs
 
 
-def _dtypes(vocab: Vocabulary, langs: dict[str, str]) -> dict[str, str]:
-    """One dtype per format, wide enough for both languages' ids."""
-    encoders = [vocab.encoder(lang) for lang in langs.values()]
+def _id_spaces(vocab: Vocabulary, langs: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Per format: the number of ids of each language and one dtype wide enough for both."""
+    encoders = {lang: vocab.encoder(lang) for lang in langs.values()}
+    arrow = {lang: e.vocab_size for lang, e in encoders.items()}
+    fairseq = {lang: e.dictionary_size for lang, e in encoders.items()}
     return {
-        ARROW: arrow_dtype(max(e.vocab_size for e in encoders)).name,
-        FAIRSEQ: fairseq_dtype(max(e.dictionary_size for e in encoders)).name,
+        ARROW: {"sizes": arrow, "dtype": arrow_dtype(max(arrow.values())).name},
+        FAIRSEQ: {"sizes": fairseq, "dtype": fairseq_dtype(max(fairseq.values())).name},
     }
 
 
@@ -177,7 +179,7 @@ def _manifest_doc(
     fingerprint: str,
     inputs: dict[str, Any],
     vocab: Vocabulary,
-    dtypes: dict[str, str],
+    spaces: dict[str, dict[str, Any]],
     files: list[dict[str, Any]],
     stats: dict[str, Any],
 ) -> dict[str, Any]:
@@ -213,7 +215,9 @@ def _manifest_doc(
         "fingerprint": fingerprint,
         **inputs,
         "formats": list(config.formats),
-        "dtypes": {f: dtypes[f] for f in config.formats},
+        "dtypes": {f: spaces[f]["dtype"] for f in config.formats},
+        "vocab_sizes": {f: spaces[f]["sizes"] for f in config.formats},
+        "joined": vocab.doc["options"]["joined"],
         "id_layouts": {f: layouts[f] for f in config.formats},
         "vocab_model": vocab.model,
         "splits": {split: split_info(split) for split in stats["splits"]},
@@ -257,7 +261,7 @@ def run_encode(
         stats = json.loads(storage.read_bytes(storage.join(out, STATS_FILE)))
         return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
     tasks = plan_tasks(root, prepared, langs, config.rows_per_task)
-    dtypes = _dtypes(vocab, langs)
+    spaces = _id_spaces(vocab, langs)
     runner = describe(options)
     shards = sum(len(info["files"]) for info in prepared["splits"].values())
     log(
@@ -270,8 +274,8 @@ def run_encode(
         vocab.doc,
         langs,
         config.formats,
-        dtypes[ARROW],
-        dtypes[FAIRSEQ],
+        spaces[ARROW]["dtype"],
+        spaces[FAIRSEQ]["dtype"],
         config.batch_size,
     )
     summary_url = storage.join(out, STAGING, f"summary-{uuid.uuid4().hex}.json")
@@ -294,6 +298,6 @@ def run_encode(
         storage.join(out, STATS_FILE), json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n"
     )
     files.append(file_entry(out, written, "stats", 1))
-    doc = _manifest_doc(config, fingerprint, inputs, vocab, dtypes, files, stats)
+    doc = _manifest_doc(config, fingerprint, inputs, vocab, spaces, files, stats)
     committed = commit(out, KIND, doc, _OURS)
     return StepOutcome(out, False, committed, stats, time.perf_counter() - started, runner)

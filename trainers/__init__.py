@@ -1,5 +1,7 @@
-"""Torch side of nmtpipe: the Transformer, token batches, the objective, training and decoding.
+"""Torch side of nmtpipe: the Transformer, token batches, the objective, training.
 
-Built so far: `model` (Transformer with incremental decoding), `batching` (token-based,
-rank-balanced, resumable batches), `collate`, `objective` (label smoothing, schedules).
+`model`/`model_config` (Transformer with incremental decoding, presets), `batching`
+(token-based, rank-balanced, resumable batches), `collate`, `objective` (fairseq's label
+smoothing), `schedule` (warm-up schedules), `checkpoint`, `progress`, `train` (the DDP
+loop of one rank). Decoding is still to come.
 """

@@ -117,6 +117,8 @@ class EncodedDataset:
         self.languages: dict[str, str] = doc["languages"]
         self.layout = IdLayout(**doc["id_layouts"][fmt])
         self.dtype = np.dtype(doc["dtypes"][fmt])
+        self.vocab_sizes: dict[str, int] = doc["vocab_sizes"][fmt]  # ids per language
+        self.joined: bool = doc["joined"]  # one vocabulary for both languages
         self.vocab_fingerprint: str = doc["vocab"]["fingerprint"]
         self._splits = splits
 

@@ -162,6 +162,12 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
     bins = sorted(p.name for p in (tmp_path / "encoded" / "fairseq").glob("*.bin"))
     assert bins[:2] == ["test.en-zh.en.bin", "test.en-zh.zh.bin"] and len(bins) == 6
     assert len(list((tmp_path / "encoded" / "arrow").glob("*.arrow"))) == 3
+    train = nmtpipe(
+        "train", "--data", str(tmp_path / "encoded"), "--save-dir", str(tmp_path / "ckpt"),
+        "--max-tokens", "2048", "--max-update", "10", "--log-interval", "5",
+    )  # fmt: skip
+    assert '"update": 10' in train.stdout and "trained to update 10" in train.stderr
+    assert (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
 
 
 def test_vocab_errors_are_one_line(capsys, tmp_path):

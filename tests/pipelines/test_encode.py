@@ -100,7 +100,12 @@ def test_t2t_encoding_in_both_formats(inputs, t2t_output):
     for lang in ("en", "zh"):
         vocab_dict = Path(inputs["t2t"], f"dict.{lang}.txt").read_bytes()
         assert (out / "fairseq" / f"dict.{lang}.txt").read_bytes() == vocab_dict
-    assert doc["dtypes"] == {"arrow": "uint16", "fairseq": "uint16"}
+    assert doc["dtypes"] == {"arrow": "uint16", "fairseq": "uint16"} and doc["joined"]
+    t2t_size = SubwordTextEncoder.from_file(f"{inputs['t2t']}/vocab.subwords").vocab_size
+    assert doc["vocab_sizes"]["arrow"] == {"en": t2t_size, "zh": t2t_size}
+    assert doc["vocab_sizes"]["fairseq"]["en"] == 4 + len(
+        read_dict((out / "fairseq" / "dict.en.txt").read_text(encoding="utf-8"))
+    )
     assert doc["id_layouts"]["arrow"] == id_layout.T2T.as_dict()
     assert doc["id_layouts"]["fairseq"] == id_layout.FAIRSEQ.as_dict()
     assert (

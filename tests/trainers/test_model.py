@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.model import ModelConfig, Transformer, preset, timing_signal
+from trainers.model import Transformer, timing_signal
+from trainers.model_config import ModelConfig, preset
 
 PAD = 1
 

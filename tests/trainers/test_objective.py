@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from trainers.collate import collate
-from trainers.objective import label_smoothed_nll, learning_rate, peak_learning_rate
+from trainers.objective import label_smoothed_nll
+from trainers.schedule import learning_rate, peak_learning_rate
 
 
 def test_label_smoothing_matches_fairseqs_formula():

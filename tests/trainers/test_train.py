@@ -1,0 +1,152 @@
+"""Training with real torchrun/gloo processes: learning, DDP = one process, exact resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from pipelines.cli import main
+from pipelines.encode import EncodeConfig, run_encode
+from pipelines.prepare import run_prepare
+from pipelines.prepare_plan import PrepareConfig
+from pipelines.vocab import VocabConfig, run_vocab
+from tests.conftest import IN_MEMORY, example_lines, write_pair
+
+UPDATES, SAVE_AT = 24, 12
+NMTPIPE = [sys.executable, "-m", "pipelines.cli"]
+
+
+@pytest.fixture(scope="module")
+def encoded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("train")
+    corpus = write_pair(
+        folder / "train",
+        example_lines("tatoeba-cmn", "en")[::6],
+        example_lines("tatoeba-cmn", "zh")[::6],
+    )
+    prepared, vocab, out = (str(folder / name) for name in ("prepared", "vocab", "encoded"))
+    run_prepare(
+        PrepareConfig("en", "zh", prepared, trainpref=(str(corpus),), valid_fraction=0.03),
+        IN_MEMORY,
+    )
+    run_vocab(VocabConfig(prepared, vocab, vocab_size=1000, joined=True), IN_MEMORY)
+    run_encode(EncodeConfig(prepared, vocab, out), IN_MEMORY)
+    return out
+
+
+def train_args(data, save_dir, *more) -> list[str]:
+    return [
+        "train", "--data", data, "--save-dir", str(save_dir), "--arch", "transformer_tiny",
+        "--max-tokens", "1024", "--max-update", str(UPDATES), "--dropout", "0",
+        "--lr", "3e-3", "--warmup-updates", "6", "--log-interval", "1",
+        "--save-interval-updates", str(SAVE_AT), "--validate-interval-updates", str(UPDATES),
+        *more,
+    ]  # fmt: skip
+
+
+def records(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def losses(stdout: str) -> dict[int, float]:
+    return {r["update"]: r["loss"] for r in records(stdout) if "loss" in r}
+
+
+def run(cmd: list[str]) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def ddp(encoded, tmp_path_factory):
+    """An uninterrupted two-process gloo run (through `--nproc 2`, i.e. torchrun)."""
+    save_dir = tmp_path_factory.mktemp("ddp") / "ckpt"
+    return run([*NMTPIPE, *train_args(encoded, save_dir, "--nproc", "2")]).stdout
+
+
+def test_two_process_ddp_learns_and_equals_one_process(encoded, ddp, tmp_path):
+    curve = losses(ddp)
+    assert sorted(curve) == list(range(1, UPDATES + 1))
+    summary = next(r["summary"] for r in records(ddp) if "summary" in r)
+    assert summary["updates"] == UPDATES and summary["valid_loss"] < 0.75 * curve[1]
+    # One process with two micro-batches per update sees the same global batches.
+    single = run([*NMTPIPE, *train_args(encoded, tmp_path / "single", "--update-freq", "2")])
+    single_curve = losses(single.stdout)
+    assert sorted(single_curve) == sorted(curve)
+    for update, loss in single_curve.items():
+        assert loss == pytest.approx(curve[update], rel=2e-3), update
+
+
+# Runs `nmtpipe train` as a torchrun rank; rank 0 SIGKILLs itself right after saving the
+# checkpoint of update SAVE_AT, so the job dies with the other rank mid-training.
+_DIE_AFTER_SAVE = """
+import os, signal, sys
+from trainers import checkpoint
+from pipelines.cli import main
+
+save = checkpoint.save
+
+def save_then_die(url, state):
+    save(url, state)
+    if url.endswith("checkpoint_last.pt") and state["position"]["update"] == {save_at}:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+checkpoint.save = save_then_die
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_killed_job_resumes_at_the_exact_batch(encoded, ddp, tmp_path):
+    script = tmp_path / "die.py"
+    script.write_text(_DIE_AFTER_SAVE.format(save_at=SAVE_AT))
+    save_dir = tmp_path / "ckpt"
+    killed = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         str(script), *train_args(encoded, save_dir)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert killed.returncode != 0
+    assert max(losses(killed.stdout)) == SAVE_AT
+    resumed = run([*NMTPIPE, *train_args(encoded, save_dir, "--nproc", "2")])
+    after = losses(resumed.stdout)
+    assert sorted(after) == list(range(SAVE_AT + 1, UPDATES + 1))  # nothing repeated or lost
+    reference = losses(ddp)
+    for update, loss in after.items():  # the same batches in the same order, same weights
+        assert loss == pytest.approx(reference[update], rel=1e-4), update
+    assert os.path.exists(save_dir / "checkpoint_best.pt")
+
+
+def test_bad_inputs_and_incompatible_checkpoints(encoded, tmp_path, capsys):
+    code = main([*train_args(str(tmp_path / "none"), tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert code == 1 and "holds no committed encode output" in err
+    # Too-long pairs are skipped and counted; TensorBoard gets the scalars.
+    short = [*train_args(encoded, tmp_path / "short"), "--max-update", "2"]
+    short[short.index("--max-tokens") + 1] = "16"
+    assert main([*short, "--tensorboard-logdir", str(tmp_path / "tb")]) == 0
+    summary = next(r["summary"] for r in records(capsys.readouterr().out) if "summary" in r)
+    assert summary["skipped_too_long"] > 0 and 0 < summary["data_share"] < 1
+    assert list((tmp_path / "tb").glob("events.out.tfevents.*"))
+    # The same save dir with another model shape is refused.
+    other = [*train_args(encoded, tmp_path / "short"), "--arch", "transformer_small"]
+    assert main(other) == 1
+    assert "is a model of another shape" in capsys.readouterr().err
+
+
+def test_a_corrupt_shard_is_a_clear_error(encoded, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "encoded"
+    shutil.copytree(encoded, copy)
+    shard = copy / "fairseq" / "train.en-zh.zh.bin"
+    data = bytearray(shard.read_bytes())
+    data[100] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    assert main(train_args(str(copy), tmp_path / "c", "--format", "fairseq")) == 1
+    err = capsys.readouterr().err
+    assert "train.en-zh.zh.bin does not match its sha256 in the manifest (corrupted)" in err

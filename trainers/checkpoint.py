@@ -1,0 +1,88 @@
+"""Checkpoints on any fsspec URL: written atomically, loaded with `weights_only=True`.
+
+A checkpoint holds what resuming needs to continue exactly: model, optimiser, the
+update count, the data iterator's position (epoch, batches done), the RNG states, the
+model and training config and the vocabulary's fingerprint. It is serialised in memory
+and written with `storage.spooled_write`: a save killed half-way leaves the previous
+file untouched. Names follow fairseq: `checkpoint_last.pt`, `checkpoint_best.pt`,
+`checkpoint{epoch}_{update}.pt`.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import re
+from typing import Any
+
+import torch
+
+from transforms import storage
+from transforms.errors import InputError
+
+LAST, BEST = "checkpoint_last.pt", "checkpoint_best.pt"
+_NUMBERED = re.compile(r"^checkpoint(\d+)_(\d+)\.pt$")
+
+
+def numbered(epoch: int, update: int) -> str:
+    return f"checkpoint{epoch}_{update}.pt"
+
+
+def rng_state() -> dict[str, Any]:
+    """The random generators training draws from (dropout; batches use their own seeded
+    generator). Plain types and tensors only, so `weights_only` loading accepts them."""
+    state = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save(url: str, state: dict[str, Any]) -> None:
+    """Write `state` to `url` atomically (readers see the old file or the new one)."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    storage.write_bytes(url, buffer.getbuffer())
+
+
+def load(url: str) -> dict[str, Any]:
+    """A checkpoint, loaded without running any pickled code (`weights_only=True`)."""
+    try:
+        data = storage.read_bytes(url)
+    except FileNotFoundError:
+        raise InputError(f"no checkpoint at {url}") from None
+    try:
+        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise InputError(f"{url} is not a readable nmtpipe checkpoint: {e}") from e
+
+
+def check_compatible(state: dict[str, Any], url: str, model: dict, vocab_fingerprint: str) -> None:
+    """Refuse to resume from a checkpoint of another vocabulary or model shape."""
+    if state.get("vocab_fingerprint") != vocab_fingerprint:
+        raise InputError(
+            f"{url} was trained with another vocabulary (fingerprint "
+            f"{str(state.get('vocab_fingerprint'))[:12]}, the data's is {vocab_fingerprint[:12]})"
+        )
+    saved = state.get("model_config", {})
+    differ = sorted(k for k in model.keys() | saved.keys() if model.get(k) != saved.get(k))
+    if differ:
+        shown = ", ".join(f"{k} {saved.get(k)} → {model.get(k)}" for k in differ)
+        raise InputError(f"{url} is a model of another shape ({shown}); use another --save-dir")
+
+
+def prune(save_dir: str, keep_last: int) -> None:
+    """Delete all but the `keep_last` newest numbered checkpoints."""
+    found = []
+    for url in storage.find(save_dir):
+        match = _NUMBERED.match(url.rsplit("/", 1)[-1])
+        if match:
+            found.append((int(match.group(2)), url))
+    for _, url in sorted(found)[: max(len(found) - keep_last, 0)]:
+        storage.remove(url)
