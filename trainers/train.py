@@ -93,9 +93,9 @@ class Ranks:
     def __init__(self) -> None:
         self.world = int(os.environ.get("WORLD_SIZE", "1"))
         self.rank = int(os.environ.get("RANK", "0"))
-        local = int(os.environ.get("LOCAL_RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         if torch.cuda.is_available():
-            self.device = torch.device("cuda", local)
+            self.device = torch.device("cuda", self.local_rank)
             torch.cuda.set_device(self.device)
         else:
             self.device = torch.device("cpu")
@@ -112,6 +112,10 @@ class Ranks:
         if self.world > 1:
             dist.all_reduce(tensor)
         return tensor.tolist()
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            dist.barrier()
 
     def gather(self, obj: Any) -> list[Any]:
         if self.world == 1:
@@ -146,7 +150,7 @@ def _model_config(config: TrainConfig, data: EncodedDataset) -> dict[str, Any]:
 class Trainer:
     def __init__(self, config: TrainConfig, ranks: Ranks) -> None:
         self.config, self.ranks = config, ranks
-        self.data = open_dataset(config.data, config.format, config.cache_dir)
+        self.data = self._open_data()
         self.train_split, self.valid_split = self.data["train"], self.data["valid"]
         self.pad, self.eos = self.data.layout.pad, self.data.layout.eos
         torch.manual_seed(config.seed)
@@ -173,11 +177,24 @@ class Trainer:
         self.skipped = 0
         self.data_seconds = 0.0  # spent fetching and collating batches
         self.progress: Progress | None = None
+        self._warnings: list[str] = []
         self.autocast = (
             torch.autocast("cuda", dtype=torch.bfloat16)
             if ranks.device.type == "cuda"
             else contextlib.nullcontext()
         )
+
+    def _open_data(self) -> EncodedDataset:
+        """The dataset, checked in full (sha256) and cached by the first rank of each
+        machine while the others wait, then opened by them with size checks only."""
+        first = self.ranks.local_rank == 0
+        if not first:
+            self.ranks.barrier()
+        verify = "sha256" if first else "size"
+        data = open_dataset(self.config.data, self.config.format, self.config.cache_dir, verify)
+        if first:
+            self.ranks.barrier()
+        return data
 
     # --- checkpoints ----------------------------------------------------------------
 
@@ -196,6 +213,11 @@ class Trainer:
         self.best, self.bad_validations = state["best"], state["bad_validations"]
         rng = state["rng"]
         checkpoint.set_rng_state(rng[self.ranks.rank] if len(rng) == self.ranks.world else rng[0])
+        if state["world"] != self.ranks.world:
+            self._warnings.append(
+                f"{url} was written by {state['world']} rank(s), this job has "
+                f"{self.ranks.world}: batches are cut anew, so the resume is not exact"
+            )
         return True
 
     def save(self, names: list[str]) -> None:
@@ -344,6 +366,8 @@ class Trainer:
             self.ranks.main, self.config.max_update, self.position.update,
             self.config.tensorboard_logdir,
         )  # fmt: skip
+        for warning in self._warnings:
+            self.log({"warning": warning})
         try:
             return self._loop(resumed)
         finally:

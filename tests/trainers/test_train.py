@@ -150,3 +150,37 @@ def test_a_corrupt_shard_is_a_clear_error(encoded, tmp_path, capsys):
     assert main(train_args(str(copy), tmp_path / "c", "--format", "fairseq")) == 1
     err = capsys.readouterr().err
     assert "train.en-zh.zh.bin does not match its sha256 in the manifest (corrupted)" in err
+
+
+def test_an_uneven_epoch_over_two_ranks_does_not_hang(encoded, tmp_path):
+    from trainers.batching import epoch_batches
+    from transforms.encoded_dataset import open_dataset
+
+    train = open_dataset(encoded)["train"]
+    # A budget whose epoch has an odd number of batches: one rank gets a repeated batch.
+    budget = next(
+        t for t in range(4096, 8192, 8)
+        if epoch_batches(train.src_sizes, train.tgt_sizes, t, 1, 1, world=2).repeated == 1
+    )  # fmt: skip
+    batches = len(epoch_batches(train.src_sizes, train.tgt_sizes, budget, 1, 1, world=2).batches)
+    args = train_args(encoded, tmp_path / "c", "--nproc", "2", "--max-epoch", "1")
+    args[args.index("--max-tokens") + 1] = str(budget)
+    args[args.index("--max-update") + 1] = "1000"
+    summary = next(r["summary"] for r in records(run([*NMTPIPE, *args]).stdout) if "summary" in r)
+    assert summary["updates"] == batches // 2 and summary["epoch"] == 2
+
+
+def test_a_checkpoint_of_another_vocabulary_is_refused(encoded, tmp_path, capsys):
+    import torch
+
+    args = [*train_args(encoded, tmp_path / "c"), "--max-update", "1"]
+    assert main(args) == 0
+    last = tmp_path / "c" / "checkpoint_last.pt"
+    state = torch.load(last, weights_only=True)
+    state["vocab_fingerprint"] = "0" * 64
+    torch.save(state, last)
+    capsys.readouterr()
+    assert main([*args[:-1], "2"]) == 1
+    assert (
+        "was trained with another vocabulary (fingerprint 000000000000" in capsys.readouterr().err
+    )
