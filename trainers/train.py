@@ -358,6 +358,9 @@ class Trainer:
             self.save([checkpoint.BEST])
         else:
             self.bad_validations += 1
+        return self._out_of_patience()
+
+    def _out_of_patience(self) -> bool:
         return 0 < self.config.patience <= self.bad_validations
 
     def run(self) -> dict[str, Any]:
@@ -377,7 +380,7 @@ class Trainer:
         started = time.perf_counter()
         seen_tokens = 0
         window, window_tokens, window_data = time.perf_counter(), 0, 0.0
-        stop = self.position.update >= self.config.max_update
+        stop = self.position.update >= self.config.max_update or self._out_of_patience()
         for micro in [] if stop else self._micro_batches():
             result = self.step(micro)
             self.position.update += 1

@@ -184,3 +184,22 @@ def test_a_checkpoint_of_another_vocabulary_is_refused(encoded, tmp_path, capsys
     assert (
         "was trained with another vocabulary (fingerprint 000000000000" in capsys.readouterr().err
     )
+
+
+def test_early_stopping_and_checkpoints_on_s3(encoded, tmp_path, capsys, s3):
+    # With a learning rate of 0 the validation loss never improves: patience 2 stops the
+    # run at the third validation.
+    args = [*train_args(encoded, f"{s3}/ckpt"), "--lr", "0", "--validate-interval-updates", "1",
+            "--patience", "2", "--max-update", "50"]  # fmt: skip
+    assert main(args) == 0
+    out = records(capsys.readouterr().out)
+    assert [r["update"] for r in out if "valid_loss" in r] == [1, 2, 3]
+    assert next(r["summary"] for r in out if "summary" in r)["updates"] == 3
+    import s3fs
+
+    names = sorted(p.rsplit("/", 1)[-1] for p in s3fs.S3FileSystem().ls("nmtpipe-test/ckpt"))
+    assert names == ["checkpoint_best.pt", "checkpoint_last.pt"]
+    # Resuming from S3 continues where it stopped (patience already ran out: no update).
+    assert main(args) == 0
+    summary = next(r["summary"] for r in records(capsys.readouterr().out) if "summary" in r)
+    assert summary["resumed"] and summary["updates"] == 3
