@@ -42,6 +42,22 @@ def write_pair(prefix: Path, src: list[str] | bytes, tgt: list[str] | bytes, lan
     return prefix
 
 
+def prepare_example(folder: Path, every: int, **options) -> str:
+    """Every `every`-th pair of the bundled example corpus, prepared in-process into
+    `folder/prepared` (PrepareConfig `options` as given); the output's path."""
+    from pipelines.prepare import run_prepare
+    from pipelines.prepare_plan import PrepareConfig
+
+    corpus = write_pair(
+        folder / "train",
+        example_lines("tatoeba-cmn", "en")[::every],
+        example_lines("tatoeba-cmn", "zh")[::every],
+    )
+    out = str(folder / "prepared")
+    run_prepare(PrepareConfig("en", "zh", out, trainpref=(str(corpus),), **options), IN_MEMORY)
+    return out
+
+
 @pytest.fixture
 def small_corpus(tmp_path: Path) -> Path:
     """300 example pairs as plain files: tmp/corpus/train.{en,zh}."""

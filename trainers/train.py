@@ -34,7 +34,7 @@ from trainers.progress import Progress
 from trainers.schedule import learning_rate, peak_learning_rate
 from transforms import storage
 from transforms.encoded_dataset import EncodedDataset, SplitData, open_dataset
-from transforms.errors import ConfigError
+from transforms.errors import ConfigError, InputError
 
 
 @dataclass(frozen=True)
@@ -113,10 +113,6 @@ class Ranks:
             dist.all_reduce(tensor)
         return tensor.tolist()
 
-    def barrier(self) -> None:
-        if self.world > 1:
-            dist.barrier()
-
     def gather(self, obj: Any) -> list[Any]:
         if self.world == 1:
             return [obj]
@@ -186,14 +182,22 @@ class Trainer:
 
     def _open_data(self) -> EncodedDataset:
         """The dataset, checked in full (sha256) and cached by the first rank of each
-        machine while the others wait, then opened by them with size checks only."""
+        machine while the others wait, then opened by them with size checks only. A
+        failure on a first rank stops every rank (none is left waiting)."""
         first = self.ranks.local_rank == 0
-        if not first:
-            self.ranks.barrier()
-        verify = "sha256" if first else "size"
-        data = open_dataset(self.config.data, self.config.format, self.config.cache_dir, verify)
+        data, error = None, None
         if first:
-            self.ranks.barrier()
+            try:
+                data = open_dataset(self.config.data, self.config.format, self.config.cache_dir)
+            except Exception as e:
+                error = e
+        (failures,) = self.ranks.sum(error is not None)  # also the barrier
+        if error is not None:
+            raise error
+        if failures:
+            raise InputError(f"another rank could not open {self.config.data} (see its error)")
+        if data is None:
+            data = open_dataset(self.config.data, self.config.format, self.config.cache_dir, "size")
         return data
 
     # --- checkpoints ----------------------------------------------------------------

@@ -11,10 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.encode import EncodeConfig, _runs, run_encode
-from pipelines.prepare import run_prepare
-from pipelines.prepare_plan import PrepareConfig
 from pipelines.vocab import VocabConfig, run_vocab
-from tests.conftest import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
+from tests.conftest import IN_MEMORY, MULTI_PROCESS, prepare_example
 from tests.flaky_fs import FlakyMemoryFileSystem
 from transforms import id_layout, manifest, retry, storage
 from transforms.encoded_dataset import open_dataset
@@ -30,19 +28,7 @@ def inputs(tmp_path_factory):
     """A prepared corpus (3 train shards; 16 test shards, 5 of them empty) and two
     vocabularies of it: joined T2T subwords and per-language SentencePiece BPE."""
     folder = tmp_path_factory.mktemp("encode")
-    corpus = write_pair(
-        folder / "train",
-        example_lines("tatoeba-cmn", "en")[::8],
-        example_lines("tatoeba-cmn", "zh")[::8],
-    )
-    prepared = str(folder / "prepared")
-    run_prepare(
-        PrepareConfig(
-            "en", "zh", prepared, trainpref=(str(corpus),), num_shards=3,
-            test_shards=16, test_fraction=0.01,
-        ),
-        IN_MEMORY,
-    )  # fmt: skip
+    prepared = prepare_example(folder, 8, num_shards=3, test_shards=16, test_fraction=0.01)
     t2t, bpe = str(folder / "t2t"), str(folder / "bpe")
     run_vocab(VocabConfig(prepared, t2t, vocab_size=1500, joined=True), IN_MEMORY)
     run_vocab(

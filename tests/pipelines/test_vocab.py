@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.prepare import run_prepare
-from pipelines.prepare_plan import PrepareConfig
 from pipelines.vocab import VocabConfig, run_vocab
-from tests.conftest import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
+from tests.conftest import IN_MEMORY, MULTI_PROCESS, prepare_example
 from transforms import counts as counts_lib
 from transforms import manifest, spm_vocab, storage
 from transforms.errors import ConfigError, InputError, OutputError
@@ -19,16 +17,7 @@ from transforms.subword_build import SubwordBuilder
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("vocab")
-    corpus = write_pair(
-        folder / "train",
-        example_lines("tatoeba-cmn", "en")[::4],
-        example_lines("tatoeba-cmn", "zh")[::4],
-    )
-    out = folder / "prepared"
-    config = PrepareConfig("en", "zh", str(out), trainpref=(str(corpus),), num_shards=3)
-    run_prepare(config, IN_MEMORY)
-    return str(out)
+    return prepare_example(tmp_path_factory.mktemp("vocab"), 4, num_shards=3)
 
 
 def vocab(prepared, output, beam_args=IN_MEMORY, force=False, **options):

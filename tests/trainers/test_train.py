@@ -11,10 +11,8 @@ import pytest
 
 from pipelines.cli import main
 from pipelines.encode import EncodeConfig, run_encode
-from pipelines.prepare import run_prepare
-from pipelines.prepare_plan import PrepareConfig
 from pipelines.vocab import VocabConfig, run_vocab
-from tests.conftest import IN_MEMORY, example_lines, write_pair
+from tests.conftest import IN_MEMORY, prepare_example
 
 UPDATES, SAVE_AT = 24, 12
 NMTPIPE = [sys.executable, "-m", "pipelines.cli"]
@@ -23,16 +21,8 @@ NMTPIPE = [sys.executable, "-m", "pipelines.cli"]
 @pytest.fixture(scope="module")
 def encoded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("train")
-    corpus = write_pair(
-        folder / "train",
-        example_lines("tatoeba-cmn", "en")[::6],
-        example_lines("tatoeba-cmn", "zh")[::6],
-    )
-    prepared, vocab, out = (str(folder / name) for name in ("prepared", "vocab", "encoded"))
-    run_prepare(
-        PrepareConfig("en", "zh", prepared, trainpref=(str(corpus),), valid_fraction=0.03),
-        IN_MEMORY,
-    )
+    prepared = prepare_example(folder, 6, valid_fraction=0.03)
+    vocab, out = str(folder / "vocab"), str(folder / "encoded")
     run_vocab(VocabConfig(prepared, vocab, vocab_size=1000, joined=True), IN_MEMORY)
     run_encode(EncodeConfig(prepared, vocab, out), IN_MEMORY)
     return out
