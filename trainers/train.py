@@ -438,6 +438,10 @@ def train(config: TrainConfig) -> dict[str, Any]:
     """Train on this process's rank; returns the summary (the same on every rank)."""
     ranks = Ranks()
     try:
-        return Trainer(config, ranks).run()
+        summary = Trainer(config, ranks).run()
+        # Every rank done (rank 0 may still be writing the last checkpoint) before the
+        # group is torn down: a rank leaving early can abort the others' gloo threads.
+        ranks.sum(0)
+        return summary
     finally:
         ranks.close()
