@@ -273,7 +273,7 @@ class Trainer:
         (global_tokens,) = self.ranks.sum(local_tokens)
         self.ddp.train()
         self.optimizer.zero_grad(set_to_none=True)
-        loss_sum = nll_sum = 0.0
+        loss_sum = nll_sum = torch.zeros((), device=self.ranks.device)
         for k, batch in enumerate(batches):
             last = k == len(batches) - 1
             sync = contextlib.nullcontext() if last or self.ranks.world == 1 else self.ddp.no_sync()
@@ -283,14 +283,15 @@ class Trainer:
                     logits, batch.tgt, self.config.label_smoothing, self.pad
                 )
                 (loss * self.ranks.world / global_tokens).backward()
-            loss_sum, nll_sum = loss_sum + loss.item(), nll_sum + nll.item()
+            loss_sum, nll_sum = loss_sum + loss.detach(), nll_sum + nll.detach()
         if self.config.clip_norm > 0:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
         lr = learning_rate(self.position.update + 1, self.peak_lr, self.config.warmup_updates)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.step()
-        loss_total, nll_total = self.ranks.sum(loss_sum, nll_sum)
+        # One device-to-host copy per update, not one per micro-batch.
+        loss_total, nll_total = self.ranks.sum(*torch.stack([loss_sum, nll_sum]).tolist())
         return {
             "loss": loss_total / global_tokens,
             "nll_loss": nll_total / global_tokens,

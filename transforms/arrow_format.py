@@ -74,9 +74,6 @@ class ArrowShard:
         self.batches = [_columns(b) for b in table.to_batches()]
         self.rows = table.num_rows
 
-    def ids(self) -> np.ndarray:
-        return np.concatenate([b["id"] for b in self.batches] or [np.zeros(0, np.int64)])
-
 
 def _columns(batch: pa.RecordBatch) -> dict[str, Any]:
     """Zero-copy numpy views of a batch: ids, and (offsets, values) for each side."""

@@ -54,23 +54,19 @@ class MMapWriter:
         self._data = data
         self.dtype = np.dtype(dtype)
         self._sizes: list[np.ndarray] = []
-        self.tokens = 0
 
     def add_batch(self, flat: np.ndarray, lengths: np.ndarray) -> None:
         """Append `len(lengths)` items whose ids are `flat`, concatenated."""
         self._data.write(flat.astype(self.dtype, copy=False).tobytes())
         self._sizes.append(lengths.astype(np.int32))
-        self.tokens += int(flat.size)
 
     @property
     def items(self) -> int:
         return sum(s.size for s in self._sizes)
 
     def index(self) -> bytes:
-        return index_bytes(self._concat_sizes(), self.dtype)
-
-    def _concat_sizes(self) -> np.ndarray:
-        return np.concatenate(self._sizes) if self._sizes else np.zeros(0, np.int32)
+        sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, np.int32)
+        return index_bytes(sizes, self.dtype)
 
 
 def index_bytes(sizes: Sequence[int] | np.ndarray, dtype: np.dtype) -> bytes:
