@@ -22,6 +22,7 @@ COMMANDS = {
     "vocab": "pipelines.vocab_command",
     "encode": "pipelines.encode_command",
     "train": "pipelines.train_command",
+    "decode": "pipelines.decode_command",
 }
 
 DESCRIPTION = """\
@@ -32,6 +33,7 @@ Steps available in this version:
   vocab     token counts -> Tensor2Tensor subwords or SentencePiece, + fairseq dicts
   encode    prepared pairs + vocabulary -> Arrow and fairseq mmap shards of ids
   train     encoded shards -> a Transformer, with torchrun/DDP, resumable
+  decode    a checkpoint + a split or text -> translations (beam search), BLEU/chrF
 
 Every step also takes Beam's pipeline options (--runner, --direct_num_workers,
 --direct_running_mode, Dataflow's --project/--region/--temp_location, Flink's

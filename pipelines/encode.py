@@ -23,7 +23,6 @@ import apache_beam as beam
 from pipelines import __version__
 from pipelines.beam_options import describe, pipeline_options, run_pipeline
 from pipelines.step_output import STAGING, StepOutcome, commit, reuse_committed
-from pipelines.vocab import read_prepared
 from transforms import id_layout, manifest, storage
 from transforms.encode_fns import (
     ARROW,
@@ -37,6 +36,7 @@ from transforms.encode_fns import (
 from transforms.encoded_dataset import KIND
 from transforms.errors import ConfigError, InputError, OutputError
 from transforms.manifest import file_entry
+from transforms.records import read_prepared
 from transforms.stats import summarize_lengths
 from transforms.summary import WriteSummary, read_summary
 from transforms.vocabulary import Vocabulary, arrow_dtype, fairseq_dtype, open_vocabulary

@@ -21,9 +21,9 @@ from transforms.filters import FilterConfig
 from transforms.inputs import CorpusInput, resolve_pair_prefix, resolve_tsv, split_archive_url
 from transforms.normalize import NormalizeConfig
 from transforms.prepare_fns import JOINED
+from transforms.records import KIND
 from transforms.split import SPLITS, SplitConfig, SplitKey
 
-KIND = "nmtpipe.prepare"
 # One train shard (and one count bucket) per this many bytes of (uncompressed) input.
 AUTO_SHARD_BYTES = 32 << 20
 COMPRESSION_FACTOR = 4

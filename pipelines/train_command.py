@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 
-from pipelines import logs
+from pipelines import logs, torchrun
 from trainers.model_config import PRESETS
 from trainers.schedule import SCHEDULES
 from transforms.errors import ConfigError
@@ -89,31 +86,16 @@ def config_from_args(args: argparse.Namespace):
     )  # fmt: skip
 
 
-def _torchrun(nproc: int, argv: list[str]) -> int:
-    """Run this command again under `torchrun --standalone`, without --nproc."""
-    rest, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--nproc":
-            skip = True
-        elif not arg.startswith("--nproc="):
-            rest.append(arg)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-           f"--nproc_per_node={nproc}", "-m", "pipelines.cli", *rest]  # fmt: skip
-    return subprocess.run(cmd, check=False).returncode
-
-
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
     config = config_from_args(args)
-    if args.nproc > 1 and "LOCAL_RANK" not in os.environ:
-        return _torchrun(args.nproc, args.argv)
+    if torchrun.wants_relaunch(args.nproc):
+        return torchrun.relaunch(args.nproc, args.argv)
     from trainers.train import train
 
     summary = train(config)
-    if int(os.environ.get("RANK", "0")) == 0:
+    if torchrun.is_main_rank():
         print(json.dumps({"summary": summary}), flush=True)
         logs.progress(
             f"trained to update {summary['updates']} (epoch {summary['epoch']}) in "
@@ -122,11 +104,4 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             f"{summary['valid_loss']:.3f}, perplexity {summary['valid_ppl']:.1f}; "
             f"checkpoints in {config.save_dir}"
         )
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        # Everything is written and the process group is gone. Skip the interpreter's
-        # teardown, where gloo's threads sometimes abort the process ("terminate called
-        # without an active exception"), which torchrun would report as a failed job.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
-    return 0
+    return torchrun.finish()

@@ -29,6 +29,7 @@ from transforms import id_layout, manifest, spm_vocab, storage, t2t_tokenizer
 from transforms.errors import ConfigError, InputError
 from transforms.fairseq_dict import SPECIALS, dict_text
 from transforms.manifest import file_entry
+from transforms.records import read_prepared
 from transforms.spm_vocab import SpmConfig
 from transforms.subword import RESERVED_TOKENS, SubwordTextEncoder, check_reserved
 from transforms.subword_build import SubwordBuilder
@@ -43,7 +44,6 @@ from transforms.vocab_sample import (
 )
 from transforms.vocabulary import KIND
 
-PREPARE_KIND = "nmtpipe.prepare"
 MODELS = ("t2t", "unigram", "bpe")
 JOINED = "joined"
 _OURS = re.compile(r"^(vocab(\.[^/]+)?\.subwords|spm(\.[^/]+)?\.(model|vocab)|dict\.[^/]+\.txt)$")
@@ -108,11 +108,6 @@ class VocabOutcome:
     cached: bool
     manifest: dict[str, Any]
     seconds: float
-
-
-def read_prepared(url: str) -> tuple[str, dict[str, Any]]:
-    """The root and the checked manifest of a committed `prepare` output."""
-    return manifest.open_committed(url, PREPARE_KIND, "prepare")
 
 
 def vocab_files(model: str, side: str) -> list[str]:

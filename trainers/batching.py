@@ -37,7 +37,7 @@ class EpochBatches:
         return self.batches[rank::world]
 
 
-def _greedy_cuts(widths: np.ndarray, max_tokens: int) -> list[int]:
+def greedy_cuts(widths: np.ndarray, max_tokens: int) -> list[int]:
     """Batch boundaries over non-decreasing `widths`: each batch as long as
     count x its last (widest) width <= max_tokens. A binary search per batch."""
     cuts, start, n = [0], 0, widths.size
@@ -71,7 +71,7 @@ def epoch_batches(
     rng = np.random.default_rng([seed, epoch])
     order = keep[rng.permutation(keep.size)]
     order = order[np.argsort(widths[order], kind="stable")]
-    cuts = _greedy_cuts(widths[order], max_tokens)
+    cuts = greedy_cuts(widths[order], max_tokens)
     batches = [order[a:b] for a, b in itertools.pairwise(cuts)]
     batches = [batches[i] for i in rng.permutation(len(batches))]
     repeated = (-len(batches)) % world if batches else 0

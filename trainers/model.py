@@ -71,12 +71,24 @@ class Attention(nn.Module):
         mask: Tensor | None = None,
         causal: bool = False,
     ) -> Tensor:
-        """`mask`: bool [batch, 1, 1, keys], True where a key may be attended to."""
+        """`mask`: bool [batch, 1, 1, keys], True where a key may be attended to.
+
+        `x` may have `g` rows per row of `kv` (the hypotheses of one source in beam
+        search): their queries are folded into one row's query positions, so the
+        source's keys and values are read once, not once per hypothesis."""
         query = self._split(self.q(x))
+        sources, heads, length, head_dim = kv.key.shape[0], *query.shape[1:]
+        group = query.shape[0] // sources
+        if group > 1:
+            query = query.view(sources, group, heads, length, head_dim).transpose(1, 2)
+            query = query.reshape(sources, heads, group * length, head_dim)
         dropout = self.dropout if self.training else 0.0
         y = F.scaled_dot_product_attention(
             query, kv.key, kv.value, attn_mask=mask, dropout_p=dropout, is_causal=causal
         )
+        if group > 1:
+            y = y.view(sources, heads, group, length, head_dim).transpose(1, 2)
+            y = y.reshape(sources * group, heads, length, head_dim)
         batch, _, length, _ = y.shape
         return self.out(y.transpose(1, 2).reshape(batch, length, -1))
 
@@ -152,21 +164,38 @@ class DecoderLayer(nn.Module):
         return self.sub[2](x, self.ffn), cache
 
 
+def hypothesis_rows(sources: Tensor, group: int) -> Tensor:
+    """The rows of the hypotheses of `sources`, `group` hypotheses per source."""
+    return (sources[:, None] * group + torch.arange(group, device=sources.device)).view(-1)
+
+
 @dataclass
 class DecoderCache:
     """What incremental decoding keeps between steps: per layer, the self-attention keys
-    and values so far and the cross-attention keys and values of the source."""
+    and values of every hypothesis so far, and the cross-attention keys and values of
+    every source, once; hypotheses [i * group, (i + 1) * group) are source i's."""
 
     self_attention: list[AttentionCache]
     memory: list[AttentionCache]
     memory_mask: Tensor
+    group: int = 1  # hypotheses per source
     length: int = 0
 
     def reorder(self, order: Tensor) -> None:
-        """Keep the hypotheses `order` selects (beam search's survivors), in that order."""
-        for cache in (*self.self_attention, *self.memory):
+        """Keep the hypotheses `order` selects, in that order (beam search's survivors);
+        each must stay among its source's."""
+        for cache in self.self_attention:
             cache.reorder(order)
-        self.memory_mask = self.memory_mask.index_select(0, order)
+
+    def keep_sources(self, sources: Tensor) -> None:
+        """Keep only `sources` (rows of the source batch) and their hypotheses."""
+        hypotheses = (
+            sources[:, None] * self.group + torch.arange(self.group, device=sources.device)
+        ).view(-1)
+        self.reorder(hypotheses)
+        for cache in self.memory:
+            cache.reorder(sources)
+        self.memory_mask = self.memory_mask.index_select(0, sources)
 
 
 class Transformer(nn.Module):
@@ -221,13 +250,16 @@ class Transformer(nn.Module):
             x, _ = layer(x, layer.cross_attention.project_kv(memory), mask)
         return self._logits(x)
 
-    def start_decoding(self, memory: Tensor, mask: Tensor) -> DecoderCache:
-        """An empty decoder state over encoder output `memory`."""
-        empty = memory.new_zeros(memory.shape[0], self.config.heads, 0, self._head_dim)
+    def start_decoding(self, memory: Tensor, mask: Tensor, group: int = 1) -> DecoderCache:
+        """An empty decoder state over encoder output `memory`, for `group` hypotheses
+        per source (beam search's beam size)."""
+        rows = memory.shape[0] * group
+        empty = memory.new_zeros(rows, self.config.heads, 0, self._head_dim)
         return DecoderCache(
             self_attention=[AttentionCache(empty, empty) for _ in self.decoder],
             memory=[layer.cross_attention.project_kv(memory) for layer in self.decoder],
             memory_mask=mask,
+            group=group,
         )
 
     @property
@@ -235,8 +267,8 @@ class Transformer(nn.Module):
         return self.config.d_model // self.config.heads
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
-        """Logits [batch, tgt_vocab] of the next position after `tokens` [batch] (the
-        last token of each prefix); `cache` grows by one position."""
+        """Logits [hypotheses, tgt_vocab] of the next position after `tokens`
+        [hypotheses] (the last token of each prefix); `cache` grows by one position."""
         x = self._embed(self.tgt_embed, tokens[:, None], offset=cache.length)
         for i, layer in enumerate(self.decoder):
             x, grown = layer(x, cache.memory[i], cache.memory_mask, cache.self_attention[i])

@@ -13,7 +13,6 @@ anything it skips.
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -21,20 +20,20 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from trainers import checkpoint
 from trainers.batching import epoch_batches
 from trainers.collate import Batch, collate
+from trainers.distributed import Ranks, open_on_ranks
 from trainers.model import Transformer
 from trainers.model_config import ModelConfig, preset
 from trainers.objective import label_smoothed_nll
 from trainers.progress import Progress
 from trainers.schedule import learning_rate, peak_learning_rate
 from transforms import storage
-from transforms.encoded_dataset import EncodedDataset, SplitData, open_dataset
-from transforms.errors import ConfigError, InputError
+from transforms.encoded_dataset import EncodedDataset, SplitData
+from transforms.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -87,44 +86,6 @@ class Position:
     batches_done: int = 0
 
 
-class Ranks:
-    """The process group as torchrun describes it in the environment (or one process)."""
-
-    def __init__(self) -> None:
-        self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.rank = int(os.environ.get("RANK", "0"))
-        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        if torch.cuda.is_available():
-            self.device = torch.device("cuda", self.local_rank)
-            torch.cuda.set_device(self.device)
-        else:
-            self.device = torch.device("cpu")
-        if self.world > 1 and not dist.is_initialized():
-            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def sum(self, *values: float) -> list[float]:
-        """Element-wise sums over ranks (one all-reduce)."""
-        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
-        if self.world > 1:
-            dist.all_reduce(tensor)
-        return tensor.tolist()
-
-    def gather(self, obj: Any) -> list[Any]:
-        if self.world == 1:
-            return [obj]
-        out: list[Any] = [None] * self.world
-        dist.all_gather_object(out, obj)
-        return out
-
-    def close(self) -> None:
-        if self.world > 1 and dist.is_initialized():
-            dist.destroy_process_group()
-
-
 def _model_config(config: TrainConfig, data: EncodedDataset) -> dict[str, Any]:
     langs = data.languages
     sizes = data.vocab_sizes
@@ -146,7 +107,7 @@ def _model_config(config: TrainConfig, data: EncodedDataset) -> dict[str, Any]:
 class Trainer:
     def __init__(self, config: TrainConfig, ranks: Ranks) -> None:
         self.config, self.ranks = config, ranks
-        self.data = self._open_data()
+        self.data = open_on_ranks(ranks, config.data, config.format, config.cache_dir)
         self.train_split, self.valid_split = self.data["train"], self.data["valid"]
         self.pad, self.eos = self.data.layout.pad, self.data.layout.eos
         torch.manual_seed(config.seed)
@@ -179,26 +140,6 @@ class Trainer:
             if ranks.device.type == "cuda"
             else contextlib.nullcontext()
         )
-
-    def _open_data(self) -> EncodedDataset:
-        """The dataset, checked in full (sha256) and cached by the first rank of each
-        machine while the others wait, then opened by them with size checks only. A
-        failure on a first rank stops every rank (none is left waiting)."""
-        first = self.ranks.local_rank == 0
-        data, error = None, None
-        if first:
-            try:
-                data = open_dataset(self.config.data, self.config.format, self.config.cache_dir)
-            except Exception as e:
-                error = e
-        (failures,) = self.ranks.sum(error is not None)  # also the barrier
-        if error is not None:
-            raise error
-        if failures:
-            raise InputError(f"another rank could not open {self.config.data} (see its error)")
-        if data is None:
-            data = open_dataset(self.config.data, self.config.format, self.config.cache_dir, "size")
-        return data
 
     # --- checkpoints ----------------------------------------------------------------
 

@@ -45,3 +45,14 @@ def to_fairseq(model: str, ids: np.ndarray) -> np.ndarray:
     if model != "t2t":
         return ids
     return np.where(ids >= T2T.first_symbol, ids + T2T_SHIFT, ids + (FAIRSEQ.pad - T2T.pad))
+
+
+def from_fairseq(model: str, ids: np.ndarray) -> np.ndarray:
+    """fairseq dictionary ids → vocabulary ids; for T2T, `<s>` and `<unk>` (which a T2T
+    vocabulary lacks) become -1, which its decoder skips."""
+    if model != "t2t":
+        return ids
+    shifted = np.where(ids >= FAIRSEQ.first_symbol, ids - T2T_SHIFT, -1)
+    shifted[ids == FAIRSEQ.pad] = T2T.pad
+    shifted[ids == FAIRSEQ.eos] = T2T.eos
+    return shifted

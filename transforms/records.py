@@ -16,11 +16,13 @@ Either way the shard writer concatenates batches without a Python object per pai
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import pyarrow as pa
 
-from transforms import storage
+from transforms import manifest, storage
+
+KIND = "nmtpipe.prepare"  # the kind of a committed `prepare` output's manifest
 
 PAIRS_SCHEMA = pa.schema(
     [
@@ -146,3 +148,8 @@ def rejects_table(items: Iterable[Shipped]) -> pa.Table:
     """The rejects of many shipped reject batches, sorted by (origin, line, reason)."""
     keys = [("origin", "ascending"), ("line", "ascending"), ("reason", "ascending")]
     return _gather(items, REJECTS_SCHEMA).sort_by(keys)
+
+
+def read_prepared(url: str) -> tuple[str, dict[str, Any]]:
+    """The root and the checked manifest of a committed `prepare` output."""
+    return manifest.open_committed(url, KIND, "prepare")

@@ -41,7 +41,8 @@ def arrow_dtype(vocab_size: int) -> np.dtype:
 
 
 class SideEncoder:
-    """One language's vocabulary: `encode_batch` turns lines into ids ending in EOS."""
+    """One language's vocabulary: `encode_batch` turns lines into ids ending in EOS,
+    `decode` ids back into text."""
 
     def __init__(self, model: str, data: bytes, dictionary_size: int) -> None:
         self.model = model
@@ -65,6 +66,13 @@ class SideEncoder:
         lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
         flat = np.fromiter(itertools.chain.from_iterable(encoded), np.int32, int(lengths.sum()))
         return flat, lengths
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ids in this vocabulary's own space (without EOS): T2T's `decode`
+        or SentencePiece's."""
+        if self.model == "t2t":
+            return self._t2t.decode(ids)
+        return self._spm.decode([int(i) for i in ids])
 
     def unknowns(self, ids: np.ndarray) -> int:
         """How many ids are `<unk>` (a T2T vocabulary escapes instead: never any)."""

@@ -168,6 +168,15 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
     )  # fmt: skip
     assert '"update": 10' in train.stdout and "trained to update 10" in train.stderr
     assert (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
+    # Short hypotheses: a model of 10 updates would babble to the length limit.
+    decode = nmtpipe(
+        "decode", "--checkpoint", str(tmp_path / "ckpt" / "checkpoint_best.pt"),
+        "--output", str(tmp_path / "decoded"), "--max-len-a", "0", "--max-len-b", "6",
+    )  # fmt: skip
+    assert "translated 1,997 sentences" in decode.stderr
+    assert "BLEU = " in decode.stderr and "chrF2 = " in decode.stderr
+    hypotheses = (tmp_path / "decoded" / "hypotheses.txt").read_text(encoding="utf-8")
+    assert hypotheses.count("\n") == 1997
 
 
 def test_vocab_errors_are_one_line(capsys, tmp_path):

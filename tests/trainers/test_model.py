@@ -59,14 +59,21 @@ def test_the_decoder_cannot_see_the_future():
 def test_reordering_the_cache_follows_the_hypotheses():
     model = tiny()
     src, tgt = batch()
+    # Two hypotheses per source (a beam of 2): rows 0, 1 are source 0's, rows 2, 3 source 1's.
+    prefixes = torch.cat([tgt, tgt.flip(0)])[[0, 2, 1, 3]]
     with torch.no_grad():
-        cache = model.start_decoding(*model.encode(src))
+        cache = model.start_decoding(*model.encode(src), group=2)
         for t in range(2):
-            model.decode_step(tgt[:, t], cache)
-        cache.reorder(torch.tensor([1, 1, 0]))  # beam search keeps #1 twice, then #0
-        after = model.decode_step(tgt[[1, 1, 0], 2], cache)
-        expected = model(src[[1, 1, 0]], tgt[[1, 1, 0], :3])[:, 2]
-    torch.testing.assert_close(after, expected, atol=1e-5, rtol=1e-5)
+            model.decode_step(prefixes[:, t], cache)
+        order = torch.tensor([1, 1, 3, 2])  # each source's beam keeps its own hypotheses
+        cache.reorder(order)
+        after = model.decode_step(prefixes[order, 2], cache)
+        expected = model(src[[0, 0, 1, 1]], prefixes[order, :3])[:, 2]
+        torch.testing.assert_close(after, expected, atol=1e-5, rtol=1e-5)
+        cache.keep_sources(torch.tensor([1]))  # source 0's search is over
+        last = model.decode_step(prefixes[order[2:], 3], cache)
+        alone = model(src[[1, 1], :3], prefixes[order[2:], :4])[:, 3]
+    torch.testing.assert_close(last, alone, atol=1e-5, rtol=1e-5)
 
 
 def test_presets_and_shared_weights():
