@@ -17,11 +17,15 @@ best hypotheses the two agree on. Then `nmtpipe decode` itself with 1 and 2 rank
     python benchmarks/bench_decode.py                       # after the README's command
     python benchmarks/bench_decode.py --arch transformer_base --sentences 100 \
         --max-len-a 0 --max-len-b 60
+    # on a GPU (the anchor: CTranslate2's ~9.3k tokens/s, fp16, OPUS-MT base, A10G):
+    python benchmarks/bench_decode.py --arch transformer_base --device cuda \
+        --sentences 1997 --max-tokens 8192 --max-len-a 0 --max-len-b 60
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
@@ -125,12 +129,25 @@ def batches(split, count: int, max_tokens: int, pad: int) -> list[torch.Tensor]:
     return out
 
 
+def _autocast(args):
+    """bf16 on CUDA for both, as `nmtpipe decode` runs there."""
+    if args.device.startswith("cuda"):
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def _sync(args) -> None:
+    if args.device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
 def time_ours(args, model, layout, srcs) -> tuple[float, list[list[int]], int]:
     config = SearchConfig(beam=BEAM, lenpen=1.0, max_len_a=args.max_len_a, max_len_b=args.max_len_b)
     search = BeamSearch(model, layout, config)
-    search(srcs[0][:2])  # warm-up
+    search(srcs[0][:2], _autocast(args))  # warm-up
+    _sync(args)
     started = time.perf_counter()
-    best = [hyps[0] for src in srcs for hyps in search(src)]
+    best = [hyps[0] for src in srcs for hyps in search(src, _autocast(args))]
     seconds = time.perf_counter() - started
     tokens = sum(len(h.tokens) + h.finished for h in best)
     return seconds, [h.tokens for h in best], tokens
@@ -145,10 +162,12 @@ def time_hf(args, hf, layout, srcs) -> tuple[float, list[list[int]], int]:
             early_stopping=True, num_return_sequences=1, bad_words_ids=[[layout.pad]],
         )  # fmt: skip
 
-    with torch.no_grad():
+    with torch.no_grad(), _autocast(args):
         generate(srcs[0][:2])
+        _sync(args)
         started = time.perf_counter()
         outs = [generate(src) for src in srcs]
+        _sync(args)
         seconds = time.perf_counter() - started
     best, tokens = [], 0
     for out in outs:
@@ -161,7 +180,7 @@ def time_hf(args, hf, layout, srcs) -> tuple[float, list[list[int]], int]:
 
 
 def max_logit_difference(model, hf, src: torch.Tensor, eos: int) -> float:
-    prev = torch.cat([torch.full((src.shape[0], 1), eos), src[:, :-1]], 1)
+    prev = torch.cat([torch.full((src.shape[0], 1), eos, device=src.device), src[:, :-1]], 1)
     with torch.no_grad():
         ours = model(src, prev)
         theirs = hf(
@@ -192,6 +211,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=500)
     parser.add_argument("--max-tokens", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda (bf16 autocast)")
     parser.add_argument("--max-len-a", type=float, default=1.0)
     parser.add_argument("--max-len-b", type=int, default=50)
     parser.add_argument("--nproc", type=int, nargs="*", default=[1, 2])
@@ -200,8 +220,12 @@ def main() -> None:
     data = open_dataset(args.data)
     model = load_model(args, data)
     layout = data.layout
-    hf = marian_twin(model, layout.eos)
-    srcs = batches(data["test"], args.sentences, args.max_tokens, layout.pad)
+    hf = marian_twin(model, layout.eos).to(args.device)
+    model.to(args.device)
+    srcs = [
+        s.to(args.device)
+        for s in batches(data["test"], args.sentences, args.max_tokens, layout.pad)
+    ]
     diff = max_logit_difference(model, hf, srcs[len(srcs) // 2][:8], layout.eos)
     ours_s, ours_best, ours_tokens = time_ours(args, model, layout, srcs)
     hf_s, hf_best, hf_tokens = time_hf(args, hf, layout, srcs)
@@ -213,7 +237,7 @@ def main() -> None:
         "torch": torch.__version__, "model": args.arch or args.checkpoint,
         "d_model": model.config.d_model, "layers": model.config.encoder_layers,
         "vocab": model.config.tgt_vocab, "sentences": n, "batches": len(srcs),
-        "threads": args.threads, "max_len": [args.max_len_a, args.max_len_b],
+        "threads": args.threads, "device": args.device, "max_len": [args.max_len_a, args.max_len_b],
         "max_logit_difference": round(diff, 6),
         "nmtpipe": {"seconds": round(ours_s, 2), "sentences_per_s": round(n / ours_s, 1),
                     "target_tokens_per_s": round(ours_tokens / ours_s, 1)},

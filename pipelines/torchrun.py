@@ -3,17 +3,25 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
 
-
-def wants_relaunch(nproc: int) -> bool:
-    """True when the command should start torchrun instead of running itself."""
-    return nproc > 1 and "LOCAL_RANK" not in os.environ
+from transforms.errors import ConfigError
 
 
-def relaunch(nproc: int, argv: list[str]) -> int:
+def relaunched(args: argparse.Namespace, beam_args: list[str]) -> int | None:
+    """For a torch step: refuse Beam options, and with `--nproc N` (N > 1, not yet under
+    torchrun) run the command under torchrun and return its exit code; else None."""
+    if beam_args:
+        raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
+    if args.nproc > 1 and "LOCAL_RANK" not in os.environ:
+        return _relaunch(args.nproc, args.argv)
+    return None
+
+
+def _relaunch(nproc: int, argv: list[str]) -> int:
     """Run `nmtpipe argv` again under `torchrun --standalone`, without --nproc."""
     rest, skip = [], False
     for arg in argv:

@@ -87,11 +87,10 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    if beam_args:
-        raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
     config = config_from_args(args)
-    if torchrun.wants_relaunch(args.nproc):
-        return torchrun.relaunch(args.nproc, args.argv)
+    code = torchrun.relaunched(args, beam_args)
+    if code is not None:
+        return code
     from trainers.train import train
 
     summary = train(config)

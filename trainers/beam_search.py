@@ -21,8 +21,9 @@ Two conventions, each as its anchor does it:
   expansions, but only those among the top `beam` that end in EOS are finished, with
   the score `log_prob / length ** lenpen` (EOS counted); a sentence stops once `beam`
   hypotheses finished, and EOS is forced after `max_len` tokens. Hugging Face's
-  `generate(num_beams=...)` scores the same way but stops when no alive hypothesis can
-  beat the worst finished one.
+  `generate(num_beams=...)` scores the same way, but by default stops when no alive
+  hypothesis can beat the worst finished one (`early_stopping=True` is fairseq's rule),
+  and lets hypotheses cut at the maximum length compete without an EOS.
 
 Where the anchors decide per batch, this search decides per sentence, so a sentence's
 result does not depend on the batch it is in: the maximum length is `a * src_len + b`
@@ -134,6 +135,22 @@ def _ban_repeats(lprobs: Tensor, tokens: Tensor, n: int) -> None:
     lprobs.masked_fill_(banned > 0, _NEG_INF)
 
 
+def _in_parents_slots(parents: Tensor) -> Tensor:
+    """Where each of a sentence's `k` survivors goes (`parents` [rows, k]: the slots they
+    grew from, in rank order): the best child of each parent stays in its parent's slot,
+    the others fill the free slots in rank order. Returned as, per slot, the survivor it
+    holds. A hypothesis that stays in its row costs no copy of its cached keys and values."""
+    rows, k = parents.shape
+    slots = torch.arange(k, device=parents.device)
+    earlier = torch.ones(k, k, dtype=torch.bool, device=parents.device).tril(-1)
+    first = ~((parents[:, :, None] == parents[:, None, :]) & earlier).any(dim=2)
+    claimed = ((parents[:, :, None] == slots) & first[:, :, None]).any(dim=1)
+    free = claimed.to(torch.int8).argsort(dim=1, stable=True)  # unclaimed slots first
+    nth_other = ((~first).cumsum(dim=1) - 1).clamp(min=0)
+    slot = torch.where(first, parents, free.gather(1, nth_other))
+    return torch.empty_like(slot).scatter_(1, slot, slots.expand(rows, k))
+
+
 class BeamSearch:
     """Searches translations of padded source batches with one model and vocabulary layout."""
 
@@ -192,6 +209,8 @@ class BeamSearch:
             source_rows = torch.arange(rows, device=src.device)[:, None] * k + cand_beam
             self._finish(beams, step + 1, cand_logp, cand_tok == eos, source_rows)
             alive_logp, pos = cand_logp.masked_fill(cand_tok == eos, _NEG_INF).topk(k, dim=1)
+            placed = _in_parents_slots(cand_beam.gather(1, pos))
+            pos, alive_logp = pos.gather(1, placed), alive_logp.gather(1, placed)
             survivors = source_rows.gather(1, pos).view(-1)
             beams.tokens = torch.cat(
                 [beams.tokens.index_select(0, survivors), cand_tok.gather(1, pos).view(-1, 1)], 1
@@ -242,7 +261,9 @@ class BeamSearch:
             out_of_room = length >= beams.max_len
         if self._fairseq_finishing:
             return out_of_room | (torch.isfinite(beams.fin_score).sum(dim=1) >= c.beam)
-        best_possible = beams.alive[:, 0] / _gnmt_penalty(beams.max_len, c.alpha, beams.alive.dtype)
+        best_possible = beams.alive.max(dim=1).values / _gnmt_penalty(
+            beams.max_len, c.alpha, beams.alive.dtype
+        )
         # T2T's bound, on the n-th best finished: n = 1 is its `stop_early`, n = beam its
         # exhaustive variant (the finished set is sorted, unfilled slots are -inf).
         return out_of_room | (beams.fin_score[:, c.nbest - 1] > best_possible)
@@ -262,8 +283,8 @@ class BeamSearch:
             if math.isfinite(float(beams.fin_score[r, j]))
         ]
         alive = beams.tokens[r * k : (r + 1) * k, 1:].tolist()
-        for j in range(nbest - len(out)):
-            logp = float(beams.alive[r, j])
-            if math.isfinite(logp):
-                out.append(Hypothesis(alive[j], logp, logp, finished=False))
+        logps = beams.alive[r].tolist()  # slots are not in rank order
+        for j in sorted(range(k), key=lambda j: -logps[j])[: nbest - len(out)]:
+            if math.isfinite(logps[j]):
+                out.append(Hypothesis(alive[j], logps[j], logps[j], finished=False))
         return out

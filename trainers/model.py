@@ -144,24 +144,60 @@ class DecoderLayer(nn.Module):
         x: Tensor,
         memory: AttentionCache,
         memory_mask: Tensor,
-        cache: AttentionCache | None = None,
-    ) -> tuple[Tensor, AttentionCache | None]:
-        """A whole prefix (`cache` None: causal attention) or new positions appended to
-        `cache` (which is returned, grown)."""
+        cache: GrowingCache | None = None,
+    ) -> Tensor:
+        """A whole prefix (`cache` None: causal attention) or one new position per row,
+        appended to `cache`."""
 
         def attend_self(h: Tensor) -> Tensor:
-            nonlocal cache
             new = self.self_attention.project_kv(h)
             if cache is None:
                 return self.self_attention(h, new, causal=h.shape[1] > 1)
-            cache = AttentionCache(
-                torch.cat([cache.key, new.key], dim=2), torch.cat([cache.value, new.value], dim=2)
-            )
-            return self.self_attention(h, cache)
+            return self.self_attention(h, cache.append(new))
 
         x = self.sub[0](x, attend_self)
         x = self.sub[1](x, lambda h: self.cross_attention(h, memory, memory_mask))
-        return self.sub[2](x, self.ffn), cache
+        return self.sub[2](x, self.ffn)
+
+
+class GrowingCache:
+    """Self-attention keys and values of the hypotheses so far, [rows, heads, length,
+    head_dim], in buffers with room to grow: appending a position writes in place
+    (capacity doubles when full), and reordering copies only the rows that change —
+    few, when beam search keeps each surviving hypothesis in its parent's row."""
+
+    def __init__(self, rows: int, heads: int, head_dim: int, like: Tensor) -> None:
+        self.key = like.new_empty(rows, heads, 8, head_dim)
+        self.value = torch.empty_like(self.key)
+        self.length = 0
+
+    def append(self, new: AttentionCache) -> AttentionCache:
+        """Add one position (`new`: [rows, heads, 1, head_dim]); the keys and values so far."""
+        if self.length == self.key.shape[2]:
+            self.key, self.value = (_with_room(t, 2 * self.length) for t in (self.key, self.value))
+        self.key[:, :, self.length] = new.key[:, :, 0]
+        self.value[:, :, self.length] = new.value[:, :, 0]
+        self.length += 1
+        return AttentionCache(self.key[:, :, : self.length], self.value[:, :, : self.length])
+
+    def reorder(self, order: Tensor) -> None:
+        """Row i becomes what row order[i] was."""
+        rows = self.key.shape[0]
+        if order.numel() != rows:  # fewer rows: a fresh, smaller buffer
+            self.key, self.value = (t.index_select(0, order) for t in (self.key, self.value))
+            return
+        moved = torch.nonzero(order != torch.arange(rows, device=order.device)).view(-1)
+        if moved.numel():
+            sources = order.index_select(0, moved)
+            for t in (self.key, self.value):
+                valid = t[:, :, : self.length]
+                valid.index_copy_(0, moved, valid.index_select(0, sources))
+
+
+def _with_room(t: Tensor, capacity: int) -> Tensor:
+    grown = t.new_empty(t.shape[0], t.shape[1], capacity, t.shape[3])
+    grown[:, :, : t.shape[2]] = t
+    return grown
 
 
 def hypothesis_rows(sources: Tensor, group: int) -> Tensor:
@@ -175,7 +211,7 @@ class DecoderCache:
     and values of every hypothesis so far, and the cross-attention keys and values of
     every source, once; hypotheses [i * group, (i + 1) * group) are source i's."""
 
-    self_attention: list[AttentionCache]
+    self_attention: list[GrowingCache]
     memory: list[AttentionCache]
     memory_mask: Tensor
     group: int = 1  # hypotheses per source
@@ -247,16 +283,16 @@ class Transformer(nn.Module):
         memory, mask = self.encode(src)
         x = self._embed(self.tgt_embed, prev_tgt)
         for layer in self.decoder:
-            x, _ = layer(x, layer.cross_attention.project_kv(memory), mask)
+            x = layer(x, layer.cross_attention.project_kv(memory), mask)
         return self._logits(x)
 
     def start_decoding(self, memory: Tensor, mask: Tensor, group: int = 1) -> DecoderCache:
         """An empty decoder state over encoder output `memory`, for `group` hypotheses
         per source (beam search's beam size)."""
         rows = memory.shape[0] * group
-        empty = memory.new_zeros(rows, self.config.heads, 0, self._head_dim)
+        heads, head_dim = self.config.heads, self._head_dim
         return DecoderCache(
-            self_attention=[AttentionCache(empty, empty) for _ in self.decoder],
+            self_attention=[GrowingCache(rows, heads, head_dim, memory) for _ in self.decoder],
             memory=[layer.cross_attention.project_kv(memory) for layer in self.decoder],
             memory_mask=mask,
             group=group,
@@ -271,8 +307,6 @@ class Transformer(nn.Module):
         [hypotheses] (the last token of each prefix); `cache` grows by one position."""
         x = self._embed(self.tgt_embed, tokens[:, None], offset=cache.length)
         for i, layer in enumerate(self.decoder):
-            x, grown = layer(x, cache.memory[i], cache.memory_mask, cache.self_attention[i])
-            assert grown is not None
-            cache.self_attention[i] = grown
+            x = layer(x, cache.memory[i], cache.memory_mask, cache.self_attention[i])
         cache.length += 1
         return self._logits(x)[:, 0]

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from trainers.beam_search import BeamSearch, SearchConfig
+from trainers.beam_search import BeamSearch, SearchConfig, _in_parents_slots
 from trainers.model import Transformer
 from trainers.model_config import ModelConfig
 from transforms.id_layout import FAIRSEQ
@@ -195,3 +195,13 @@ def test_bad_search_settings_are_refused():
         SearchConfig(beam=2, nbest=3)
     with pytest.raises(ValueError, match="negative"):
         SearchConfig(alpha=-1)
+
+
+def test_survivors_stay_in_their_parents_slots_where_they_can():
+    parents = torch.tensor([[0, 0, 0, 0], [2, 0, 2, 1], [3, 2, 1, 0], [1, 1, 3, 3]])
+    held = _in_parents_slots(parents)  # per slot: which survivor (rank) it holds
+    assert held.tolist() == [[0, 1, 2, 3], [1, 3, 0, 2], [3, 2, 1, 0], [1, 0, 3, 2]]
+    for row, slots in zip(parents.tolist(), held.tolist(), strict=True):
+        assert sorted(slots) == [0, 1, 2, 3]
+        for parent in set(row):  # the best child of each parent is in the parent's slot
+            assert slots[parent] == row.index(parent)
