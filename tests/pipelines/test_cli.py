@@ -170,7 +170,7 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
     assert (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
     # Short hypotheses: a model of 10 updates would babble to the length limit.
     decode = nmtpipe(
-        "decode", "--checkpoint", str(tmp_path / "ckpt" / "checkpoint_best.pt"),
+        "decode", "--checkpoint", str(tmp_path / "ckpt" / "checkpoint_last.pt"),
         "--output", str(tmp_path / "decoded"), "--max-len-a", "0", "--max-len-b", "6",
     )  # fmt: skip
     assert "translated 1,997 sentences" in decode.stderr
