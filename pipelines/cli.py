@@ -23,6 +23,7 @@ COMMANDS = {
     "encode": "pipelines.encode_command",
     "train": "pipelines.train_command",
     "decode": "pipelines.decode_command",
+    "run": "pipelines.run_command",
 }
 
 DESCRIPTION = """\
@@ -34,6 +35,7 @@ Steps available in this version:
   encode    prepared pairs + vocabulary -> Arrow and fairseq mmap shards of ids
   train     encoded shards -> a Transformer, with torchrun/DDP, resumable
   decode    a checkpoint + a split or text -> translations (beam search), BLEU/chrF
+  run       all of the above from one YAML config, skipping what is already built
 
 Every step also takes Beam's pipeline options (--runner, --direct_num_workers,
 --direct_running_mode, Dataflow's --project/--region/--temp_location, Flink's

@@ -230,6 +230,7 @@ def run_encode(
     config: EncodeConfig,
     beam_args: list[str],
     force: bool = False,
+    replace: bool = False,
     log: Callable[[str], None] = lambda _: None,
     quiet: bool = False,
 ) -> StepOutcome:
@@ -256,7 +257,7 @@ def run_encode(
             "rows_per_task": config.rows_per_task,  # how the output is cut into files
         }
     )
-    committed = reuse_committed(out, KIND, fingerprint, force, log)
+    committed = reuse_committed(out, KIND, fingerprint, force, log, replace)
     if committed is not None:
         stats = json.loads(storage.read_bytes(storage.join(out, STATS_FILE)))
         return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")

@@ -63,9 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="pairs per Beam task and output file, in whole Parquet row groups "
         "(default: %(default)s)",
     )
-    main.add_argument(
-        "--force", action="store_true", help="rebuild even if --output holds this result"
-    )
+    logs.add_rebuild_flags(main)
 
 
 def config_from_args(args: argparse.Namespace) -> EncodeConfig:

@@ -29,9 +29,27 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def add_rebuild_flags(group: argparse._ArgumentGroup) -> None:
+    """--force and --replace, the same for every Beam step."""
+    group.add_argument(
+        "--force", action="store_true", help="rebuild even if --output holds this result"
+    )
+    group.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace a result of other inputs or options in --output (an identical one is "
+        "still reused)",
+    )
+
+
 def step_options(args: argparse.Namespace) -> dict[str, Any]:
-    """What every step takes from the general flags: --force, and how much to show."""
-    return {"force": args.force, "log": progress, "quiet": not args.verbose}
+    """What every step takes from the general flags: --force, --replace, how much to show."""
+    return {
+        "force": args.force,
+        "replace": args.replace,
+        "log": progress,
+        "quiet": not args.verbose,
+    }
 
 
 def configure(verbose: bool) -> None:

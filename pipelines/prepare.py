@@ -222,6 +222,7 @@ def run_prepare(
     config: PrepareConfig,
     beam_args: list[str],
     force: bool = False,
+    replace: bool = False,
     log: Callable[[str], None] = lambda _: None,
     spill_dir: str | None = "auto",
     quiet: bool = False,
@@ -234,7 +235,7 @@ def run_prepare(
     options = pipeline_options(beam_args)
     plan = make_plan(config)
     out = plan.output
-    committed = reuse_committed(out, KIND, plan.fingerprint, force, log)
+    committed = reuse_committed(out, KIND, plan.fingerprint, force, log, replace)
     if committed is not None:
         stats = json.loads(storage.read_bytes(storage.join(out, STATS_FILE)))
         return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")

@@ -133,9 +133,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--test-shards", type=_shards, default=1, metavar="N", help="test shards (default: 1)"
     )
-    out.add_argument(
-        "--force", action="store_true", help="recompute even if --output holds a committed result"
-    )
+    logs.add_rebuild_flags(out)
 
     split = parser.add_argument_group("splitting")
     split.add_argument(

@@ -33,26 +33,36 @@ class StepOutcome:
 
 
 def reuse_committed(
-    out: str, kind: str, fingerprint: str, force: bool, log: Callable[[str], None]
+    out: str,
+    kind: str,
+    fingerprint: str,
+    force: bool,
+    log: Callable[[str], None],
+    replace: bool = False,
 ) -> dict[str, Any] | None:
     """The committed manifest at `out` if it holds exactly this result, else None.
 
-    Before returning None for a rebuild the old manifest is removed, so that a reader
-    can never take the half-rewritten folder for the old result.
+    A result from other inputs or options is an error unless `replace` (or `force`,
+    which rebuilds even an identical result). Before returning None for a rebuild the
+    old manifest is removed, so that a reader can never take the half-rewritten folder
+    for the old result.
     """
     existing = None if force else manifest.read_manifest(out, kind)
     if existing is not None:
-        if existing["fingerprint"] != fingerprint:
+        if existing["fingerprint"] != fingerprint and replace:
+            log(f"{out} holds a result from other inputs or options; replacing it")
+        elif existing["fingerprint"] != fingerprint:
             raise OutputError(
                 f"{out} already holds a {kind} result from other inputs or options "
                 f"(fingerprint {existing['fingerprint'][:12]}); use --force to replace it "
                 "or choose another --output"
             )
-        try:
-            manifest.verify_files(out, existing)
-            return existing
-        except ManifestError as e:
-            log(f"the committed output is damaged ({e}); rebuilding it")
+        else:
+            try:
+                manifest.verify_files(out, existing)
+                return existing
+            except ManifestError as e:
+                log(f"the committed output is damaged ({e}); rebuilding it")
     storage.remove(manifest.manifest_url(out))
     return None
 

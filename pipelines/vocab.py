@@ -241,6 +241,7 @@ def run_vocab(
     config: VocabConfig,
     beam_args: list[str],
     force: bool = False,
+    replace: bool = False,
     log: Callable[[str], None] = lambda _: None,
     quiet: bool = False,
 ) -> VocabOutcome:
@@ -257,7 +258,7 @@ def run_vocab(
             **config.options(),
         }
     )
-    committed = reuse_committed(out, KIND, fingerprint, force, log)
+    committed = reuse_committed(out, KIND, fingerprint, force, log, replace)
     if committed is not None:
         return VocabOutcome(out, True, committed, time.perf_counter() - started)
     langs = prepared["options"]["languages"]

@@ -47,9 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="target size (default: %(default)s)",
     )
     main.add_argument("--joined", action="store_true", help="one vocabulary for both languages")
-    main.add_argument(
-        "--force", action="store_true", help="rebuild even if --output holds this result"
-    )
+    logs.add_rebuild_flags(main)
 
     t2t = parser.add_argument_group("Tensor2Tensor subwords (--model t2t)")
     t2t.add_argument(

@@ -13,6 +13,7 @@ anything it skips.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,8 @@ from trainers.schedule import learning_rate, peak_learning_rate
 from transforms import storage
 from transforms.encoded_dataset import EncodedDataset, SplitData
 from transforms.errors import ConfigError
+
+SUMMARY = "train_summary.json"
 
 
 @dataclass(frozen=True)
@@ -381,6 +384,9 @@ def train(config: TrainConfig) -> dict[str, Any]:
     ranks = Ranks()
     try:
         summary = Trainer(config, ranks).run()
+        if ranks.main:  # what the run ended with, beside its checkpoints
+            text = json.dumps(summary, indent=2) + "\n"
+            storage.write_bytes(storage.join(config.save_dir, SUMMARY), text.encode("utf-8"))
         # Every rank done (rank 0 may still be writing the last checkpoint) before the
         # group is torn down: a rank leaving early can abort the others' gloo threads.
         ranks.sum(0)
