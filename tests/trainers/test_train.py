@@ -188,7 +188,7 @@ def test_early_stopping_and_checkpoints_on_s3(encoded, tmp_path, capsys, s3):
     import s3fs
 
     names = sorted(p.rsplit("/", 1)[-1] for p in s3fs.S3FileSystem().ls("nmtpipe-test/ckpt"))
-    assert names == ["checkpoint_best.pt", "checkpoint_last.pt"]
+    assert names == ["checkpoint_best.pt", "checkpoint_last.pt", "train_summary.json"]
     # Resuming from S3 continues where it stopped (patience already ran out: no update).
     assert main(args) == 0
     summary = next(r["summary"] for r in records(capsys.readouterr().out) if "summary" in r)
