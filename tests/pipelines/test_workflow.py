@@ -119,3 +119,22 @@ def test_broken_files_and_the_bundled_example(tmp_path, capsys):
         "encode", "--prepared", "runs/example/prepared", "--vocab", "runs/example/vocab",
         "--output", "runs/example/encoded",
     ]  # fmt: skip
+
+
+def _digests(root: Path, step: str) -> dict[str, str]:
+    doc = json.loads((root / step / "manifest.json").read_text())
+    return {f["path"]: f["sha256"] for f in doc["files"]}
+
+
+def test_the_beam_part_of_the_chain_gives_the_same_bytes_on_the_portable_runner(
+    tmp_path, capsys, portable_runner
+):
+    """The path Flink and Spark take: the job service plus an EXTERNAL worker pool."""
+    local = config(tmp_path)
+    assert main(["run", str(local), "--until", "encode"]) == 0
+    portable = config(tmp_path, root=str(tmp_path / "portable"), beam=portable_runner)
+    assert main(["run", str(portable), "--until", "encode"]) == 0
+    statuses = table(capsys.readouterr().out)
+    assert [statuses[s] for s in ("prepare", "vocab", "encode")] == ["ran"] * 3
+    for step in ("prepared", "vocab", "encoded"):
+        assert _digests(tmp_path / "portable", step) == _digests(tmp_path / "root", step), step
