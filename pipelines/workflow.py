@@ -54,7 +54,6 @@ EXAMPLE = "example.yaml"
 class RunConfig:
     """A checked workflow config: the root and each step's command line."""
 
-    source: str  # where the config came from, for messages
     root: str
     argv: dict[str, list[str]]  # per step, its options (without the wiring)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # as written
@@ -160,7 +159,7 @@ def load_config(url: str) -> RunConfig:
         argv[step] = _to_argv(step, section, _step_parser(step), url)
         if step in _BEAM_STEPS:  # a changed config rebuilds in place
             argv[step] += ["--replace", *beam]
-    return RunConfig(url, doc["root"], argv, options)
+    return RunConfig(doc["root"], argv, options)
 
 
 # --- running --------------------------------------------------------------------------
