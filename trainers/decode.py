@@ -99,9 +99,7 @@ class _Outputs:
         return storage.join(self.output, name)
 
     def write(self, records: list[dict[str, Any]]) -> None:
-        best = "".join(
-            r["hypotheses"][0]["text"] + "\n" if r["hypotheses"] else "\n" for r in records
-        )
+        best = "".join(_best_text(r) + "\n" for r in records)
         self.hypotheses.write(best.encode("utf-8"))
         lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
         self.nbest.write(lines.encode("utf-8"))
@@ -134,11 +132,7 @@ class Decoder:
         self.model.load_state_dict(state["model"])
         self.model.to(ranks.device).eval()
         self.search = BeamSearch(self.model, self.layout, config.search)
-        self.autocast = (
-            torch.autocast("cuda", dtype=torch.bfloat16)
-            if ranks.device.type == "cuda"
-            else contextlib.nullcontext()
-        )
+        self.autocast = ranks.autocast()
         tgt = self.doc["languages"]["tgt"]
         self.scores = CorpusScores(config.bleu_tokenize or default_tokenize(tgt))
 

@@ -7,6 +7,7 @@ and NCCL, on CPU gloo.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -35,6 +36,12 @@ class Ranks:
     @property
     def main(self) -> bool:
         return self.rank == 0
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """bf16 autocast on CUDA (training and decoding); nothing on the CPU."""
+        if self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
 
     def sum(self, *values: float) -> list[float]:
         """Element-wise sums over ranks (one all-reduce)."""

@@ -138,11 +138,7 @@ class Trainer:
         self.data_seconds = 0.0  # spent fetching and collating batches
         self.progress: Progress | None = None
         self._warnings: list[str] = []
-        self.autocast = (
-            torch.autocast("cuda", dtype=torch.bfloat16)
-            if ranks.device.type == "cuda"
-            else contextlib.nullcontext()
-        )
+        self.autocast = ranks.autocast()
 
     # --- checkpoints ----------------------------------------------------------------
 
