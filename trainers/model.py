@@ -173,6 +173,8 @@ class GrowingCache:
 
     def append(self, new: AttentionCache) -> AttentionCache:
         """Add one position (`new`: [rows, heads, 1, head_dim]); the keys and values so far."""
+        if new.key.dtype != self.key.dtype:  # bf16 under autocast: store what is computed
+            self.key, self.value = self.key.to(new.key.dtype), self.value.to(new.key.dtype)
         if self.length == self.key.shape[2]:
             self.key, self.value = (_with_room(t, 2 * self.length) for t in (self.key, self.value))
         self.key[:, :, self.length] = new.key[:, :, 0]

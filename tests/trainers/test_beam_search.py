@@ -205,3 +205,17 @@ def test_survivors_stay_in_their_parents_slots_where_they_can():
         assert sorted(slots) == [0, 1, 2, 3]
         for parent in set(row):  # the best child of each parent is in the parent's slot
             assert slots[parent] == row.index(parent)
+
+
+def test_under_bf16_autocast_the_cache_holds_bf16_and_the_search_agrees():
+    """What CUDA runs (bf16 autocast), on the CPU's autocast."""
+    m = model(vocab=40, sharpness=2.0)
+    search = BeamSearch(m, FAIRSEQ, SearchConfig(beam=4, max_len_a=0, max_len_b=8))
+    exact = search(padded(SOURCES))
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        cache = m.start_decoding(*m.encode(padded(SOURCES)), group=4)
+        m.decode_step(torch.full((12,), EOS), cache)
+    assert cache.self_attention[0].key.dtype == torch.bfloat16
+    low = search(padded(SOURCES), torch.autocast("cpu", dtype=torch.bfloat16))
+    for a, b in zip(exact, low, strict=True):
+        assert b[0].score == pytest.approx(a[0].score, abs=0.05)
