@@ -43,7 +43,7 @@ from trainers import checkpoint
 from trainers.batching import greedy_cuts, padded
 from trainers.beam_search import BeamSearch, SearchConfig
 from trainers.model import Transformer, timing_signal
-from trainers.model_config import ModelConfig, preset
+from trainers.model_config import preset
 from transforms.encoded_dataset import open_dataset
 
 BEAM = 4
@@ -51,10 +51,7 @@ BEAM = 4
 
 def load_model(args: argparse.Namespace, data) -> Transformer:
     if args.arch is None:
-        state = checkpoint.load(args.checkpoint)
-        model = Transformer(ModelConfig(**state["model_config"]))
-        model.load_state_dict(state["model"])
-        return model.eval()
+        return checkpoint.model_from(checkpoint.load(args.checkpoint))
     langs = data.languages
     torch.manual_seed(0)
     sizes = data.vocab_sizes

@@ -17,6 +17,8 @@ from typing import Any
 
 import torch
 
+from trainers.model import Transformer
+from trainers.model_config import ModelConfig
 from transforms import storage
 from transforms.errors import InputError
 
@@ -61,6 +63,13 @@ def load(url: str) -> dict[str, Any]:
         return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as e:
         raise InputError(f"{url} is not a readable nmtpipe checkpoint: {e}") from e
+
+
+def model_from(state: dict[str, Any]) -> Transformer:
+    """The model a checkpoint holds, rebuilt from its config and weights, in eval mode."""
+    model = Transformer(ModelConfig(**state["model_config"]))
+    model.load_state_dict(state["model"])
+    return model.eval()
 
 
 def check_compatible(state: dict[str, Any], url: str, model: dict, vocab_fingerprint: str) -> None:

@@ -32,8 +32,6 @@ from trainers.batching import greedy_cuts, padded
 from trainers.beam_search import BeamSearch, Hypothesis, SearchConfig
 from trainers.decode_inputs import Sentence, TextCodec, split_sentences, text_sentences, windows
 from trainers.distributed import Ranks, open_on_ranks
-from trainers.model import Transformer
-from trainers.model_config import ModelConfig
 from trainers.scoring import CorpusScores, default_tokenize
 from transforms import manifest, storage
 from transforms.encoded_dataset import KIND
@@ -41,8 +39,6 @@ from transforms.errors import ConfigError, InputError
 from transforms.id_layout import IdLayout
 from transforms.records import read_prepared
 from transforms.vocabulary import open_vocabulary
-
-OUTPUTS = ("hypotheses.txt", "nbest.jsonl", "scores.json")
 
 
 @dataclass(frozen=True)
@@ -128,9 +124,7 @@ class Decoder:
         vocab = open_vocabulary(self.doc["vocab"]["url"])
         prepared_options = self._prepared_options()
         self.codec = TextCodec(vocab, self.doc["languages"], self.format, prepared_options)
-        self.model = Transformer(ModelConfig(**state["model_config"]))
-        self.model.load_state_dict(state["model"])
-        self.model.to(ranks.device).eval()
+        self.model = checkpoint.model_from(state).to(ranks.device)
         self.search = BeamSearch(self.model, self.layout, config.search)
         self.autocast = ranks.autocast()
         tgt = self.doc["languages"]["tgt"]

@@ -19,8 +19,6 @@ from pipelines.vocab import VocabConfig, run_vocab
 from tests.conftest import IN_MEMORY, prepare_example
 from trainers import checkpoint
 from trainers.beam_search import BeamSearch, SearchConfig
-from trainers.model import Transformer
-from trainers.model_config import ModelConfig
 from transforms.encoded_dataset import open_dataset
 
 NMTPIPE = [sys.executable, "-m", "pipelines.cli"]
@@ -77,9 +75,7 @@ def test_a_split_is_translated_in_order_and_scored(trained, tmp_path, capsys):
     assert scores["sentences_per_s"] > 0 and scores["target_tokens_per_s"] > 0
     # The job's results are the search's on each sentence alone (batches change nothing).
     state = checkpoint.load(trained["checkpoint"])
-    model = Transformer(ModelConfig(**state["model_config"]))
-    model.load_state_dict(state["model"])
-    search = BeamSearch(model.eval(), data.layout, SearchConfig(nbest=2))
+    search = BeamSearch(checkpoint.model_from(state), data.layout, SearchConfig(nbest=2))
     for i in (0, len(hyps) // 2, len(hyps) - 1):
         alone = search(torch.from_numpy(data["test"][i][0].astype("int64"))[None])[0]
         assert [h["score"] for h in nbest[i]["hypotheses"]] == [
