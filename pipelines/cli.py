@@ -24,6 +24,7 @@ COMMANDS = {
     "train": "pipelines.train_command",
     "decode": "pipelines.decode_command",
     "run": "pipelines.run_command",
+    "refresh": "pipelines.refresh_command",
 }
 
 DESCRIPTION = """\
@@ -36,6 +37,7 @@ Steps available in this version:
   train     encoded shards -> a Transformer, with torchrun/DDP, resumable
   decode    a checkpoint + a split or text -> translations (beam search), BLEU/chrF
   run       all of the above from one YAML config, skipping what is already built
+  refresh   publish a new dataset version from new or changed inputs, incrementally
 
 Every step also takes Beam's pipeline options (--runner, --direct_num_workers,
 --direct_running_mode, Dataflow's --project/--region/--temp_location, Flink's

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import __version__
 from pipelines.beam_options import describe, pipeline_options, run_pipeline
@@ -226,26 +227,85 @@ def _manifest_doc(
     }
 
 
-def run_encode(
-    config: EncodeConfig,
-    beam_args: list[str],
-    force: bool = False,
-    replace: bool = False,
-    log: Callable[[str], None] = lambda _: None,
-    quiet: bool = False,
-) -> StepOutcome:
-    """Encode into `config.output` unless it already holds this exact result."""
-    started = time.perf_counter()
-    options = pipeline_options(beam_args)
+class EncodeRun:
+    """One output to encode: its part of a pipeline, then its commit."""
+
+    def __init__(
+        self,
+        config: EncodeConfig,
+        fingerprint: str,
+        root: str,
+        prepared: dict,
+        vocab: Vocabulary,
+        langs: dict[str, str],
+    ) -> None:
+        self.config, self.fingerprint, self.prepared = config, fingerprint, prepared
+        self.vocab, self.langs = vocab, langs
+        self.out = storage.canonical_url(config.output)
+        self.inputs = {
+            "prepared": {"url": root, "fingerprint": prepared["fingerprint"]},
+            "vocab": {"url": vocab.root, "fingerprint": vocab.fingerprint},
+            "languages": langs,
+        }
+        self.tasks = plan_tasks(root, prepared, langs, config.rows_per_task)
+        self.spaces = _id_spaces(vocab, langs)
+        self.summary_url = storage.join(self.out, STAGING, f"summary-{uuid.uuid4().hex}.json")
+
+    def describe(self) -> str:
+        shards = sum(len(info["files"]) for info in self.prepared["splits"].values())
+        return (
+            f"{shards} prepared shard(s) as {len(self.tasks)} part(s) into {self.out} "
+            f"({', '.join(self.config.formats)})"
+        )
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
+        spec = EncodeSpec(
+            self.out,
+            self.vocab.root,
+            self.vocab.doc,
+            self.langs,
+            self.config.formats,
+            self.spaces[ARROW]["dtype"],
+            self.spaces[FAIRSEQ]["dtype"],
+            self.config.batch_size,
+        )
+        return (
+            pbegin
+            | "ListShards" >> beam.Create(self.tasks)
+            | "Redistribute" >> beam.Reshuffle()
+            | "Encode" >> beam.ParDo(EncodePartFn(spec))
+            | "Summarize" >> WriteSummary(self.summary_url)
+        )
+
+    def commit(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Check what the pipeline wrote and commit it: the manifest and statistics."""
+        config, out = self.config, self.out
+        summary = read_summary(self.summary_url)
+        stats = finalize_stats(summary["stats"], list(self.prepared["splits"]), self.langs)
+        files = summary["files"]
+        _check_complete(config, self.tasks, files, stats, self.prepared)
+        if FAIRSEQ in config.formats:
+            files += _copy_dicts(self.vocab, out, self.langs)
+        written = storage.write_bytes(
+            storage.join(out, STATS_FILE),
+            json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n",
+        )
+        files.append(file_entry(out, written, "stats", 1))
+        doc = _manifest_doc(
+            config, self.fingerprint, self.inputs, self.vocab, self.spaces, files, stats
+        )
+        return commit(out, KIND, doc, _OURS), stats
+
+
+def start_encode(
+    config: EncodeConfig, force: bool, replace: bool, log: Callable[[str], None]
+) -> EncodeRun | tuple[dict[str, Any], dict[str, Any]]:
+    """The committed manifest and statistics if `config.output` already holds this
+    result, else the run that will make it."""
     root, prepared = read_prepared(config.prepared)
     vocab = open_vocabulary(config.vocab)
     langs = _check_languages(prepared, vocab)
     out = storage.canonical_url(config.output)
-    inputs = {
-        "prepared": {"url": root, "fingerprint": prepared["fingerprint"]},
-        "vocab": {"url": vocab.root, "fingerprint": vocab.fingerprint},
-        "languages": langs,
-    }
     fingerprint = manifest.fingerprint(
         {
             "step": KIND,
@@ -259,46 +319,40 @@ def run_encode(
     )
     committed = reuse_committed(out, KIND, fingerprint, force, log, replace)
     if committed is not None:
-        stats = json.loads(storage.read_bytes(storage.join(out, STATS_FILE)))
-        return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
-    tasks = plan_tasks(root, prepared, langs, config.rows_per_task)
-    spaces = _id_spaces(vocab, langs)
-    runner = describe(options)
-    shards = sum(len(info["files"]) for info in prepared["splits"].values())
-    log(
-        f"encoding {shards} prepared shard(s) as {len(tasks)} part(s) into {out} "
-        f"({', '.join(config.formats)}) on {runner}"
-    )
-    spec = EncodeSpec(
-        out,
-        vocab.root,
-        vocab.doc,
-        langs,
-        config.formats,
-        spaces[ARROW]["dtype"],
-        spaces[FAIRSEQ]["dtype"],
-        config.batch_size,
-    )
-    summary_url = storage.join(out, STAGING, f"summary-{uuid.uuid4().hex}.json")
+        return committed, json.loads(storage.read_bytes(storage.join(out, STATS_FILE)))
+    return EncodeRun(config, fingerprint, root, prepared, vocab, langs)
+
+
+def encode_runs(
+    runs: list[EncodeRun], options: PipelineOptions, quiet: bool = False
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Encode several outputs in one Beam pipeline (one job on a remote runner), then
+    commit each; returns their manifests and statistics."""
     pipeline = beam.Pipeline(options=options)
-    _ = (
-        pipeline
-        | "ListShards" >> beam.Create(tasks)
-        | "Redistribute" >> beam.Reshuffle()
-        | "Encode" >> beam.ParDo(EncodePartFn(spec))
-        | "Summarize" >> WriteSummary(summary_url)
-    )
+    for k, run in enumerate(runs):
+        label = "Encode" if len(runs) == 1 else f"Encode{k:04d}"
+        _ = pipeline | label >> beam.ptransform_fn(run.expand)()
     run_pipeline(pipeline, quiet)
-    summary = read_summary(summary_url)
-    stats = finalize_stats(summary["stats"], list(prepared["splits"]), langs)
-    files = summary["files"]
-    _check_complete(config, tasks, files, stats, prepared)
-    if FAIRSEQ in config.formats:
-        files += _copy_dicts(vocab, out, langs)
-    written = storage.write_bytes(
-        storage.join(out, STATS_FILE), json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n"
-    )
-    files.append(file_entry(out, written, "stats", 1))
-    doc = _manifest_doc(config, fingerprint, inputs, vocab, spaces, files, stats)
-    committed = commit(out, KIND, doc, _OURS)
-    return StepOutcome(out, False, committed, stats, time.perf_counter() - started, runner)
+    return [run.commit() for run in runs]
+
+
+def run_encode(
+    config: EncodeConfig,
+    beam_args: list[str],
+    force: bool = False,
+    replace: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+    quiet: bool = False,
+) -> StepOutcome:
+    """Encode into `config.output` unless it already holds this exact result."""
+    started = time.perf_counter()
+    options = pipeline_options(beam_args)
+    run = start_encode(config, force, replace, log)
+    if not isinstance(run, EncodeRun):
+        committed, stats = run
+        out = storage.canonical_url(config.output)
+        return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
+    runner = describe(options)
+    log(f"encoding {run.describe()} on {runner}")
+    ((committed, stats),) = encode_runs([run], options, quiet)
+    return StepOutcome(run.out, False, committed, stats, time.perf_counter() - started, runner)

@@ -62,8 +62,11 @@ def _bucket_key(key: tuple[str, int], counts: dict[str, int]) -> tuple[int, tupl
 
 
 def build_graph(
-    p: beam.Pipeline, plan: PreparePlan, summary_url: str, spill_dir: str | None = None
-) -> None:
+    p: beam.Pipeline | beam.pvalue.PBegin,
+    plan: PreparePlan,
+    summary_url: str,
+    spill_dir: str | None = None,
+) -> beam.PCollection:
     """The prepare pipeline; its only driver-visible result is the summary file.
 
     Shards, buckets and reject files that receive no data are not written here; the
@@ -126,7 +129,7 @@ def build_graph(
         | "GatherStats" >> beam.Flatten()
         | "TagStats" >> beam.Map(lambda s: ("stats", s))
     )
-    _ = (
+    return (
         (files, stats)
         | "GatherSummary" >> beam.Flatten()
         | "Summarize" >> WriteSummary(summary_url)
@@ -218,6 +221,59 @@ def _spill_root(spill_dir: str | None, options: PipelineOptions, output: str) ->
     return None if spill_dir in (None, "none") else spill_dir
 
 
+class PrepareRun:
+    """One output to prepare: its part of a pipeline, then its commit."""
+
+    def __init__(self, plan: PreparePlan, options: PipelineOptions, spill_dir: str | None):
+        self.plan = plan
+        run_id = uuid.uuid4().hex
+        self.summary_url = storage.join(plan.output, STAGING, f"summary-{run_id}.json")
+        spill_root = _spill_root(spill_dir, options, plan.output)
+        self.spill = (
+            None if spill_root is None else storage.join(spill_root, f"nmtpipe-spill-{run_id}")
+        )
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
+        return build_graph(pbegin, self.plan, self.summary_url, self.spill)
+
+    def commit(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Check what the pipeline wrote and commit it: the manifest and statistics."""
+        summary = read_summary(self.summary_url)
+        stats = finalize(summary["stats"], self.plan.splits)
+        files = summary["files"]
+        _fill_empty(self.plan, files)
+        _check_consistent(files, stats)
+        out = self.plan.output
+        written = storage.write_bytes(
+            storage.join(out, STATS_FILE),
+            json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n",
+        )
+        files.append(file_entry(out, written, "stats", 1))
+        return commit(out, KIND, _manifest_doc(self.plan, files, stats), _OURS), stats
+
+
+def prepare_plans(
+    plans: list[PreparePlan],
+    options: PipelineOptions,
+    spill_dir: str | None = "auto",
+    quiet: bool = False,
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Prepare several outputs in one Beam pipeline (one job on a remote runner), then
+    commit each; returns their manifests and statistics."""
+    runs = [PrepareRun(plan, options, spill_dir) for plan in plans]
+    pipeline = beam.Pipeline(options=options)
+    for k, run in enumerate(runs):
+        label = "Prepare" if len(runs) == 1 else f"Prepare{k:04d}"
+        _ = pipeline | label >> beam.ptransform_fn(run.expand)()
+    try:
+        run_pipeline(pipeline, quiet)
+    finally:
+        for run in runs:
+            if run.spill is not None:
+                storage.remove_tree(run.spill)
+    return [run.commit() for run in runs]
+
+
 def run_prepare(
     config: PrepareConfig,
     beam_args: list[str],
@@ -241,25 +297,5 @@ def run_prepare(
         return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
     runner = describe(options)
     log(f"preparing {len(plan.inputs)} input(s) into {out} on {runner}")
-    run_id = uuid.uuid4().hex
-    summary_url = storage.join(out, STAGING, f"summary-{run_id}.json")
-    spill_root = _spill_root(spill_dir, options, out)
-    spill = None if spill_root is None else storage.join(spill_root, f"nmtpipe-spill-{run_id}")
-    pipeline = beam.Pipeline(options=options)
-    build_graph(pipeline, plan, summary_url, spill)
-    try:
-        run_pipeline(pipeline, quiet)
-    finally:
-        if spill is not None:
-            storage.remove_tree(spill)
-    summary = read_summary(summary_url)
-    stats = finalize(summary["stats"], plan.splits)
-    files = summary["files"]
-    _fill_empty(plan, files)
-    _check_consistent(files, stats)
-    written = storage.write_bytes(
-        storage.join(out, STATS_FILE), json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n"
-    )
-    files.append(file_entry(out, written, "stats", 1))
-    committed = commit(out, KIND, _manifest_doc(plan, files, stats), _OURS)
+    ((committed, stats),) = prepare_plans([plan], options, spill_dir, quiet)
     return StepOutcome(out, False, committed, stats, time.perf_counter() - started, runner)

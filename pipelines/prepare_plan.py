@@ -112,7 +112,8 @@ class PreparePlan:
         )
 
 
-def _resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:
+def resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:
+    """Every input the config names, found (globs expanded) or reported missing."""
     inputs: list[CorpusInput] = []
     for role, prefixes in (
         ("train", config.trainpref),
@@ -132,7 +133,8 @@ def _resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:
     return inputs
 
 
-def _identity(inp: CorpusInput) -> dict[str, Any]:
+def identity(inp: CorpusInput) -> dict[str, Any]:
+    """What identifies an input's content: its role, columns and files' size and version."""
     files = []
     for url in inp.urls():
         archived = split_archive_url(url)
@@ -153,11 +155,20 @@ def _estimated_bytes(identities: tuple[dict[str, Any], ...]) -> int:
     return total
 
 
-def make_plan(config: PrepareConfig) -> PreparePlan:
-    """Resolve inputs (checking they exist) and decide the layout of the output."""
-    inputs = tuple(_resolve_inputs(config))
-    identities = tuple(_identity(i) for i in inputs)
-    explicit = {i.role for i in inputs}
+def make_plan(
+    config: PrepareConfig,
+    inputs: tuple[CorpusInput, ...] | None = None,
+    roles: frozenset[str] | None = None,
+) -> PreparePlan:
+    """Resolve inputs (checking they exist) and decide the layout of the output.
+
+    A refresh prepares each input alone: `inputs` is then that one, and `roles` the
+    roles of all the config's inputs, so that valid and test pairs are carved from the
+    training data exactly as they would be when everything is prepared at once.
+    """
+    inputs = tuple(resolve_inputs(config)) if inputs is None else inputs
+    identities = tuple(identity(i) for i in inputs)
+    explicit = {i.role for i in inputs} if roles is None else set(roles)
     fractions = {"valid": config.valid_fraction, "test": config.test_fraction}
     carve = tuple(s for s in ("valid", "test") if s not in explicit and fractions[s] > 0)
     train_shards = config.num_shards or max(

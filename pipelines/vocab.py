@@ -38,6 +38,7 @@ from transforms.vocab_sample import (
     IdSample,
     SampleShardFn,
     ShardBytesFn,
+    TrainShard,
     read_budget_sample,
     sample_lines,
     train_shards,
@@ -119,29 +120,28 @@ def vocab_files(model: str, side: str) -> list[str]:
 
 
 class _Build:
-    """One run's context: the prepared input, the staging folder, how to run Beam."""
+    """One run's context: the prepared parts, the staging folder, how to run Beam."""
 
     def __init__(
         self,
         config: VocabConfig,
-        root: str,
-        prepared: dict[str, Any],
+        parts: list[tuple[str, dict[str, Any]]],
         staging: str,
         beam_args: list[str],
         quiet: bool,
     ) -> None:
-        self.config, self.root, self.prepared = config, root, prepared
+        self.config, self.parts = config, parts
         self.staging, self.beam_args, self.quiet = staging, beam_args, quiet
-        langs = prepared["options"]["languages"]
+        langs = parts[0][1]["options"]["languages"]
         self.columns = {langs["src"]: ["src"], langs["tgt"]: ["tgt"], JOINED: ["src", "tgt"]}
-        self.shards = len(prepared["splits"]["train"]["files"])
+        self.train_shards = _train_shards(parts)
 
     def sample(self, selector: IdSample | BudgetSample, side: str) -> list[str]:
         """Lines of `side`'s training text chosen in Beam, column by column, shard by shard."""
         folder = storage.join(self.staging, f"sample-{side}")
         columns = self.columns[side]
         pipeline = beam.Pipeline(options=pipeline_options(self.beam_args))
-        listed = pipeline | "ListShards" >> beam.Create(train_shards(self.root, self.prepared))
+        listed = pipeline | "ListShards" >> beam.Create(self.train_shards)
         if isinstance(selector, BudgetSample):  # T2T's budget needs each side's size
             sizes = (
                 listed
@@ -156,7 +156,7 @@ class _Build:
         run_pipeline(pipeline, self.quiet)
         lines = []
         for column in columns:
-            chosen = sample_lines(folder, column, self.shards)
+            chosen = sample_lines(folder, column, len(self.train_shards))
             if isinstance(selector, BudgetSample):  # T2T's budget applies per file (side)
                 chosen = iter(read_budget_sample(chosen, selector.file_byte_budget))
             lines += chosen
@@ -166,8 +166,13 @@ class _Build:
         """The token counts T2T builds from: prepare's counts, or a byte-budget sample's."""
         cap = self.config.max_tokens_in_memory
         if self.config.file_byte_budget is None:
-            urls, report["distinct_tokens"] = counts_lib.count_files(self.root, self.prepared, side)
-            counts = counts_lib.read_counts(urls, cap)
+            found = [counts_lib.count_files(root, doc, side) for root, doc in self.parts]
+            if len(found) == 1:  # bucket files of one dataset hold disjoint tokens
+                urls, report["distinct_tokens"] = found[0]
+                counts = counts_lib.read_counts(urls, cap)
+            else:
+                counts = counts_lib.sum_counts([urls for urls, _ in found], cap)
+                report["distinct_tokens"] = len(counts)
         else:
             lines = self.sample(BudgetSample(self.config.file_byte_budget), side)
             report["sampled_lines"] = len(lines)
@@ -200,7 +205,7 @@ class _Build:
 
     def spm_model(self, side: str, report: dict[str, Any]) -> tuple[bytes, list[int]]:
         """A SentencePiece model of `side` and its piece counts over the sample."""
-        pairs = self.prepared["splits"]["train"]["pairs"]
+        pairs = sum(doc["splits"]["train"]["pairs"] for _, doc in self.parts)
         fraction = min(1.0, self.config.sample_sentences / max(pairs, 1))
         sentences = self.sample(IdSample(fraction), side)
         report["sample_sentences"] = len(sentences)
@@ -212,6 +217,19 @@ class _Build:
         except RuntimeError as e:
             raise ConfigError(f"SentencePiece could not train on {side}: {e}") from e
         return model, spm_vocab.piece_counts(model, sentences)
+
+
+def _train_shards(parts: list[tuple[str, dict[str, Any]]]) -> list[TrainShard]:
+    """The train shards of all parts, numbered and offset as one dataset."""
+    shards: list[TrainShard] = []
+    offset = 0
+    for root, doc in parts:
+        shards += [
+            TrainShard(len(shards) + s.index, s.url, offset + s.first_row)
+            for s in train_shards(root, doc)
+        ]
+        offset += doc["splits"]["train"]["pairs"]
+    return shards
 
 
 def _t2t_dict(encoder: SubwordTextEncoder, counts: dict[str, int]) -> str:
@@ -246,27 +264,41 @@ def run_vocab(
     quiet: bool = False,
 ) -> VocabOutcome:
     """Build `config.output` unless it already holds this exact vocabulary."""
-    started = time.perf_counter()
     pipeline_options(beam_args)  # fail early on bad Beam options
-    root, prepared = read_prepared(config.prepared)
+    parts = [read_prepared(config.prepared)]
+    return build_vocab(config, parts, beam_args, force, replace, log, quiet)
+
+
+def build_vocab(
+    config: VocabConfig,
+    parts: list[tuple[str, dict[str, Any]]],
+    beam_args: list[str],
+    force: bool = False,
+    replace: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+    quiet: bool = False,
+) -> VocabOutcome:
+    """The vocabulary of the training text of one or more prepared datasets (a
+    refresh's parts: their token counts are summed), built unless already there."""
+    started = time.perf_counter()
     out = storage.canonical_url(config.output)
+    sources = [{"url": root, "fingerprint": doc["fingerprint"]} for root, doc in parts]
     fingerprint = manifest.fingerprint(
         {
             "step": KIND,
             "code_version": __version__,
-            "prepared": prepared["fingerprint"],
+            "prepared": sources[0]["fingerprint"] if len(parts) == 1 else sources,
             **config.options(),
         }
     )
     committed = reuse_committed(out, KIND, fingerprint, force, log, replace)
     if committed is not None:
         return VocabOutcome(out, True, committed, time.perf_counter() - started)
+    prepared = parts[0][1]
     langs = prepared["options"]["languages"]
     sides = [JOINED] if config.joined else [langs["src"], langs["tgt"]]
     log(f"building a {config.model} vocabulary of {config.vocab_size} for {', '.join(sides)}")
-    build = _Build(
-        config, root, prepared, storage.join(out, STAGING, uuid.uuid4().hex), beam_args, quiet
-    )
+    build = _Build(config, parts, storage.join(out, STAGING, uuid.uuid4().hex), beam_args, quiet)
     files, reports, dicts = [], {}, {}
     for side in sides:
         report: dict[str, Any] = {}
@@ -298,7 +330,7 @@ def run_vocab(
         "kind": KIND,
         "code_version": __version__,
         "fingerprint": fingerprint,
-        "prepared": {"url": root, "fingerprint": prepared["fingerprint"]},
+        "prepared": sources[0] if len(parts) == 1 else sources,
         "languages": langs,
         "options": config.options(),
         "model": config.model,

@@ -46,7 +46,7 @@ _WIRING: dict[str, dict[str, str]] = {
 _BEST, _LAST = "checkpoints/checkpoint_best.pt", "checkpoints/checkpoint_last.pt"
 _BEAM_STEPS = ("prepare", "vocab", "encode")
 _KINDS = {"prepare": records.KIND, "vocab": vocabulary.KIND, "encode": encoded_dataset.KIND}
-_TOP_LEVEL = {"root", "beam", *STEPS}
+_TOP_LEVEL = {"root", "beam", "refresh", *STEPS}
 EXAMPLE = "example.yaml"
 
 
@@ -57,12 +57,21 @@ class RunConfig:
     root: str
     argv: dict[str, list[str]]  # per step, its options (without the wiring)
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # as written
+    beam: tuple[str, ...] = ()  # Beam pipeline options of the Beam steps
+    refresh: dict[str, Any] = field(default_factory=dict)  # `nmtpipe refresh`'s settings
 
     def step_argv(self, step: str) -> list[str]:
         wiring = [
             arg for dest, rel in _WIRING[step].items() for arg in (_flag(dest), self._wired(rel))
         ]
-        return [step, *wiring, *self.argv[step]]
+        # A Beam step's output is rebuilt in place when the config changes.
+        rebuild = ["--replace", *self.beam] if step in _BEAM_STEPS else []
+        return [step, *wiring, *self.argv[step], *rebuild]
+
+    def step_args(self, step: str, **wiring: str) -> argparse.Namespace:
+        """A step's parsed options from the config, with the given paths (`output=...`)."""
+        argv = [arg for dest, url in wiring.items() for arg in (_flag(dest), url)]
+        return _step_parser(step).parse_args([*self.argv[step], *argv])
 
     def _wired(self, rel: str) -> str:
         """A path under the root; decode takes the best checkpoint, or the last one when
@@ -144,7 +153,9 @@ def load_config(url: str) -> RunConfig:
         raise ConfigError(f"{url}: a config is a mapping of root, beam and the steps")
     unknown = sorted(set(doc) - _TOP_LEVEL)
     if unknown:
-        raise ConfigError(f"{url}: unknown key(s) {', '.join(unknown)}; known: root, beam, steps")
+        raise ConfigError(
+            f"{url}: unknown key(s) {', '.join(unknown)}; known: root, beam, refresh, steps"
+        )
     if not isinstance(doc.get("root"), str) or not doc["root"]:
         raise ConfigError(f"{url}: root (the storage URL every step writes under) is required")
     beam = doc.get("beam") or []
@@ -157,9 +168,13 @@ def load_config(url: str) -> RunConfig:
             raise ConfigError(f"{url}: {step} is a mapping of its options")
         options[step] = section
         argv[step] = _to_argv(step, section, _step_parser(step), url)
-        if step in _BEAM_STEPS:  # a changed config rebuilds in place
-            argv[step] += ["--replace", *beam]
-    return RunConfig(doc["root"], argv, options)
+    return RunConfig(doc["root"], argv, options, tuple(beam), _refresh_settings(doc, url))
+
+
+def _refresh_settings(doc: dict[str, Any], url: str) -> dict[str, Any]:
+    from pipelines.refresh import check_settings
+
+    return check_settings(doc.get("refresh"), url)
 
 
 # --- running --------------------------------------------------------------------------

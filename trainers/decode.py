@@ -30,11 +30,18 @@ import torch
 from trainers import checkpoint
 from trainers.batching import greedy_cuts, padded
 from trainers.beam_search import BeamSearch, Hypothesis, SearchConfig
-from trainers.decode_inputs import Sentence, TextCodec, split_sentences, text_sentences, windows
+from trainers.decode_inputs import (
+    Sentence,
+    TextCodec,
+    prepared_sources,
+    split_sentences,
+    text_sentences,
+    windows,
+)
 from trainers.distributed import Ranks, open_on_ranks
 from trainers.scoring import CorpusScores, default_tokenize
-from transforms import manifest, storage
-from transforms.encoded_dataset import KIND
+from transforms import manifest, storage, versions
+from transforms.encoded_dataset import KIND, open_dataset
 from transforms.errors import ConfigError, InputError
 from transforms.id_layout import IdLayout
 from transforms.records import read_prepared
@@ -113,7 +120,10 @@ class Decoder:
             raise ConfigError(f"{config.checkpoint} does not say its data; give --data")
         fmt = config.format or train_config.get("format")
         self.dataset = None
-        if config.inputs:
+        if config.inputs and versions.is_version(self.data_url):
+            self.doc = open_dataset(self.data_url, fmt, config.cache_dir, "size").manifest
+            self.format = fmt or self.doc["formats"][0]
+        elif config.inputs:
             _, self.doc = manifest.open_committed(self.data_url, KIND, "encode")
             self.format = fmt or self.doc["formats"][0]
         else:
@@ -151,14 +161,15 @@ class Decoder:
 
     def _prepared_options(self) -> dict[str, Any]:
         """How the prepare step normalised text (raw input must be normalised alike)."""
+        url = prepared_sources(self.doc)[0]["url"]  # a version's parts share the options
         try:
-            _, prepared = read_prepared(self.doc["prepared"]["url"])
+            _, prepared = read_prepared(url)
             return prepared["options"]["normalize"]
         except (InputError, OSError) as e:
             if self.config.inputs:
                 raise InputError(
                     f"raw --input needs the prepare step's normalisation, but its output "
-                    f"{self.doc['prepared']['url']} cannot be read: {e}"
+                    f"{url} cannot be read: {e}"
                 ) from e
             return {}
 

@@ -104,25 +104,38 @@ def text_sentences(
         )
 
 
+def prepared_sources(encode_doc: dict[str, Any]) -> list[dict[str, str]]:
+    """The prepared outputs an encoded dataset was made from, in order (one, or a
+    version's parts)."""
+    info = encode_doc["prepared"]
+    return info if isinstance(info, list) else [info]
+
+
 def _prepared_texts(encode_doc: dict[str, Any], split: str) -> Iterator[tuple[str, str]] | None:
     """The (source, target) texts of `split` from the prepared shards the encoded split
     came from, in the same order; None when they are gone or were made again since."""
-    info = encode_doc["prepared"]
-    try:
-        root, doc = read_prepared(info["url"])
-    except (InputError, OSError):
-        return None
-    if doc["fingerprint"] != info["fingerprint"]:
-        return None
+    found = []
+    for info in prepared_sources(encode_doc):
+        try:
+            root, doc = read_prepared(info["url"])
+        except (InputError, OSError):
+            return None
+        if doc["fingerprint"] != info["fingerprint"]:
+            return None
+        if split in doc["splits"]:
+            found.append((root, doc["splits"][split]["files"]))
 
     def rows() -> Iterator[tuple[str, str]]:
-        for path in doc["splits"][split]["files"]:
-            url = storage.join(root, path)
-            for group in range(len(storage.parquet_row_groups(url))):
-                table = storage.read_parquet(url, ["src", "tgt"], [group])
-                yield from zip(
-                    table.column("src").to_pylist(), table.column("tgt").to_pylist(), strict=True
-                )
+        for root, paths in found:
+            for path in paths:
+                url = storage.join(root, path)
+                for group in range(len(storage.parquet_row_groups(url))):
+                    table = storage.read_parquet(url, ["src", "tgt"], [group])
+                    yield from zip(
+                        table.column("src").to_pylist(),
+                        table.column("tgt").to_pylist(),
+                        strict=True,
+                    )
 
     return rows()
 

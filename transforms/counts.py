@@ -135,3 +135,14 @@ def read_counts(urls: Iterable[str], limit: int | None = None) -> dict[str, int]
         return dict(itertools.chain.from_iterable(streams))
     merged = heapq.merge(*streams, key=lambda tc: (-tc[1], tc[0]))
     return dict(itertools.islice(merged, limit))
+
+
+def sum_counts(datasets: Iterable[Iterable[str]], limit: int | None = None) -> dict[str, int]:
+    """The counts of several datasets' count files summed (a token may be in each);
+    `limit` keeps the most frequent after summing (ties by token)."""
+    total: Counter[str] = Counter()
+    for urls in datasets:
+        total.update(read_counts(urls))
+    if limit is None:
+        return dict(total)
+    return dict(sorted(total.items(), key=lambda tc: (-tc[1], tc[0]))[:limit])

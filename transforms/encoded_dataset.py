@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import fsspec
 import numpy as np
 
-from transforms import manifest, storage
+from transforms import manifest, storage, versions
 from transforms.arrow_format import ArrowShard
 from transforms.errors import ManifestError
 from transforms.id_layout import IdLayout
@@ -99,6 +99,23 @@ class ArrowSplit:
         b, j = self._where.locate(i)
         batch = self._batches[b]
         return _item(*batch["src"], j), _item(*batch["tgt"], j)
+
+
+class ConcatSplit:
+    """One split of several datasets, one after the other (a version's parts)."""
+
+    def __init__(self, parts: list[SplitData]) -> None:
+        self._parts = parts
+        self._where = _Locator([len(part) for part in parts])
+        self.src_sizes = _concat([part.src_sizes for part in parts])
+        self.tgt_sizes = _concat([part.tgt_sizes for part in parts])
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        part, j = self._where.locate(i)
+        return self._parts[part][j]
 
 
 def _item(offsets: np.ndarray, values: np.ndarray, j: int) -> np.ndarray:
@@ -203,7 +220,8 @@ def _open_fairseq(files: _Files, info: dict[str, Any], langs: dict[str, str]) ->
 def open_dataset(
     url: str, fmt: str | None = None, cache_dir: str | None = None, verify: str = "sha256"
 ) -> EncodedDataset:
-    """The committed encode output at `url` (a folder or its `manifest.json`).
+    """The committed encode output at `url` (a folder or its `manifest.json`), or a
+    version `nmtpipe refresh` published (`{root}/versions/LATEST` or `.../NNNNNN`).
 
     `fmt` picks `arrow` or `fairseq` (default: the first the manifest lists); remote
     shards are cached under `cache_dir` (default `~/.cache/nmtpipe/shards`); `verify`
@@ -211,6 +229,8 @@ def open_dataset(
     """
     if verify not in VERIFY:
         raise ValueError(f"verify must be one of {VERIFY}")
+    if versions.is_version(url):
+        return _open_version(url, fmt, cache_dir, verify)
     root = storage.canonical_url(url.removesuffix("/" + manifest.MANIFEST))
     root, doc = manifest.open_committed(root, KIND, "encode")
     fmt = fmt or doc["formats"][0]
@@ -230,3 +250,36 @@ def open_dataset(
                 f"the manifest says {info['pairs']}"
             )
     return EncodedDataset(root, doc, fmt, splits)
+
+
+def _open_version(url: str, fmt: str | None, cache_dir: str | None, verify: str) -> EncodedDataset:
+    """A published version: its parts' encoded outputs, split by split, in order.
+
+    The merged manifest is the first part's with the version's splits and the list of
+    the parts' prepared outputs (where decoding finds the texts of a split).
+    """
+    root, number = versions.locate(url)
+    doc = versions.read_version(root, number)
+    parts = [
+        open_dataset(versions.part_url(root, p["encoded"]), fmt, cache_dir, verify)
+        for p in doc["parts"]
+    ]
+    if not parts:
+        raise ManifestError(f"{versions.version_url(root, number)} has no parts")
+    first = parts[0]
+    for part in parts[1:]:
+        if part.vocab_fingerprint != first.vocab_fingerprint or part.format != first.format:
+            raise ManifestError(
+                f"{part.root} was encoded with another vocabulary or format than {first.root}"
+            )
+    names = [s for s in ("train", "valid", "test") if any(s in p.splits for p in parts)]
+    splits: dict[str, SplitData] = {
+        name: ConcatSplit([p[name] for p in parts if name in p.splits]) for name in names
+    }
+    merged = {
+        **first.manifest,
+        "version": {"root": root, "number": number},
+        "prepared": [p.manifest["prepared"] for p in parts],
+        "splits": {name: {"pairs": len(split)} for name, split in splits.items()},
+    }
+    return EncodedDataset(versions.version_url(root, number), merged, first.format, splits)

@@ -74,6 +74,19 @@ class SideEncoder:
             return self._t2t.decode(ids)
         return self._spm.decode([int(i) for i in ids])
 
+    def outside(self, tokens: Sequence[str]) -> np.ndarray:
+        """Which tokens this vocabulary cannot spell with its own pieces: those with
+        characters outside a T2T alphabet (escaped as `\\NNN;`), or that SentencePiece
+        encodes with `<unk>`."""
+        if self.model == "t2t":
+            alphabet = self._t2t.alphabet
+            return np.fromiter(
+                (any(c not in alphabet or c == "\n" for c in t) for t in tokens), bool, len(tokens)
+            )
+        unk = self.layout.unk
+        encoded = self._spm.encode(list(tokens), num_threads=1)
+        return np.fromiter((unk in ids for ids in encoded), bool, len(tokens))
+
     def unknowns(self, ids: np.ndarray) -> int:
         """How many ids are `<unk>` (a T2T vocabulary escapes instead: never any)."""
         return 0 if self.layout.unk is None else int(np.count_nonzero(ids == self.layout.unk))
