@@ -9,7 +9,8 @@ A refresh keeps, under the config's root:
     vocabs/{fingerprint}            vocabularies, each built from the summed token
                                     counts of the parts current at the time
     versions/NNNNNN/manifest.json   the published versions; versions/LATEST is the newest
-    checkpoints/{vocab}/            training continued on each version (`--train`)
+    models/{vocab}/                 training continued on each version (`--train`)
+    translations/NNNNNN/            its test split translated and scored (`--decode`)
 
 Each refresh compares the inputs with the last published version, prepares the new and
 changed inputs (all in one Beam pipeline), keeps the vocabulary unless the new parts'
@@ -29,9 +30,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipelines import __version__
-from pipelines.beam_options import describe, pipeline_options
+from pipelines.beam_options import LOCAL_RUNNERS, describe, pipeline_options
 from pipelines.encode import EncodeRun, encode_runs, start_encode
 from pipelines.encode_command import config_from_args as encode_config
 from pipelines.prepare import prepare_plans
@@ -53,8 +55,14 @@ SETTINGS: dict[str, type] = {
     "keep_versions": int,  # versions kept by retention (0: all)
     "checksum": bool,  # identify inputs by sha256 of their bytes, not size and version
     "train_updates": int,  # with --train: updates added per new version
+    "in_process_bytes": int,  # local runners: inputs up to this size run in this process
 }
-DEFAULTS: dict[str, Any] = {"drift_threshold": 0.05, "keep_versions": 10, "checksum": False}
+DEFAULTS: dict[str, Any] = {
+    "drift_threshold": 0.05,
+    "keep_versions": 10,
+    "checksum": False,
+    "in_process_bytes": 16 << 20,
+}
 _OWNED = ("parts", "vocabs")
 
 
@@ -228,11 +236,23 @@ class Refresh:
         if missing:
             self.log(
                 f"preparing {len(missing)} new input(s) of {len(parts)} on "
-                f"{describe(self.options)}: " + ", ".join(p.input.origin for p in missing)
+                f"{describe(self._options_for(missing))}: "
+                + ", ".join(p.input.origin for p in missing)
             )
             plans = [make_plan(self._part_config(p), (p.input,), self.roles) for p in missing]
-            prepare_plans(plans, self.options, quiet=self.quiet)
+            prepare_plans(plans, self._options_for(missing), quiet=self.quiet)
         return len(missing)
+
+    def _options_for(self, parts: list[Part]) -> PipelineOptions:
+        """Beam options for work on `parts`: on a local runner, inputs of up to
+        `in_process_bytes` run in this process, where starting worker processes would
+        cost more than the work (the usual refresh: one new file)."""
+        size = sum(f["size"] for part in parts for f in part.identity["files"])
+        runner = self.options.view_as(StandardOptions).runner
+        if runner not in LOCAL_RUNNERS or size > self.settings["in_process_bytes"]:
+            return self.options
+        in_process = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
+        return pipeline_options([*self.config.beam, *in_process])
 
     def _part_config(self, part: Part) -> PrepareConfig:
         return dataclasses.replace(self.prepare, output=storage.join(self.root, part.prepared))
@@ -292,7 +312,7 @@ class Refresh:
 
     def _encode(self, parts: list[Part], vocab: str) -> int:
         """Encode with `vocab` the parts it has not encoded yet, in one pipeline."""
-        runs = []
+        runs, todo = [], []
         for part in parts:
             args = self.config.step_args(
                 "encode",
@@ -303,9 +323,11 @@ class Refresh:
             run = start_encode(encode_config(args), force=False, replace=True, log=self.log)
             if isinstance(run, EncodeRun):
                 runs.append(run)
+                todo.append(part)
         if runs:
-            self.log(f"encoding {len(runs)} part(s) on {describe(self.options)}")
-            encode_runs(runs, self.options, quiet=self.quiet)
+            options = self._options_for(todo)
+            self.log(f"encoding {len(runs)} part(s) on {describe(options)}")
+            encode_runs(runs, options, quiet=self.quiet)
         return len(runs)
 
     def _version_doc(self, parts: list[Part], result: RefreshResult) -> dict[str, Any]:
@@ -374,7 +396,7 @@ def _latest(config: RunConfig) -> tuple[str, int, str]:
     if number is None:
         raise ConfigError(f"nothing has been published under {root}; run nmtpipe refresh first")
     vocab = versions.read_version(root, number)["vocab"]["path"].rsplit("/", 1)[-1]
-    return versions.version_url(root, number), number, storage.join(root, "checkpoints", vocab)
+    return versions.version_url(root, number), number, storage.join(root, "models", vocab)
 
 
 def train_latest(
@@ -382,7 +404,7 @@ def train_latest(
 ) -> bool:
     """Continue training on the latest version, unless done already (run it after the
     lock is released: training takes long, and a version is immutable). The model of a
-    vocabulary lives in `checkpoints/{vocab}/`; `train_updates` adds that many updates
+    vocabulary lives in `models/{vocab}/`; `train_updates` adds that many updates
     per new version. Returns whether it trained."""
     data, number, save_dir = _latest(config)
     record = storage.join(save_dir, "version.json")
@@ -407,12 +429,12 @@ def decode_latest(
     config: RunConfig, run_step: Callable[[list[str]], int], log: Callable[[str], None]
 ) -> bool:
     """Translate the latest version's test split with the model trained on it, into
-    `decoded/NNNNNN/` (scores.json tracks quality across versions), unless done."""
+    `translations/NNNNNN/` (scores.json tracks quality across versions), unless done."""
     data, number, save_dir = _latest(config)
     record = storage.join(save_dir, "version.json")
     if not storage.exists(record) or json.loads(storage.read_bytes(record))["version"] < number:
         raise ConfigError(f"no model has trained on version {number:06d} yet; use --train")
-    out = storage.join(storage.canonical_url(config.root), "decoded", f"{number:06d}")
+    out = storage.join(storage.canonical_url(config.root), "translations", f"{number:06d}")
     if storage.exists(storage.join(out, "scores.json")):
         log(f"{out} is decoded already")
         return False

@@ -27,10 +27,12 @@ until retention (refresh.keep_versions) retires them.
 EPILOG = """\
 config (besides the sections of nmtpipe run):
   refresh:
-    drift_threshold: 0.05   rebuild the vocabulary past this share of unseen tokens
+    drift_threshold: 0.05   a new vocabulary past this share of tokens it cannot spell
     keep_versions: 10       versions kept (0: all); unneeded parts go with them
     checksum: false         identify inputs by sha256 instead of size + version
     train_updates: 1000     with --train: updates added per new version
+    in_process_bytes: 16777216  local runners: new inputs up to this size are
+                            processed in this process (no worker start-up)
 
 examples:
   nmtpipe refresh corpus.yaml
@@ -71,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--decode",
         action="store_true",
         help="then translate the latest version's test split with its model, into "
-        "{root}/decoded/NNNNNN (the config's decode section)",
+        "{root}/translations/NNNNNN (the config's decode section)",
     )
     parser.add_argument(
         "--break-lock",

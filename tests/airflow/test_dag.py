@@ -61,7 +61,7 @@ def test_the_dag_refreshes_the_bundled_example_once_then_finds_nothing_new(tmp_p
     assert "BeamHook" in log and "--until=prepare" in log  # the Beam provider ran the stage
     root = tmp_path / "runs" / "example"
     version = json.loads((root / "versions" / "000001" / "manifest.json").read_text())
-    scores = json.loads((root / "decoded" / "000001" / "scores.json").read_text())
+    scores = json.loads((root / "translations" / "000001" / "scores.json").read_text())
     assert scores["sentences"] == version["splits"]["test"] > 1900  # NTREX-128's test
     assert (root / "versions" / "LATEST").read_text().strip() == "000001"
     # The next scheduled run finds nothing new: nothing is published, trained or decoded.

@@ -11,13 +11,16 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
 from pipelines.cli import main
 from pipelines.prepare import run_prepare
 from pipelines.prepare_plan import PrepareConfig
-from tests.conftest import IN_MEMORY, example_lines, write_pair
+from pipelines.refresh import Refresh
+from pipelines.workflow import load_config
+from tests.conftest import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
 from transforms import versions
 from transforms.encoded_dataset import open_dataset
 from transforms.records import read_prepared
@@ -70,8 +73,6 @@ def texts(url: str) -> dict[str, set[tuple[str, str]]]:
     for split, info in doc["splits"].items():
         result[split] = set()
         for path in info["files"]:
-            import pyarrow.parquet as pq
-
             table = pq.read_table(Path(root) / path, columns=["src", "tgt"])
             result[split] |= set(
                 zip(table["src"].to_pylist(), table["tgt"].to_pylist(), strict=True)
@@ -304,7 +305,7 @@ def test_until_stops_before_publishing_and_train_continues_on_each_version(tmp_p
     assert "stopped after prepare" in refresh(path, capsys, "--until", "prepare")
     assert versions.latest_number(str(root)) is None
     refresh(path, capsys, "--train")
-    (save_dir,) = (root / "checkpoints").iterdir()
+    (save_dir,) = (root / "models").iterdir()
     assert json.loads((save_dir / "train_summary.json").read_text())["updates"] == 2
     refresh(path, capsys, "--train")  # the same version: no more training
     assert json.loads((save_dir / "train_summary.json").read_text())["updates"] == 2
@@ -312,13 +313,14 @@ def test_until_stops_before_publishing_and_train_continues_on_each_version(tmp_p
     refresh(path, capsys, "--train")
     summary = json.loads((save_dir / "train_summary.json").read_text())
     assert summary["updates"] == 4 and summary["resumed"]
-    # Decoding a version's split reads its texts from the version's parts.
-    assert main(["decode", "--checkpoint", str(save_dir / "checkpoint_last.pt"),
-                 "--data", str(root / "versions/LATEST"), "--split", "test",
-                 "--output", str(tmp_path / "decoded"), "--max-len-a", "0",
-                 "--max-len-b", "3"]) == 0  # fmt: skip
-    scores = json.loads((tmp_path / "decoded" / "scores.json").read_text())
+    # --decode translates the version's test split (its texts come from its parts).
+    out = refresh(path, capsys, "--decode")
+    scores = json.loads((root / "translations" / "000002" / "scores.json").read_text())
     assert scores["sentences"] == versions.read_version(str(root), 2)["splits"]["test"]
+    hypotheses = (root / "translations" / "000002" / "hypotheses.txt").read_text().splitlines()
+    assert len(hypotheses) == scores["sentences"] and "unchanged" in out
+    assert main(["refresh", str(path), "--decode"]) == 0
+    assert "is decoded already" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -349,3 +351,25 @@ def test_refresh_on_s3_with_checksums(tmp_path, capsys, s3):
     assert "unchanged" in refresh(path, capsys)
     version = open_dataset(f"{s3}/refresh/versions/LATEST", cache_dir=str(tmp_path / "cache"))
     assert len(version["train"]) == versions.read_version(f"{s3}/refresh", 1)["splits"]["train"]
+
+
+def test_small_changes_run_in_process_on_local_runners(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    path = config(tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    doc["beam"] = MULTI_PROCESS
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["refresh", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "preparing 1 new input(s) of 1 on FnApiRunner (1 workers, in_memory)" in err
+    assert "encoding 1 part(s) on FnApiRunner (1 workers, in_memory)" in err
+    doc["refresh"]["in_process_bytes"] = 0  # every input is "large": the configured runner
+    path.write_text(yaml.safe_dump(doc))
+    job = Refresh(load_config(str(path)), print, quiet=True)
+    options = job._options_for(job._parts()).get_all_options()
+    assert (options["direct_running_mode"], options["direct_num_workers"]) == (
+        "multi_processing",
+        2,
+    )
