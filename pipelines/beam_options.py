@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import apache_beam as beam
@@ -166,3 +167,18 @@ def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False) -> None:
         state = result.wait_until_finish()
     if state != PipelineState.DONE:
         raise NmtpipeError(f"the Beam pipeline ended in state {state}")
+
+
+def run_branches(
+    options: PipelineOptions,
+    name: str,
+    branches: list[Callable[[beam.pvalue.PBegin], beam.PCollection]],
+    quiet: bool = False,
+) -> None:
+    """Run several independent graphs as one pipeline (one job on a remote runner),
+    each under its own label (`name`, or `name0000`, `name0001`, ... for several)."""
+    pipeline = beam.Pipeline(options=options)
+    for k, expand in enumerate(branches):
+        label = name if len(branches) == 1 else f"{name}{k:04d}"
+        _ = pipeline | label >> beam.ptransform_fn(expand)()
+    run_pipeline(pipeline, quiet)

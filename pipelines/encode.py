@@ -22,7 +22,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import __version__
-from pipelines.beam_options import describe, pipeline_options, run_pipeline
+from pipelines.beam_options import describe, pipeline_options, run_branches
 from pipelines.step_output import STAGING, StepOutcome, commit, reuse_committed
 from transforms import id_layout, manifest, storage
 from transforms.encode_fns import (
@@ -328,11 +328,7 @@ def encode_runs(
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Encode several outputs in one Beam pipeline (one job on a remote runner), then
     commit each; returns their manifests and statistics."""
-    pipeline = beam.Pipeline(options=options)
-    for k, run in enumerate(runs):
-        label = "Encode" if len(runs) == 1 else f"Encode{k:04d}"
-        _ = pipeline | label >> beam.ptransform_fn(run.expand)()
-    run_pipeline(pipeline, quiet)
+    run_branches(options, "Encode", [run.expand for run in runs], quiet)
     return [run.commit() for run in runs]
 
 

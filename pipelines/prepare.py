@@ -22,7 +22,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from pipelines import __version__
-from pipelines.beam_options import LOCAL_RUNNERS, describe, pipeline_options, run_pipeline
+from pipelines.beam_options import LOCAL_RUNNERS, describe, pipeline_options, run_branches
 from pipelines.prepare_plan import KIND, PrepareConfig, PreparePlan, make_plan
 from pipelines.step_output import STAGING, StepOutcome, commit, reuse_committed
 from transforms import storage
@@ -261,12 +261,8 @@ def prepare_plans(
     """Prepare several outputs in one Beam pipeline (one job on a remote runner), then
     commit each; returns their manifests and statistics."""
     runs = [PrepareRun(plan, options, spill_dir) for plan in plans]
-    pipeline = beam.Pipeline(options=options)
-    for k, run in enumerate(runs):
-        label = "Prepare" if len(runs) == 1 else f"Prepare{k:04d}"
-        _ = pipeline | label >> beam.ptransform_fn(run.expand)()
     try:
-        run_pipeline(pipeline, quiet)
+        run_branches(options, "Prepare", [run.expand for run in runs], quiet)
     finally:
         for run in runs:
             if run.spill is not None:

@@ -39,7 +39,7 @@ from pipelines.encode_command import config_from_args as encode_config
 from pipelines.prepare import prepare_plans
 from pipelines.prepare_command import config_from_args as prepare_config
 from pipelines.prepare_plan import PrepareConfig, identity, make_plan, resolve_inputs
-from pipelines.vocab import JOINED, build_vocab
+from pipelines.vocab import JOINED, run_vocab
 from pipelines.vocab_command import config_from_args as vocab_config
 from pipelines.workflow import RunConfig
 from transforms import counts, manifest, records, storage, versions
@@ -288,8 +288,13 @@ class Refresh:
         config = dataclasses.replace(
             config, prepared=self.root, output=storage.join(self.root, result.vocab)
         )
-        build_vocab(
-            config, self._prepared(rels), list(self.config.beam), replace=True, log=self.log
+        run_vocab(
+            config,
+            list(self.config.beam),
+            replace=True,
+            log=self.log,
+            quiet=self.quiet,
+            parts=self._prepared(rels),
         )
 
     def _drift(self, vocab: str, new: list[str], joined: bool) -> dict[str, float]:

@@ -262,24 +262,13 @@ def run_vocab(
     replace: bool = False,
     log: Callable[[str], None] = lambda _: None,
     quiet: bool = False,
+    parts: list[tuple[str, dict[str, Any]]] | None = None,
 ) -> VocabOutcome:
-    """Build `config.output` unless it already holds this exact vocabulary."""
+    """Build `config.output` unless it already holds this exact vocabulary: from
+    `config.prepared`, or from the training text of several prepared datasets (a
+    refresh's `parts`, as (root, manifest): their token counts are summed)."""
     pipeline_options(beam_args)  # fail early on bad Beam options
-    parts = [read_prepared(config.prepared)]
-    return build_vocab(config, parts, beam_args, force, replace, log, quiet)
-
-
-def build_vocab(
-    config: VocabConfig,
-    parts: list[tuple[str, dict[str, Any]]],
-    beam_args: list[str],
-    force: bool = False,
-    replace: bool = False,
-    log: Callable[[str], None] = lambda _: None,
-    quiet: bool = False,
-) -> VocabOutcome:
-    """The vocabulary of the training text of one or more prepared datasets (a
-    refresh's parts: their token counts are summed), built unless already there."""
+    parts = parts or [read_prepared(config.prepared)]
     started = time.perf_counter()
     out = storage.canonical_url(config.output)
     sources = [{"url": root, "fingerprint": doc["fingerprint"]} for root, doc in parts]
