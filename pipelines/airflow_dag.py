@@ -3,7 +3,7 @@
 Put this file (or a link to it) in Airflow's dags folder. It reads, from the
 environment of the scheduler and workers:
 
-    NMTPIPE_CONFIG    the workflow config (default: nmtpipe's bundled example)
+    NMTPIPE_CONFIG    the workflow config, a local file (default: nmtpipe's bundled example)
     NMTPIPE_PYTHON    a Python that has nmtpipe installed (default: python3); Airflow
                       itself need not share its environment
     NMTPIPE_SCHEDULE  a cron expression or preset (default: @daily)
