@@ -136,11 +136,23 @@ def retain(root: str, keep: int, owned: tuple[str, ...]) -> list[str]:
         storage.remove_tree(version_url(root, number))
         removed.append(f"{VERSIONS}/{number:06d}")
     for folder in owned:
-        for child in _children(storage.join(root, folder)):
-            rel = f"{folder}/{child}"
-            if not any(n == rel or n.startswith(rel + "/") for n in needed):
-                storage.remove_tree(storage.join(root, rel))
-                removed.append(rel)
+        removed += _prune(root, folder, needed)
+    return removed
+
+
+def _prune(root: str, folder: str, needed: set[str]) -> list[str]:
+    """Delete what under `folder` no needed path is or contains (a part's encodings for
+    retired vocabularies go, the part stays while a version needs it)."""
+    removed = []
+    for child in _children(storage.join(root, folder)):
+        rel = f"{folder}/{child}"
+        if rel in needed:
+            continue
+        if any(n.startswith(rel + "/") for n in needed):
+            removed += _prune(root, rel, needed)
+        else:
+            storage.remove_tree(storage.join(root, rel))
+            removed.append(rel)
     return removed
 
 

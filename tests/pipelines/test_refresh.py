@@ -206,6 +206,16 @@ def test_retention_keeps_the_newest_versions_and_what_they_need(tmp_path, capsys
         open_dataset(str(root / f"versions/{number:06d}"))
     with pytest.raises(Exception, match="not a published version"):
         open_dataset(str(root / "versions/000001"))
+    # Kept parts lose the encodings no kept version uses (two option changes later).
+    doc = yaml.safe_load(path.read_text())
+    for formats in (["arrow"], ["fairseq"]):
+        doc["encode"]["formats"] = formats
+        path.write_text(yaml.safe_dump(doc))
+        refresh(path, capsys)
+    needed = versions.referenced(versions.read_version(str(root), 5))
+    needed |= versions.referenced(versions.read_version(str(root), 6))
+    present = {f"parts/{p.parent.name}/{p.name}" for p in (root / "parts").glob("*/*")}
+    assert present == {n for n in needed if n.startswith("parts/")}
 
 
 HOLD_LOCK = textwrap.dedent(
