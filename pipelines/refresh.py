@@ -42,11 +42,10 @@ from pipelines.prepare_plan import PrepareConfig, identity, make_plan, resolve_i
 from pipelines.vocab import JOINED, run_vocab
 from pipelines.vocab_command import config_from_args as vocab_config
 from pipelines.workflow import RunConfig
-from transforms import counts, manifest, records, storage, versions
+from transforms import counts, encoded_dataset, manifest, records, storage, versions, vocabulary
 from transforms.errors import ConfigError, ManifestError, OutputError
 from transforms.inputs import CorpusInput
 from transforms.split import SPLITS
-from transforms.vocabulary import open_vocabulary
 
 UNTIL = ("prepare", "vocab", "encode", "publish")
 # Settings of the config's `refresh:` section, with their types.
@@ -130,7 +129,7 @@ class Refresh:
     def __init__(self, config: RunConfig, log: Callable[[str], None], quiet: bool) -> None:
         self.config, self.log, self.quiet = config, log, quiet
         self.root = storage.canonical_url(config.root)
-        self.settings = config.refresh or dict(DEFAULTS)
+        self.settings = {**DEFAULTS, **config.refresh}
         self.prepare = prepare_config(config.step_args("prepare", output=self.root))
         self.options = pipeline_options(list(config.beam))
         self.latest = versions.latest_number(self.root)
@@ -303,12 +302,12 @@ class Refresh:
         parts = self._prepared(new)
         if not parts:
             return {}
-        vocabulary = open_vocabulary(storage.join(self.root, vocab))
+        opened = vocabulary.open_vocabulary(storage.join(self.root, vocab))
         langs = parts[0][1]["options"]["languages"]
         drift = {}
         for side in [JOINED] if joined else [langs["src"], langs["tgt"]]:
             fresh = counts.sum_counts([counts.count_files(r, d, side)[0] for r, d in parts])
-            encoder = vocabulary.encoder(langs["src"] if side == JOINED else side)
+            encoder = opened.encoder(langs["src"] if side == JOINED else side)
             tally = np.fromiter(fresh.values(), np.int64, len(fresh))
             outside = encoder.outside(list(fresh))
             total = int(tally.sum())
@@ -339,7 +338,7 @@ class Refresh:
         listed, splits = [], {}
         for part in parts:
             encoded = part.encoded(result.vocab, self.encode_key)
-            doc = manifest.read_manifest(storage.join(self.root, encoded), "nmtpipe.encode")
+            doc = manifest.read_manifest(storage.join(self.root, encoded), encoded_dataset.KIND)
             assert doc is not None
             pairs = {split: info["pairs"] for split, info in doc["splits"].items()}
             for split, n in pairs.items():
@@ -356,7 +355,7 @@ class Refresh:
                 }
             )
         result.splits = {s: splits[s] for s in SPLITS if s in splits}
-        vocab_doc = manifest.read_manifest(storage.join(self.root, result.vocab), "nmtpipe.vocab")
+        vocab_doc = manifest.read_manifest(storage.join(self.root, result.vocab), vocabulary.KIND)
         assert vocab_doc is not None
         return {
             "code_version": __version__,
