@@ -42,7 +42,7 @@ from pipelines.prepare_plan import PrepareConfig, identity, make_plan, resolve_i
 from pipelines.vocab import JOINED, run_vocab
 from pipelines.vocab_command import config_from_args as vocab_config
 from pipelines.workflow import RunConfig
-from transforms import counts, encoded_dataset, manifest, records, storage, versions, vocabulary
+from transforms import counts, manifest, records, storage, versions, vocabulary
 from transforms.errors import ConfigError, ManifestError, OutputError
 from transforms.inputs import CorpusInput
 from transforms.split import SPLITS
@@ -158,10 +158,11 @@ class Refresh:
             self._vocab(parts, result)
             result.status = "vocab"
         if until not in ("prepare", "vocab"):
-            result.encoded = self._encode(parts, result.vocab)
+            encoded = self._encode(parts, result.vocab, result)
             result.status = "encode"
         if until == "publish":
-            result.number = versions.publish(self.root, self._version_doc(parts, result))
+            doc = self._version_doc(parts, encoded, result)
+            result.number = versions.publish(self.root, doc)
             result.retired = versions.retain(self.root, self.settings["keep_versions"], _OWNED)
             result.status = "published"
         result.seconds = time.perf_counter() - started
@@ -314,9 +315,12 @@ class Refresh:
             drift[side] = round(int(tally[outside].sum()) / total, 6) if total else 0.0
         return drift
 
-    def _encode(self, parts: list[Part], vocab: str) -> int:
-        """Encode with `vocab` the parts it has not encoded yet, in one pipeline."""
-        runs, todo = [], []
+    def _encode(
+        self, parts: list[Part], vocab: str, result: RefreshResult
+    ) -> dict[str, dict[str, Any]]:
+        """Encode with `vocab` the parts it has not encoded yet, in one pipeline; every
+        part's encode manifest, by part key."""
+        runs, todo, manifests = [], [], {}
         for part in parts:
             args = self.config.step_args(
                 "encode",
@@ -328,18 +332,22 @@ class Refresh:
             if isinstance(run, EncodeRun):
                 runs.append(run)
                 todo.append(part)
+            else:
+                manifests[part.key] = run[0]
         if runs:
             options = self._options_for(todo)
             self.log(f"encoding {len(runs)} part(s) on {describe(options)}")
-            encode_runs(runs, options, quiet=self.quiet)
-        return len(runs)
+            done = encode_runs(runs, options, quiet=self.quiet)
+            manifests |= {part.key: doc for part, (doc, _) in zip(todo, done, strict=True)}
+        result.encoded = len(runs)
+        return manifests
 
-    def _version_doc(self, parts: list[Part], result: RefreshResult) -> dict[str, Any]:
+    def _version_doc(
+        self, parts: list[Part], encoded: dict[str, dict[str, Any]], result: RefreshResult
+    ) -> dict[str, Any]:
         listed, splits = [], {}
         for part in parts:
-            encoded = part.encoded(result.vocab, self.encode_key)
-            doc = manifest.read_manifest(storage.join(self.root, encoded), encoded_dataset.KIND)
-            assert doc is not None
+            doc = encoded[part.key]
             pairs = {split: info["pairs"] for split, info in doc["splits"].items()}
             for split, n in pairs.items():
                 splits[split] = splits.get(split, 0) + n
@@ -350,7 +358,7 @@ class Refresh:
                     "role": part.input.role,
                     "input": part.identity,
                     "prepared": part.prepared,
-                    "encoded": encoded,
+                    "encoded": part.encoded(result.vocab, self.encode_key),
                     "pairs": pairs,
                 }
             )

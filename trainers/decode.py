@@ -40,8 +40,8 @@ from trainers.decode_inputs import (
 )
 from trainers.distributed import Ranks, open_on_ranks
 from trainers.scoring import CorpusScores, default_tokenize
-from transforms import manifest, storage, versions
-from transforms.encoded_dataset import KIND, open_dataset
+from transforms import storage
+from transforms.encoded_dataset import committed_doc
 from transforms.errors import ConfigError, InputError
 from transforms.id_layout import IdLayout
 from transforms.records import read_prepared
@@ -120,11 +120,8 @@ class Decoder:
             raise ConfigError(f"{config.checkpoint} does not say its data; give --data")
         fmt = config.format or train_config.get("format")
         self.dataset = None
-        if config.inputs and versions.is_version(self.data_url):
-            self.doc = open_dataset(self.data_url, fmt, config.cache_dir, "size").manifest
-            self.format = fmt or self.doc["formats"][0]
-        elif config.inputs:
-            _, self.doc = manifest.open_committed(self.data_url, KIND, "encode")
+        if config.inputs:
+            self.doc = committed_doc(self.data_url)
             self.format = fmt or self.doc["formats"][0]
         else:
             self.dataset = open_on_ranks(ranks, self.data_url, fmt, config.cache_dir)

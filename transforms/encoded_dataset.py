@@ -252,34 +252,58 @@ def open_dataset(
     return EncodedDataset(root, doc, fmt, splits)
 
 
-def _open_version(url: str, fmt: str | None, cache_dir: str | None, verify: str) -> EncodedDataset:
-    """A published version: its parts' encoded outputs, split by split, in order.
+def committed_doc(url: str) -> dict[str, Any]:
+    """The manifest of the encode output or version at `url`, its files unopened (what
+    decoding raw text needs: languages, id layouts, the vocabulary)."""
+    if versions.is_version(url):
+        return _version_manifest(url)[0]
+    return manifest.open_committed(url, KIND, "encode")[1]
 
-    The merged manifest is the first part's with the version's splits and the list of
-    the parts' prepared outputs (where decoding finds the texts of a split).
+
+def _version_manifest(url: str) -> tuple[dict[str, Any], list[str]]:
+    """A published version's merged manifest and the URLs of its parts' encode outputs.
+
+    The merged manifest is the first part's, with the version's splits (pairs summed
+    over the parts, in order) and the list of the parts' prepared outputs (where
+    decoding finds the texts of a split). Every part must share the vocabulary.
     """
     root, number = versions.locate(url)
-    doc = versions.read_version(root, number)
     parts = [
-        open_dataset(versions.part_url(root, p["encoded"]), fmt, cache_dir, verify)
-        for p in doc["parts"]
+        versions.part_url(root, p["encoded"]) for p in versions.read_version(root, number)["parts"]
     ]
     if not parts:
         raise ManifestError(f"{versions.version_url(root, number)} has no parts")
-    first = parts[0]
-    for part in parts[1:]:
-        if part.vocab_fingerprint != first.vocab_fingerprint or part.format != first.format:
-            raise ManifestError(
-                f"{part.root} was encoded with another vocabulary or format than {first.root}"
-            )
-    names = [s for s in ("train", "valid", "test") if any(s in p.splits for p in parts)]
-    splits: dict[str, SplitData] = {
-        name: ConcatSplit([p[name] for p in parts if name in p.splits]) for name in names
+    docs = [manifest.read_manifest(part, KIND) for part in parts]  # files: checked on open
+    for part, doc in zip(parts, docs, strict=True):
+        if doc is None:
+            raise ManifestError(f"{part}, a part of {url}, has no manifest (deleted?)")
+    for part, doc in zip(parts[1:], docs[1:], strict=True):
+        if doc["vocab"]["fingerprint"] != docs[0]["vocab"]["fingerprint"]:
+            raise ManifestError(f"{part} was encoded with another vocabulary than {parts[0]}")
+    splits = {
+        name: {"pairs": sum(d["splits"][name]["pairs"] for d in docs if name in d["splits"])}
+        for name in ("train", "valid", "test")
+        if any(name in d["splits"] for d in docs)
     }
     merged = {
-        **first.manifest,
+        **docs[0],
         "version": {"root": root, "number": number},
-        "prepared": [p.manifest["prepared"] for p in parts],
-        "splits": {name: {"pairs": len(split)} for name, split in splits.items()},
+        "prepared": [d["prepared"] for d in docs],
+        "splits": splits,
     }
-    return EncodedDataset(versions.version_url(root, number), merged, first.format, splits)
+    return merged, parts
+
+
+def _open_version(url: str, fmt: str | None, cache_dir: str | None, verify: str) -> EncodedDataset:
+    """A published version: its parts' encoded outputs, split by split, in order."""
+    merged, urls = _version_manifest(url)
+    parts = [open_dataset(part, fmt, cache_dir, verify) for part in urls]
+    if any(part.format != parts[0].format for part in parts):
+        raise ManifestError(f"the parts of {url} do not all have {parts[0].format} shards")
+    splits: dict[str, SplitData] = {
+        name: ConcatSplit([p[name] for p in parts if name in p.splits]) for name in merged["splits"]
+    }
+    version = merged["version"]
+    return EncodedDataset(
+        versions.version_url(version["root"], version["number"]), merged, parts[0].format, splits
+    )

@@ -331,6 +331,13 @@ def test_until_stops_before_publishing_and_train_continues_on_each_version(tmp_p
     assert len(hypotheses) == scores["sentences"] and "unchanged" in out
     assert main(["refresh", str(path), "--decode"]) == 0
     assert "is decoded already" in capsys.readouterr().err
+    # Raw text against a version: normalised and encoded as the version's parts were.
+    (tmp_path / "raw.en").write_text("Good morning.\nWhere is the station?\n", encoding="utf-8")
+    assert main(["decode", "--checkpoint", str(save_dir / "checkpoint_last.pt"),
+                 "--data", str(root / "versions/LATEST"), "--input", str(tmp_path / "raw.en"),
+                 "--output", str(tmp_path / "raw-out"), "--max-len-a", "0",
+                 "--max-len-b", "3"]) == 0  # fmt: skip
+    assert len((tmp_path / "raw-out" / "hypotheses.txt").read_text().splitlines()) == 2
 
 
 @pytest.mark.parametrize(
