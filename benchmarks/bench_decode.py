@@ -39,12 +39,13 @@ import numpy as np
 import torch
 from transformers import MarianConfig, MarianMTModel
 
-from trainers import checkpoint
-from trainers.batching import greedy_cuts, padded
-from trainers.beam_search import BeamSearch, SearchConfig
-from trainers.model import Transformer, timing_signal
-from trainers.model_config import preset
-from transforms.encoded_dataset import open_dataset
+from nmtpipe.trainers.data.batching import greedy_cuts, padded
+from nmtpipe.trainers.loop import checkpoint
+from nmtpipe.trainers.model.beam_search import BeamSearch
+from nmtpipe.trainers.model.config import preset
+from nmtpipe.trainers.model.search_config import SearchConfig
+from nmtpipe.trainers.model.transformer import Transformer, timing_signal
+from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 
 BEAM = 4
 
@@ -188,7 +189,7 @@ def max_logit_difference(model, hf, src: torch.Tensor, eos: int) -> float:
 
 def ranks(args: argparse.Namespace, nproc: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="nmtpipe-bench-decode-") as out:
-        cmd = [sys.executable, "-m", "pipelines.cli", "decode", "--checkpoint", args.checkpoint,
+        cmd = [sys.executable, "-m", "nmtpipe", "decode", "--checkpoint", args.checkpoint,
                "--data", args.data, "--output", out, "--beam", str(BEAM), "--lenpen", "1.0",
                "--max-len-a", str(args.max_len_a), "--max-len-b", str(args.max_len_b),
                "--nproc", str(nproc)]  # fmt: skip

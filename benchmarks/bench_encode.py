@@ -44,7 +44,7 @@ _SPM_ALONE = """
 import json, sys, time
 import pyarrow.parquet as pq
 import sentencepiece as spm
-from transforms import manifest
+from nmtpipe.transforms.storage import manifest
 root, model, batch = sys.argv[1], sys.argv[2], int(sys.argv[3])
 sp = spm.SentencePieceProcessor(model_file=model)
 doc = manifest.read_manifest(root, "nmtpipe.prepare")
@@ -63,7 +63,7 @@ print(json.dumps({"seconds": seconds, "pairs": pairs, "tokens": tokens}))
 
 
 def nmtpipe(*args: str) -> list[str]:
-    return [sys.executable, "-m", "pipelines.cli", *args]
+    return [sys.executable, "-m", "nmtpipe", *args]
 
 
 def vocabulary(root: Path, size: int) -> Path:
@@ -160,7 +160,7 @@ def read_speed(data, order: np.ndarray) -> dict:
 
 
 def bench_reading(out: Path, tools: Path, random_reads: int) -> dict:
-    from transforms.encoded_dataset import open_dataset
+    from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 
     fairseq_ds = open_dataset(str(out), "fairseq", verify="size")
     arrow_ds = open_dataset(str(out), "arrow", verify="size")

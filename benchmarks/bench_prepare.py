@@ -65,7 +65,7 @@ def run_loop(prefix: str, tokenizer: str) -> dict:
 
         encode = t2t_vocab.T2T().tokenizer.encode
     else:
-        from transforms.t2t_tokenizer import encode
+        from nmtpipe.transforms.text.t2t_tokenizer import encode
     normalize = spm_normalizer().normalize
     counts = {"src": Counter(), "tgt": Counter()}
     pairs = 0
@@ -78,7 +78,7 @@ def run_loop(prefix: str, tokenizer: str) -> dict:
 
 
 def _hf_batch(batch: dict) -> dict:
-    from transforms.t2t_tokenizer import encode
+    from nmtpipe.transforms.text.t2t_tokenizer import encode
 
     normalize = spm_normalizer().normalize
     out = {}
@@ -159,7 +159,7 @@ def _command(name: str, prefix: str, pairs: int, workers: int) -> list[str]:
             str(workers),
         ]
     return [
-        sys.executable, "-m", "pipelines.cli", "prepare", "-s", "en", "-t", "zh",
+        sys.executable, "-m", "nmtpipe", "prepare", "-s", "en", "-t", "zh",
         "--trainpref", prefix, "--output", str(WORK / f"prepared-{pairs}"), "--force",
         "--runner=FnApiRunner", f"--direct_num_workers={workers}",
         "--direct_running_mode=multi_processing",

@@ -57,7 +57,7 @@ def write_config(path: Path, root: Path, raw: Path) -> Path:
 def timed(*args: str) -> tuple[float, str]:
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", *args],
+        [sys.executable, "-m", "nmtpipe", *args],
         capture_output=True, text=True, cwd=HERE.parent, check=False,
     )  # fmt: skip
     seconds = time.perf_counter() - started

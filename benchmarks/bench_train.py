@@ -27,7 +27,7 @@ import time
 
 def run(args: argparse.Namespace, nproc: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="nmtpipe-bench-train-") as save_dir:
-        cmd = [sys.executable, "-m", "pipelines.cli", "train", "--data", args.data,
+        cmd = [sys.executable, "-m", "nmtpipe", "train", "--data", args.data,
                "--save-dir", save_dir, "--arch", args.arch, "--max-tokens", str(args.max_tokens),
                "--max-update", str(args.updates), "--warmup-updates", "50",
                "--log-interval", str(args.updates), "--nproc", str(nproc)]  # fmt: skip

@@ -43,7 +43,7 @@ def prepared(pairs: int) -> Path:
     from bench_prepare import corpus
 
     out = WORK / f"prepared-{pairs}"
-    cmd = [sys.executable, "-m", "pipelines.cli", "prepare", "-s", "en", "-t", "zh",
+    cmd = [sys.executable, "-m", "nmtpipe", "prepare", "-s", "en", "-t", "zh",
            "--trainpref", str(corpus(pairs)), "--output", str(out)]  # fmt: skip
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return out
@@ -51,7 +51,8 @@ def prepared(pairs: int) -> Path:
 
 def side_counts(root: Path, side: str, limit: int | None = None) -> dict[str, int]:
     """A side's token counts, read as `nmtpipe vocab` reads them (without importing Beam)."""
-    from transforms import counts, manifest
+    from nmtpipe.transforms.storage import manifest
+    from nmtpipe.transforms.vocab import counts
 
     doc = manifest.read_manifest(str(root), "nmtpipe.prepare")
     return counts.read_counts(counts.count_files(str(root), doc, side)[0], limit)
@@ -68,8 +69,8 @@ def write_t2t_tsv(counts: dict[str, int], path: Path) -> None:
 def run_nmtpipe(root: str, side: str, target: int, max_length: int | None, cap: int | None,
                 out: str) -> dict:  # fmt: skip
     """The nmtpipe contender, in its own process: read the counts, build, write."""
-    from transforms.subword import SubwordTextEncoder
-    from transforms.subword_build import SubwordBuilder
+    from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
+    from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
 
     start = time.perf_counter()
     counts = side_counts(Path(root), side, cap)
@@ -100,7 +101,7 @@ def valid_lines(root: Path, side: str) -> list[str]:
 
 
 def subtokens(vocab_file: Path, lines: list[str]) -> int:
-    from transforms.subword import SubwordTextEncoder
+    from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
 
     encoder = SubwordTextEncoder.from_file(str(vocab_file))
     return sum(len(encoder.encode(line)) for line in lines)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 
 def load_example() -> list[tuple[str, str]]:
-    folder = resources.files("pipelines") / "example"
+    folder = resources.files("nmtpipe.pipelines") / "example"
     sides = []
     for lang in ("en", "zh"):
         with gzip.open(str(folder / f"tatoeba-cmn.{lang}.gz"), "rt", encoding="utf-8") as f:

@@ -1,61 +1,18 @@
-"""Shared fixtures: small corpora, Beam runner options, an S3 server, a portable runner."""
+"""Shared fixtures: a small corpus, an S3 server, a portable runner (helpers: helpers.py)."""
 
 from __future__ import annotations
 
-import gzip
 import os
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(str(resources.files("pipelines") / "example"))
-DATA = Path(__file__).parent / "data"
-
-# The FnApiRunner in one process: fast, and what the in-memory DirectRunner runs on.
-IN_MEMORY = ["--runner=FnApiRunner", "--direct_num_workers=1", "--direct_running_mode=in_memory"]
-# Worker processes: proves that every DoFn pickles and that nothing leans on shared state.
-MULTI_PROCESS = [
-    "--runner=FnApiRunner",
-    "--direct_num_workers=2",
-    "--direct_running_mode=multi_processing",
-]
-
-
-def example_lines(name: str, lang: str, limit: int | None = None) -> list[str]:
-    """Lines of a bundled example file, undecoded line ends (CRLF) kept."""
-    with gzip.open(EXAMPLE / f"{name}.{lang}.gz", "rt", encoding="utf-8", newline="") as f:
-        lines = f.read().split("\n")[:-1]
-    return lines[:limit]
-
-
-def write_pair(prefix: Path, src: list[str] | bytes, tgt: list[str] | bytes, langs=("en", "zh")):
-    """Write PREFIX.en and PREFIX.zh; lists of lines get a final newline, bytes go as they are."""
-    for lang, side in zip(langs, (src, tgt), strict=True):
-        data = side if isinstance(side, bytes) else ("\n".join(side) + "\n").encode()
-        Path(f"{prefix}.{lang}").write_bytes(data)
-    return prefix
-
-
-def prepare_example(folder: Path, every: int, **options) -> str:
-    """Every `every`-th pair of the bundled example corpus, prepared in-process into
-    `folder/prepared` (PrepareConfig `options` as given); the output's path."""
-    from pipelines.prepare import run_prepare
-    from pipelines.prepare_plan import PrepareConfig
-
-    corpus = write_pair(
-        folder / "train",
-        example_lines("tatoeba-cmn", "en")[::every],
-        example_lines("tatoeba-cmn", "zh")[::every],
-    )
-    out = str(folder / "prepared")
-    run_prepare(PrepareConfig("en", "zh", out, trainpref=(str(corpus),), **options), IN_MEMORY)
-    return out
+from tests.helpers import example_lines, write_pair
 
 
 @pytest.fixture

@@ -1,4 +1,3 @@
-"""What data becomes: readers, normalisation, filters, tokenizers, counts, shard writers.
-
-Pure functions first; the Beam DoFns and CombineFns around them are thin.
-"""
+"""What data becomes: text (text/), vocabularies (vocab/), file formats (formats/),
+storage (storage/), and the Beam wrappers around them (beam/). Never imports torch or
+pipelines; only transforms.beam imports Beam."""

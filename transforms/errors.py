@@ -8,6 +8,7 @@ driver only as text, so `find_user_error` recovers it from a runner's failure me
 from __future__ import annotations
 
 import re
+import traceback
 
 
 class NmtpipeError(Exception):
@@ -72,3 +73,18 @@ def find_user_error(exc: BaseException) -> NmtpipeError | None:
         if cls is not None:
             return cls(match.group(2).strip())
     return None
+
+
+def error_line(command: str, exc: BaseException, verbose: bool) -> tuple[str, int]:
+    """The one line a user sees when `nmtpipe {command}` fails with `exc`, and the exit
+    code: 2 for a usage error, 1 otherwise. With `verbose` the traceback is printed
+    first; without, an unexpected error says how to see it."""
+    if verbose:
+        traceback.print_exception(exc)
+    error = find_user_error(exc)
+    if error is None:
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else ""
+        hint = "" if verbose else " (run with --verbose for the traceback)"
+        return f"nmtpipe: internal error: {type(exc).__name__}: {first}{hint}", 1
+    return f"nmtpipe {command}: error: {error}", 2 if isinstance(error, ConfigError) else 1

@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("airflow.providers.apache.beam")
 
-DAG_FILE = Path(__file__).parents[2] / "pipelines" / "airflow_dag.py"
+DAG_FILE = Path(__file__).parents[2] / "pipelines" / "workflow" / "airflow_dag.py"
 RUN_ONCE = """
 import json
 from airflow.dag_processing.dagbag import DagBag

@@ -1,0 +1,210 @@
+"""Beam pipeline options as nmtpipe passes them through: validated, defaulted, packaged.
+
+Every subcommand that runs Beam accepts Beam's own flags (`--runner`,
+`--direct_num_workers`, Dataflow's `--project`, Flink's `--flink_master`, ...). They are
+checked against Beam's own option parser, so a typo is an error instead of Beam's
+"Discarding unparseable args" warning, and remote runners get nmtpipe's code shipped to
+their workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import (
+    DirectOptions,
+    GoogleCloudOptions,
+    PipelineOptions,
+    PortableOptions,
+    SetupOptions,
+    StandardOptions,
+    WorkerOptions,
+    _BeamArgumentParser,
+)
+from apache_beam.runners.runner import PipelineState
+
+from nmtpipe.transforms.errors import ConfigError, NmtpipeError
+
+# The FnApiRunner is the engine behind Beam's DirectRunner. Naming it directly skips the
+# DirectRunner's first attempt to download and start the Prism runner (Beam >= 2.68),
+# which costs time and fails on machines without internet access.
+DEFAULT_RUNNER = "FnApiRunner"
+LOCAL_RUNNERS = {"FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner"}
+PACKAGED_RUNNERS = {"DataflowRunner", "FlinkRunner", "SparkRunner"}
+
+
+class _Parser(_BeamArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        raise ConfigError(f"Beam option: {message}")
+
+
+def beam_parser() -> argparse.ArgumentParser:
+    """Beam's own parser for every registered PipelineOptions class."""
+    parser = _Parser(allow_abbrev=False, add_help=False, prog="Beam pipeline options")
+    seen = {}
+    for cls in PipelineOptions.__subclasses__():
+        seen.setdefault(str(cls), cls)
+    for cls in seen.values():
+        cls._add_argparse_args(parser)
+    return parser
+
+
+def check_beam_args(args: list[str]) -> None:
+    """Raise ConfigError naming every argument that is neither ours nor Beam's."""
+    _, unknown = beam_parser().parse_known_args(args)
+    flags = [a for a in unknown if a.startswith("-")]
+    if flags or unknown:
+        raise ConfigError(
+            f"unknown option(s): {' '.join(flags or unknown)} (see --help and --help-beam)"
+        )
+
+
+def _project_file() -> Path | None:
+    """pyproject.toml of the source tree nmtpipe runs from, if it runs from one."""
+    candidate = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    return candidate if candidate.is_file() else None
+
+
+def _packaging_args(options: PipelineOptions) -> list[str]:
+    """`--setup_file` for remote workers when the user gave no way to ship nmtpipe."""
+    setup = options.view_as(SetupOptions)
+    worker = options.view_as(WorkerOptions)
+    if setup.setup_file or setup.extra_packages or worker.sdk_container_image:
+        return []
+    project = _project_file()
+    if project is None:
+        raise ConfigError(
+            "remote workers need nmtpipe's code: pass --setup_file PATH/TO/nmtpipe/pyproject.toml,"
+            " --extra_package nmtpipe-X.whl or --sdk_container_image IMAGE"
+        )
+    return ["--setup_file", str(project)]
+
+
+def _check_dataflow(options: PipelineOptions) -> None:
+    gcp = options.view_as(GoogleCloudOptions)
+    missing = [
+        flag
+        for flag, value in (
+            ("--project", gcp.project),
+            ("--region", gcp.region),
+            ("--temp_location", gcp.temp_location),
+        )
+        if not value
+    ]
+    if missing:
+        raise ConfigError(f"DataflowRunner needs {', '.join(missing)}")
+    if not gcp.temp_location.startswith("gs://"):
+        raise ConfigError(
+            f"--temp_location must be a gs:// URL for Dataflow, not {gcp.temp_location}"
+        )
+
+
+def _given(args: list[str], flag: str) -> bool:
+    return any(a == flag or a.startswith(flag + "=") for a in args)
+
+
+def pipeline_options(args: list[str]) -> PipelineOptions:
+    """PipelineOptions for `args` with nmtpipe's defaults filled in and checked.
+
+    Local runs default to the FnApiRunner with one worker process per core; remote
+    runners get a worker package built from this source tree's pyproject.toml.
+    """
+    check_beam_args(args)
+    args = list(args)
+    options = PipelineOptions(args)
+    runner = options.view_as(StandardOptions).runner
+    if runner is None:
+        runner = DEFAULT_RUNNER
+        args.append(f"--runner={runner}")
+    if runner in LOCAL_RUNNERS:
+        if not _given(args, "--direct_num_workers"):
+            args.append(f"--direct_num_workers={os.cpu_count() or 1}")
+        if not _given(args, "--direct_running_mode"):
+            args.append("--direct_running_mode=multi_processing")
+    if runner == "DataflowRunner":
+        _check_dataflow(options)
+    environment = options.view_as(PortableOptions).environment_type
+    if runner in PACKAGED_RUNNERS and (
+        runner == "DataflowRunner" or environment in (None, "DOCKER")
+    ):
+        args += _packaging_args(options)
+    return PipelineOptions(args)
+
+
+def runs_locally(options: PipelineOptions) -> bool:
+    """Whether every worker runs on this machine (one of Beam's local runners)."""
+    return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
+
+
+def describe(options: PipelineOptions) -> str:
+    """`FnApiRunner (2 workers, multi_processing)` and the like, for progress messages."""
+    runner = options.view_as(StandardOptions).runner
+    if runner in LOCAL_RUNNERS:
+        direct = options.view_as(DirectOptions)
+        return f"{runner} ({direct.direct_num_workers} workers, {direct.direct_running_mode})"
+    return str(runner)
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
+@contextlib.contextmanager
+def quiet_stderr(enabled: bool) -> Iterator[None]:
+    """While enabled, send whatever writes to file descriptor 2 — this process and the
+    worker processes it starts — to /dev/null; Python errors still propagate."""
+    if not enabled:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(os.devnull, "wb") as devnull:
+        os.dup2(devnull.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False) -> None:
+    """Run `pipeline` to completion; any end but DONE is an error.
+
+    `quiet` silences what local worker processes write to the terminal (their logs and
+    the tracebacks of failures, which reach the caller as the exception anyway).
+    """
+    runner = pipeline.options.view_as(StandardOptions).runner
+    if runner == "DataflowRunner" and not _installed("google.cloud.storage"):
+        raise ConfigError("DataflowRunner needs Beam's GCP extras: pip install 'nmtpipe[dataflow]'")
+    with quiet_stderr(quiet and runner in LOCAL_RUNNERS):
+        result = pipeline.run()
+        state = result.wait_until_finish()
+    if state != PipelineState.DONE:
+        raise NmtpipeError(f"the Beam pipeline ended in state {state}")
+
+
+def run_branches(
+    options: PipelineOptions,
+    name: str,
+    branches: list[beam.PTransform],
+    quiet: bool = False,
+) -> None:
+    """Run several independent graphs (each applied to the pipeline's start) as one
+    pipeline (one job on a remote runner), each under its own label (`name`, or
+    `name0000`, `name0001`, ... for several)."""
+    pipeline = beam.Pipeline(options=options)
+    for k, branch in enumerate(branches):
+        label = name if len(branches) == 1 else f"{name}{k:04d}"
+        _ = pipeline | label >> branch
+    run_pipeline(pipeline, quiet)

@@ -1,0 +1,191 @@
+"""The `prepare` graph: raw corpora → Parquet shards, token counts, rejects, a summary.
+
+`PrepareCorpus` is the whole graph; its parts are composites of their own, each
+testable alone:
+
+    CorpusInputs ─CleanChunks─▶ pair batches ─WritePairShards─▶ shards (+ duplicates)
+                         ├────▶ rejects ──────┴─WriteRejectFiles─▶ reject files
+                         ├────▶ partial counts ─CountTokens─▶ count files, alphabet
+                         └────▶ statistics ─────────────────▶ WriteSummary
+
+Shards, buckets and reject files that receive no data are not written here; the
+driver fills them in (`pipelines/workflow/prepare.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apache_beam as beam
+
+from nmtpipe.pipelines.beam.summary import WriteSummary
+from nmtpipe.transforms.beam import summary_fns
+from nmtpipe.transforms.beam.prepare_fns import (
+    CHARS,
+    COUNTS,
+    FILES,
+    REJECTS,
+    STATS,
+    CleanChunksFn,
+    MergeCountsFn,
+    PlanChunksFn,
+    WriteCountsFn,
+    WritePairShardsFn,
+    WriteRejectsFn,
+    write_chars,
+)
+from nmtpipe.transforms.storage.inputs import CorpusInput
+from nmtpipe.transforms.text.clean import CleanConfig
+
+
+@dataclass(frozen=True)
+class PrepareSpec:
+    """What the prepare graph needs to know (small: it is pickled with the DoFns)."""
+
+    output: str
+    inputs: tuple[CorpusInput, ...]
+    clean: CleanConfig
+    langs: tuple[str, str]
+    shard_counts: dict[str, int]
+    count_buckets: int
+    reject_shards: int
+    chunk_lines: int = 5000
+    count_fanout: int = 4
+
+
+class CleanChunks(beam.PTransform):
+    """CorpusInputs → their pair batches keyed by (split, shard) (main output `pairs`),
+    with the `rejects`, partial token `counts` and `stats` of every chunk tagged."""
+
+    def __init__(self, spec: PrepareSpec, spill_dir: str | None) -> None:
+        super().__init__()
+        self.spec, self.spill_dir = spec, spill_dir
+
+    def expand(self, inputs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
+        s = self.spec
+        return (
+            inputs
+            | "PlanChunks" >> beam.ParDo(PlanChunksFn(s.chunk_lines))
+            | "Redistribute" >> beam.Reshuffle()
+            | "Clean"
+            >> beam.ParDo(
+                CleanChunksFn(s.clean, s.langs, s.count_buckets, s.reject_shards, self.spill_dir)
+            ).with_outputs(REJECTS, COUNTS, STATS, main="pairs")
+        )
+
+
+class WritePairShards(beam.PTransform):
+    """Keyed pair batches → one Parquet shard per (split, shard), deduplicated; tagged
+    outputs: the shards' manifest entries (`files`), their `stats`, the duplicates as
+    `rejects` and the duplicates' tokens as negative `counts`."""
+
+    def __init__(self, spec: PrepareSpec, spill_dir: str | None) -> None:
+        super().__init__()
+        self.spec, self.spill_dir = spec, spill_dir
+
+    def expand(self, pairs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
+        s = self.spec
+        writer = WritePairShardsFn(
+            s.output, s.shard_counts, s.langs, s.count_buckets, s.reject_shards, self.spill_dir
+        )
+        return (
+            pairs
+            | "GroupByShard" >> beam.GroupByKey()
+            | "WritePairShards" >> beam.ParDo(writer).with_outputs(FILES, STATS, REJECTS, COUNTS)
+        )
+
+
+class WriteRejectFiles(beam.PTransform):
+    """Reject batches keyed by reject shard, from several sources → one Parquet file per
+    shard; their manifest entries."""
+
+    def __init__(self, output: str, reject_shards: int) -> None:
+        super().__init__()
+        self.output, self.reject_shards = output, reject_shards
+
+    def expand(self, sources: tuple[beam.PCollection, ...]) -> beam.PCollection:
+        return (
+            sources
+            | "GatherRejects" >> beam.Flatten()
+            | "GroupRejects" >> beam.GroupByKey()
+            | "WriteRejects" >> beam.ParDo(WriteRejectsFn(self.output, self.reject_shards))
+        )
+
+
+def _bucket_key(key: tuple[str, int], counts: dict[str, int]) -> tuple[int, tuple[str, dict]]:
+    side, bucket = key
+    return bucket, (side, counts)
+
+
+class CountTokens(beam.PTransform):
+    """Partial token counts keyed by (side, bucket), from the chunks and (negative)
+    from the duplicates → a count file per language and joined per bucket, and the
+    alphabet; their manifest entries (main output) and token totals as `stats`."""
+
+    def __init__(self, output: str, langs: tuple[str, str], buckets: int, fanout: int) -> None:
+        super().__init__()
+        self.output, self.langs, self.buckets, self.fanout = output, langs, buckets, fanout
+
+    def expand(self, partials: tuple[beam.PCollection, beam.PCollection]) -> beam.pvalue.PValue:
+        chunk_counts, duplicate_counts = partials
+        counted = chunk_counts | "SumCounts" >> beam.CombinePerKey(
+            MergeCountsFn()
+        ).with_hot_key_fanout(self.fanout)
+        taken_back = duplicate_counts | "SumDuplicateCounts" >> beam.CombinePerKey(MergeCountsFn())
+        count_files = (
+            (counted, taken_back)
+            | "GatherCounts" >> beam.Flatten()
+            | "ByBucket" >> beam.MapTuple(_bucket_key)
+            | "GroupBuckets" >> beam.GroupByKey()
+            | "WriteCounts"
+            >> beam.ParDo(WriteCountsFn(self.output, self.langs, self.buckets)).with_outputs(
+                CHARS, STATS, main=FILES
+            )
+        )
+        chars_file = (
+            count_files[CHARS]
+            | "SumChars" >> beam.CombinePerKey(MergeCountsFn())
+            | "AllSides" >> beam.combiners.ToList()
+            | "WriteChars" >> beam.Map(write_chars, self.output)
+        )
+        files = (count_files[FILES], chars_file) | "GatherCountFiles" >> beam.Flatten()
+        return {FILES: files, STATS: count_files[STATS]}
+
+
+class PrepareCorpus(beam.PTransform):
+    """The whole prepare graph, from the pipeline's start; its only driver-visible
+    result is the summary file at `summary_url` (files written and statistics)."""
+
+    def __init__(self, spec: PrepareSpec, summary_url: str, spill_dir: str | None = None):
+        super().__init__()
+        self.spec, self.summary_url, self.spill_dir = spec, summary_url, spill_dir
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
+        s = self.spec
+        cleaned = (
+            pbegin
+            | "ListInputs" >> beam.Create(s.inputs)
+            | "CleanChunks" >> CleanChunks(s, self.spill_dir)
+        )
+        shards = cleaned.pairs | "WritePairShards" >> WritePairShards(s, self.spill_dir)
+        reject_files = (cleaned[REJECTS], shards[REJECTS]) | "WriteRejectFiles" >> WriteRejectFiles(
+            s.output, s.reject_shards
+        )
+        counts = (cleaned[COUNTS], shards[COUNTS]) | "CountTokens" >> CountTokens(
+            s.output, s.langs, s.count_buckets, s.count_fanout
+        )
+        files = (
+            (shards[FILES], reject_files, counts[FILES])
+            | "GatherFiles" >> beam.Flatten()
+            | "TagFiles" >> beam.Map(lambda entry: (summary_fns.FILE, entry))
+        )
+        stats = (
+            (cleaned[STATS], shards[STATS], counts[STATS])
+            | "GatherStats" >> beam.Flatten()
+            | "TagStats" >> beam.Map(lambda partial: (summary_fns.STATS, partial))
+        )
+        return (
+            (files, stats)
+            | "GatherSummary" >> beam.Flatten()
+            | "Summarize" >> WriteSummary(self.summary_url)
+        )

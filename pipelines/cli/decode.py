@@ -1,0 +1,120 @@
+"""`nmtpipe decode` on the command line: fairseq-generate's flags → DecodeConfig, torchrun."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from nmtpipe.trainers.loop.decode_config import DecodeConfig
+from nmtpipe.trainers.loop.launch import finish, is_main_rank, run_job
+from nmtpipe.trainers.model.search_config import SearchConfig
+from nmtpipe.transforms.errors import ConfigError
+
+SUMMARY = "translate a split or text files with beam search (torchrun), score with sacrebleu"
+DESCRIPTION = """\
+Translate with a trained checkpoint: a split of an encoded dataset (--data, default the
+one the model was trained on; --split, default test) or raw text files (--input, one
+sentence per line, normalised and encoded as the training data was). Beam search is
+batched over sentences and beams on the incremental decoder, spread over the ranks of
+a torchrun job (--nproc N on one machine). Scores BLEU and chrF with sacrebleu against
+the split's targets or --reference files.
+
+Writes to --output (any fsspec URL): hypotheses.txt (the best translation per input
+line), nbest.jsonl (n-best lists with scores), scores.json (scores and speed; last).
+
+Search: Tensor2Tensor's by default (--alpha, GNMT length penalty, T2T's stopping
+rule); --lenpen switches to fairseq's (score / length^lenpen, stop at --beam finished).
+"""
+EPILOG = """\
+examples:
+  nmtpipe decode --checkpoint runs/ckpt/checkpoint_best.pt --output runs/decoded
+  nmtpipe decode --checkpoint s3://b/ckpt/checkpoint_best.pt --input news.en \\
+      --reference news.zh --output s3://b/news-decoded --beam 5 --lenpen 1.0 --nproc 8
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    io = parser.add_argument_group("input and output")
+    io.add_argument("--checkpoint", metavar="URL", help="a checkpoint of nmtpipe train")
+    io.add_argument("--output", metavar="URL", help="folder for the outputs")
+    io.add_argument("--data", metavar="URL", help="an encode output (default: the training data)")
+    io.add_argument("--split", default="test", help="the split of --data (default: test)")
+    io.add_argument("--input", action="append", default=[], metavar="FILE",
+                    help="raw text to translate instead of a split (repeatable)")  # fmt: skip
+    io.add_argument("--reference", action="append", default=[], metavar="FILE",
+                    help="references of --input, line by line (repeatable)")  # fmt: skip
+    io.add_argument("--format", choices=["arrow", "fairseq"], help="default: as trained")
+    io.add_argument("--cache-dir", metavar="DIR", help="local cache for remote shards")
+    io.add_argument("--bleu-tokenize", help="sacrebleu tokenizer (default: zh for zh, else 13a)")
+    search = parser.add_argument_group("search")
+    numbers = {
+        "--beam": (int, 4), "--nbest": (int, 1), "--alpha": (float, 0.6),
+        "--min-len": (int, 0), "--no-repeat-ngram-size": (int, 0), "--unk-penalty": (float, 0.0),
+    }  # fmt: skip
+    for flag, (kind, default) in numbers.items():
+        search.add_argument(flag, type=kind, default=default, help=f"default: {default}")
+    search.add_argument("--lenpen", type=float, help="fairseq's length penalty and stopping")
+    search.add_argument("--max-len-a", type=float, help="max length a*src_len+b (T2T 1, fs 0)")
+    search.add_argument("--max-len-b", type=int, help="(default: T2T 50, fairseq 200)")
+    job = parser.add_argument_group("job")
+    job.add_argument("--nproc", type=int, default=1, help="processes on this machine")
+    job.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
+    job.add_argument("--buffer-size", type=int, default=10_000, help="sentences per window")
+    job.add_argument("--max-source-positions", type=int, default=1024,
+                     help="longer inputs are truncated (default: 1024)")  # fmt: skip
+    job.add_argument("--skip-invalid-size-inputs", action="store_true",
+                     help="skip longer inputs (an empty line in hypotheses.txt)")  # fmt: skip
+
+
+def config_from_args(args: argparse.Namespace) -> DecodeConfig:
+    if not args.checkpoint or not args.output:
+        raise ConfigError("--checkpoint and --output are required")
+    try:
+        search = SearchConfig(
+            beam=args.beam, nbest=args.nbest, alpha=args.alpha, lenpen=args.lenpen,
+            max_len_a=args.max_len_a, max_len_b=args.max_len_b, min_len=args.min_len,
+            no_repeat_ngram_size=args.no_repeat_ngram_size, unk_penalty=args.unk_penalty,
+        )  # fmt: skip
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    names = ["output", "data", "split", "max_tokens", "buffer_size", "max_source_positions",
+             "skip_invalid_size_inputs", "bleu_tokenize", "format", "cache_dir"]  # fmt: skip
+    return DecodeConfig(
+        checkpoint=args.checkpoint, inputs=tuple(args.input), references=tuple(args.reference),
+        search=search, **{name: getattr(args, name) for name in names},
+    )  # fmt: skip
+
+
+def report(summary: dict) -> str:
+    done = (
+        f"translated {summary['sentences']:,} sentences in {summary['seconds']} s "
+        f"({summary['sentences_per_s']:,.1f} sentences/s, "
+        f"{summary['target_tokens_per_s']:,.0f} target tokens/s, {summary['world']} rank(s))"
+    )
+    notes = [f"{summary[k]} {k}" for k in ("truncated", "skipped", "unfinished") if summary[k]]
+    if notes:
+        done += "; " + ", ".join(notes)
+    lines = [done]
+    for name in ("bleu", "chrf"):
+        if name in summary:
+            lines.append(f"{summary[f'{name}_line']}  ({summary[f'{name}_signature']})")
+    return "\n".join(lines)
+
+
+def show(summary: dict[str, Any]) -> None:
+    """The summary as a JSON line on stdout, the report for the user on stderr."""
+    print(json.dumps({"summary": summary}, ensure_ascii=False), flush=True)
+    print(report(summary), file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    """With --nproc N the job runs on N processes under torchrun; under torchrun
+    (a multi-node job) each rank decodes its share, and the first reports."""
+    if beam_args:
+        raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
+    summary = run_job(config_from_args(args), args.nproc, args.verbose)
+    if is_main_rank():
+        show(summary)
+    return finish()

@@ -1,0 +1,104 @@
+"""`nmtpipe encode` on the command line: flags → EncodeConfig, and a short report."""
+
+from __future__ import annotations
+
+import argparse
+
+from nmtpipe.pipelines.cli import logs
+from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
+from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.formats.encoded_dataset import FORMATS
+from nmtpipe.transforms.storage.commit import StepOutcome
+
+SUMMARY = "encode the prepared pairs with the vocabulary: Arrow and fairseq mmap shards"
+DESCRIPTION = """\
+Encode a prepared dataset (`nmtpipe prepare`'s --output) with a vocabulary (`nmtpipe
+vocab`'s --output) in Beam, and write to --output:
+
+  arrow/SPLIT-K-of-N.arrow   Arrow IPC streams: id (int64), src and tgt (lists of ids),
+                             readable zero-copy with pyarrow.memory_map and by HF datasets
+  fairseq/                   a fairseq data-bin: SPLIT[K].SRC-TGT.LANG.bin/.idx (fairseq's
+                             MMapIndexedDataset) and dict.LANG.txt, for `fairseq-train`
+
+Each split is cut into parts of about --rows-per-task pairs (whole Parquet row groups of
+the prepared shards): one Beam task and one file (Arrow) or file pair (fairseq) each.
+  stats.json                 tokens, <unk> counts and length percentiles per split/language
+  manifest.json              written last: files, sizes, sha256, dtypes, id layouts, inputs
+
+Every sentence ends in EOS. Arrow ids are the vocabulary's own (T2T: <pad>=0 <EOS>=1;
+SentencePiece: <s>=0 <pad>=1 </s>=2 <unk>=3), fairseq ids are fairseq's dictionary ids;
+the manifest records both layouts. Python: transforms.encoded_dataset.open_dataset(URL).
+"""
+EPILOG = """\
+examples:
+  nmtpipe encode --prepared runs/prepared --vocab runs/vocab --output runs/encoded
+  nmtpipe encode --prepared s3://bucket/prepared --vocab s3://bucket/vocab \\
+      --output s3://bucket/encoded --formats fairseq --runner DataflowRunner ...
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    main = parser.add_argument_group("encoding")
+    main.add_argument("--prepared", metavar="URL", help="a committed `nmtpipe prepare` output")
+    main.add_argument("--vocab", metavar="URL", help="a committed `nmtpipe vocab` output")
+    main.add_argument("--output", metavar="URL", help="where to write the encoded shards")
+    main.add_argument(
+        "--formats",
+        default=",".join(FORMATS),
+        metavar="LIST",
+        help="comma-separated, from %(default)s (default: both)",
+    )
+    main.add_argument(
+        "--batch-size",
+        type=int,
+        default=EncodeConfig.batch_size,
+        metavar="N",
+        help="pairs per encode batch and Arrow record batch (default: %(default)s)",
+    )
+    main.add_argument(
+        "--rows-per-task",
+        type=int,
+        default=EncodeConfig.rows_per_task,
+        metavar="N",
+        help="pairs per Beam task and output file, in whole Parquet row groups "
+        "(default: %(default)s)",
+    )
+    logs.add_rebuild_flags(main)
+
+
+def config_from_args(args: argparse.Namespace) -> EncodeConfig:
+    if not args.prepared or not args.vocab or not args.output:
+        raise ConfigError("--prepared, --vocab and --output are required")
+    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
+    return EncodeConfig(
+        args.prepared, args.vocab, args.output, formats, args.batch_size, args.rows_per_task
+    )
+
+
+def report(outcome: StepOutcome) -> str:
+    doc = outcome.manifest
+    head = (
+        f"cached: {outcome.output} already holds this encoding"
+        if outcome.cached
+        else f"encoded into {outcome.output} in {outcome.seconds:.1f} s on {outcome.runner}"
+    )
+    lines = [head, f"  formats {', '.join(doc['formats'])}; dtypes {doc['dtypes']}"]
+    for split, info in outcome.stats["splits"].items():
+        sides = []
+        for lang in doc["languages"].values():
+            side = info[lang]
+            sides.append(
+                f"{lang} {side['tokens']:>10,} tokens ({side['unk_percent']}% <unk>, "
+                f"p99 length {side['length_tokens']['p99']})"
+            )
+        lines.append(f"  {split:<6} {info['pairs']:>9,} pairs  " + "  ".join(sides))
+    return "\n".join(lines)
+
+
+def show(outcome: StepOutcome) -> None:
+    print(report(outcome), flush=True)
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    show(run_encode(config_from_args(args), beam_args, **logs.step_options(args)))
+    return 0

@@ -1,0 +1,62 @@
+"""What nmtpipe's command line shows of Beam's logging and of its worker processes.
+
+By default a run shows nmtpipe's own progress and, on failure, one line. Beam logs at
+length (every worker failure comes with two tracebacks), its local worker processes
+write their logs straight to the terminal (`pipelines/beam/options.py` silences them),
+and importing Beam without its GCP extras warns about a BigQuery client nmtpipe never
+uses. `--verbose` shows all of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Any
+
+_IMPORT_NOISE = "apitools not found"
+
+
+class _DropImportNoise(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(_IMPORT_NOISE)
+
+
+def progress(message: str) -> None:
+    """A progress line for the user, on stderr (stdout carries the step's report)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def add_rebuild_flags(group: argparse._ArgumentGroup) -> None:
+    """--force and --replace, the same for every Beam step."""
+    group.add_argument(
+        "--force", action="store_true", help="rebuild even if --output holds this result"
+    )
+    group.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace a result of other inputs or options in --output (an identical one is "
+        "still reused)",
+    )
+
+
+def step_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What every step takes from the general flags: --force, --replace, how much to show."""
+    return {
+        "force": args.force,
+        "replace": args.replace,
+        "log": progress,
+        "quiet": not args.verbose,
+    }
+
+
+def configure(verbose: bool) -> None:
+    """Set up logging; call before Beam is imported, so its import-time warning is filtered."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    root = logging.getLogger()
+    if not verbose and not any(isinstance(f, _DropImportNoise) for f in root.filters):
+        root.addFilter(_DropImportNoise())
+    logging.getLogger("apache_beam").setLevel(logging.INFO if verbose else logging.CRITICAL)

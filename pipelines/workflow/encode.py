@@ -1,0 +1,348 @@
+"""`nmtpipe encode` on the driver: prepared Parquet shards → Arrow and fairseq shards of ids.
+
+One Beam task per part of a prepared split writes its Arrow file and fairseq
+`.bin/.idx` pairs (`pipelines/beam/encode_graph.py`, `transforms/formats/encode_part.py`).
+The driver then copies the fairseq dictionaries next to the `.bin` files, so that
+`{output}/fairseq` is a data-bin `fairseq-train` reads, writes `stats.json`, and
+commits the output by writing `manifest.json` last.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from nmtpipe import __version__
+from nmtpipe.pipelines.beam.encode_graph import EncodeShards
+from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branches
+from nmtpipe.pipelines.beam.summary import read_summary
+from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
+from nmtpipe.transforms.formats.encode_part import EncodeSpec, EncodeTask
+from nmtpipe.transforms.formats.encoded_dataset import ARROW, FAIRSEQ, FORMATS, KIND
+from nmtpipe.transforms.formats.prepared import read_prepared
+from nmtpipe.transforms.formats.shard_names import fairseq_prefix
+from nmtpipe.transforms.storage import fsio, manifest
+from nmtpipe.transforms.storage.commit import STAGING, StepOutcome, commit, reuse_committed
+from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
+from nmtpipe.transforms.text.stats import summarize_lengths
+from nmtpipe.transforms.vocab import id_layout
+from nmtpipe.transforms.vocab.vocabulary import (
+    Vocabulary,
+    arrow_dtype,
+    fairseq_dtype,
+    open_vocabulary,
+)
+
+if TYPE_CHECKING:
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+_OURS = re.compile(r"^(arrow/[^/]+\.arrow|fairseq/[^/]+\.(bin|idx)|fairseq/dict\.[^/]+\.txt)$")
+
+
+@dataclass(frozen=True)
+class EncodeConfig:
+    """What `nmtpipe encode` was asked to do."""
+
+    prepared: str
+    vocab: str
+    output: str
+    formats: tuple[str, ...] = FORMATS
+    batch_size: int = 2048
+    rows_per_task: int = 50_000
+
+    def __post_init__(self) -> None:
+        unknown = [f for f in self.formats if f not in FORMATS]
+        if unknown or not self.formats:
+            raise ConfigError(
+                f"--formats takes one or more of {','.join(FORMATS)}, not {','.join(self.formats)}"
+            )
+        if self.batch_size < 1 or self.rows_per_task < 1:
+            raise ConfigError("--batch-size and --rows-per-task must be at least 1")
+
+
+def plan_tasks(
+    root: str, prepared: dict[str, Any], langs: dict[str, str], rows_per_task: int
+) -> list[EncodeTask]:
+    """Runs of row groups of about `rows_per_task` rows, in shard order, per split.
+
+    Only Parquet footers are read (in parallel: on object storage each is a request).
+    Empty shards give no task: fairseq cannot map an empty `.bin`.
+    """
+    urls = {
+        split: [fsio.join(root, path) for path in info["files"]]
+        for split, info in prepared["splits"].items()
+    }
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        all_urls = [url for split_urls in urls.values() for url in split_urls]
+        groups = dict(zip(all_urls, pool.map(fsio.parquet_row_groups, all_urls), strict=True))
+    tasks = []
+    for split, split_urls in urls.items():
+        runs = [(url, run) for url in split_urls for run in _runs(groups[url], rows_per_task)]
+        tasks += [
+            EncodeTask(split, k, len(runs), url, run, fairseq_prefix(split, k, langs))
+            for k, (url, run) in enumerate(runs)
+        ]
+    return tasks
+
+
+def _runs(rows: list[int], target: int) -> list[tuple[int, ...]]:
+    """Consecutive non-empty row groups, cut once a run holds `target` rows or more."""
+    runs: list[tuple[int, ...]] = []
+    current: list[int] = []
+    size = 0
+    for index, n in enumerate(rows):
+        if n:
+            current.append(index)
+            size += n
+        if size >= target:
+            runs.append(tuple(current))
+            current, size = [], 0
+    if current:
+        runs.append(tuple(current))
+    return runs
+
+
+def _id_spaces(vocab: Vocabulary, langs: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """Per format: the number of ids of each language and one dtype wide enough for both."""
+    encoders = {lang: vocab.encoder(lang) for lang in langs.values()}
+    arrow = {lang: e.vocab_size for lang, e in encoders.items()}
+    fairseq = {lang: e.dictionary_size for lang, e in encoders.items()}
+    return {
+        ARROW: {"sizes": arrow, "dtype": arrow_dtype(max(arrow.values())).name},
+        FAIRSEQ: {"sizes": fairseq, "dtype": fairseq_dtype(max(fairseq.values())).name},
+    }
+
+
+def _check_languages(prepared: dict[str, Any], vocab: Vocabulary) -> dict[str, str]:
+    langs = prepared["options"]["languages"]
+    if vocab.doc["languages"] != langs:
+        raise InputError(
+            f"the vocabulary at {vocab.root} is for {vocab.doc['languages']}, "
+            f"the prepared data is {langs}"
+        )
+    return langs
+
+
+def finalize_stats(partial: dict[str, Any], splits: list[str], langs: dict[str, str]) -> dict:
+    """`stats.json`: per split and language, tokens (EOS included), unknowns, lengths."""
+    out: dict[str, Any] = {}
+    for split in splits:
+        raw = partial.get("splits", {}).get(split, {})
+        out[split] = {"pairs": int(raw.get("pairs", 0))}
+        for role, lang in langs.items():
+            side = raw.get(role, {})
+            tokens, unk = int(side.get("tokens", 0)), int(side.get("unk", 0))
+            out[split][lang] = {
+                "tokens": tokens,
+                "unk": unk,
+                "unk_percent": round(100 * unk / tokens, 3) if tokens else 0.0,
+                "length_tokens": summarize_lengths(side.get("length_hist", {})),
+            }
+    return {"splits": out}
+
+
+def _copy_dicts(vocab: Vocabulary, out: str, langs: dict[str, str]) -> list[dict[str, Any]]:
+    entries = []
+    for lang in langs.values():
+        text = fsio.read_bytes(vocab.dict_url(lang))
+        written = fsio.write_bytes(fsio.join(out, FAIRSEQ, f"dict.{lang}.txt"), text)
+        entries.append(file_entry(out, written, "fairseq-dict", text.count(b"\n"), lang=lang))
+    return entries
+
+
+def _check_complete(
+    config: EncodeConfig, tasks: list[EncodeTask], files: list[dict], stats: dict, prepared: dict
+) -> None:
+    """Refuse to commit unless every part was written and every pair encoded."""
+    for split, info in prepared["splits"].items():
+        if stats["splits"][split]["pairs"] != info["pairs"]:
+            raise OutputError(
+                f"encoded {stats['splits'][split]['pairs']} {split} pairs of {info['pairs']}; "
+                "nothing committed"
+            )
+    per_task = (ARROW in config.formats) + 4 * (FAIRSEQ in config.formats)  # + .bin/.idx x2
+    if len(files) != per_task * len(tasks):
+        raise OutputError(
+            f"wrote {len(files)} files for {len(tasks)} parts, expected {per_task * len(tasks)}; "
+            "nothing committed"
+        )
+
+
+def _manifest_doc(
+    config: EncodeConfig,
+    fingerprint: str,
+    inputs: dict[str, Any],
+    vocab: Vocabulary,
+    spaces: dict[str, dict[str, Any]],
+    files: list[dict[str, Any]],
+    stats: dict[str, Any],
+) -> dict[str, Any]:
+    langs = inputs["languages"]
+
+    def split_info(split: str) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "pairs": stats["splits"][split]["pairs"],
+            "tokens": {lang: stats["splits"][split][lang]["tokens"] for lang in langs.values()},
+        }
+        if ARROW in config.formats:
+            info[ARROW] = sorted(
+                f["path"] for f in files if f["kind"] == "arrow" and f["split"] == split
+            )
+        if FAIRSEQ in config.formats:
+            # In part order (train, train1, ..., train10): the order of the pairs.
+            prefixes = {
+                f["part"]: f["path"].rsplit(".", 2)[0]
+                for f in files
+                if f["kind"] == "fairseq-bin" and f["split"] == split
+            }
+            info[FAIRSEQ] = [prefixes[part] for part in sorted(prefixes)]
+        return info
+
+    layouts = {
+        ARROW: id_layout.layout_of(vocab.model).as_dict(),
+        FAIRSEQ: id_layout.FAIRSEQ.as_dict(),
+    }
+    return {
+        "kind": KIND,
+        "code_version": __version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "fingerprint": fingerprint,
+        **inputs,
+        "formats": list(config.formats),
+        "dtypes": {f: spaces[f]["dtype"] for f in config.formats},
+        "vocab_sizes": {f: spaces[f]["sizes"] for f in config.formats},
+        "joined": vocab.doc["options"]["joined"],
+        "id_layouts": {f: layouts[f] for f in config.formats},
+        "vocab_model": vocab.model,
+        "splits": {split: split_info(split) for split in stats["splits"]},
+        "stats": STATS_FILE,
+        "files": sorted(files, key=lambda f: f["path"]),
+    }
+
+
+class EncodeRun:
+    """One output to encode: its part of a pipeline, then its commit."""
+
+    def __init__(
+        self,
+        config: EncodeConfig,
+        fingerprint: str,
+        root: str,
+        prepared: dict,
+        vocab: Vocabulary,
+        langs: dict[str, str],
+    ) -> None:
+        self.config, self.fingerprint, self.prepared = config, fingerprint, prepared
+        self.vocab, self.langs = vocab, langs
+        self.out = fsio.canonical_url(config.output)
+        self.inputs = {
+            "prepared": {"url": root, "fingerprint": prepared["fingerprint"]},
+            "vocab": {"url": vocab.root, "fingerprint": vocab.fingerprint},
+            "languages": langs,
+        }
+        self.tasks = plan_tasks(root, prepared, langs, config.rows_per_task)
+        self.spaces = _id_spaces(vocab, langs)
+        self.summary_url = fsio.join(self.out, STAGING, f"summary-{uuid.uuid4().hex}.json")
+
+    def describe(self) -> str:
+        shards = sum(len(info["files"]) for info in self.prepared["splits"].values())
+        return (
+            f"{shards} prepared shard(s) as {len(self.tasks)} part(s) into {self.out} "
+            f"({', '.join(self.config.formats)})"
+        )
+
+    def graph(self) -> EncodeShards:
+        spec = EncodeSpec(
+            self.out,
+            self.vocab.root,
+            self.vocab.doc,
+            self.langs,
+            self.config.formats,
+            self.spaces[ARROW]["dtype"],
+            self.spaces[FAIRSEQ]["dtype"],
+            self.config.batch_size,
+        )
+        return EncodeShards(spec, self.tasks, self.summary_url)
+
+    def commit(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Check what the pipeline wrote and commit it: the manifest and statistics."""
+        config, out = self.config, self.out
+        summary = read_summary(self.summary_url)
+        stats = finalize_stats(summary["stats"], list(self.prepared["splits"]), self.langs)
+        files = summary["files"]
+        _check_complete(config, self.tasks, files, stats, self.prepared)
+        if FAIRSEQ in config.formats:
+            files += _copy_dicts(self.vocab, out, self.langs)
+        written = fsio.write_bytes(
+            fsio.join(out, STATS_FILE),
+            json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n",
+        )
+        files.append(file_entry(out, written, "stats", 1))
+        doc = _manifest_doc(
+            config, self.fingerprint, self.inputs, self.vocab, self.spaces, files, stats
+        )
+        return commit(out, KIND, doc, _OURS), stats
+
+
+def start_encode(
+    config: EncodeConfig, force: bool, replace: bool, log: Callable[[str], None]
+) -> EncodeRun | tuple[dict[str, Any], dict[str, Any]]:
+    """The committed manifest and statistics if `config.output` already holds this
+    result, else the run that will make it."""
+    root, prepared = read_prepared(config.prepared)
+    vocab = open_vocabulary(config.vocab)
+    langs = _check_languages(prepared, vocab)
+    out = fsio.canonical_url(config.output)
+    fingerprint = manifest.fingerprint(
+        {
+            "step": KIND,
+            "code_version": __version__,
+            "prepared": prepared["fingerprint"],
+            "vocab": vocab.fingerprint,
+            "formats": list(config.formats),
+            "batch_size": config.batch_size,  # record batch boundaries in the Arrow files
+            "rows_per_task": config.rows_per_task,  # how the output is cut into files
+        }
+    )
+    committed = reuse_committed(out, KIND, fingerprint, force, log, replace)
+    if committed is not None:
+        return committed, json.loads(fsio.read_bytes(fsio.join(out, STATS_FILE)))
+    return EncodeRun(config, fingerprint, root, prepared, vocab, langs)
+
+
+def encode_runs(
+    runs: list[EncodeRun], options: PipelineOptions, quiet: bool = False
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Encode several outputs in one Beam pipeline (one job on a remote runner), then
+    commit each; returns their manifests and statistics."""
+    run_branches(options, "Encode", [run.graph() for run in runs], quiet)
+    return [run.commit() for run in runs]
+
+
+def run_encode(
+    config: EncodeConfig,
+    beam_args: list[str],
+    force: bool = False,
+    replace: bool = False,
+    log: Callable[[str], None] = lambda _: None,
+    quiet: bool = False,
+) -> StepOutcome:
+    """Encode into `config.output` unless it already holds this exact result."""
+    started = time.perf_counter()
+    options = pipeline_options(beam_args)
+    run = start_encode(config, force, replace, log)
+    if not isinstance(run, EncodeRun):
+        committed, stats = run
+        out = fsio.canonical_url(config.output)
+        return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
+    runner = describe(options)
+    log(f"encoding {run.describe()} on {runner}")
+    ((committed, stats),) = encode_runs([run], options, quiet)
+    return StepOutcome(run.out, False, committed, stats, time.perf_counter() - started, runner)

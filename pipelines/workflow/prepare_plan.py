@@ -1,0 +1,218 @@
+"""What `nmtpipe prepare` will do: the user's options, resolved into a plan.
+
+Resolving happens on the driver before any pipeline starts: every input is found (or
+reported missing), identified by size and version for the fingerprint, and the shard
+layout is fixed from the input size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from nmtpipe import __version__
+from nmtpipe.pipelines.beam.prepare_graph import PrepareSpec
+from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.formats.prepared import KIND
+from nmtpipe.transforms.storage import fsio, manifest
+from nmtpipe.transforms.storage.inputs import (
+    CorpusInput,
+    resolve_pair_prefix,
+    resolve_tsv,
+    split_archive_url,
+)
+from nmtpipe.transforms.text.clean import CleanConfig
+from nmtpipe.transforms.text.filters import FilterConfig
+from nmtpipe.transforms.text.normalize import NormalizeConfig
+from nmtpipe.transforms.text.split import SPLITS, SplitConfig, SplitKey
+from nmtpipe.transforms.vocab.counts import JOINED
+
+# One train shard (and one count bucket) per this many bytes of (uncompressed) input.
+AUTO_SHARD_BYTES = 32 << 20
+COMPRESSION_FACTOR = 4
+_LANG = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+@dataclass(frozen=True)
+class PrepareConfig:
+    """Everything `nmtpipe prepare` was asked to do, as given (inputs unresolved)."""
+
+    src_lang: str
+    tgt_lang: str
+    output: str
+    trainpref: tuple[str, ...] = ()
+    validpref: tuple[str, ...] = ()
+    testpref: tuple[str, ...] = ()
+    tsv: tuple[str, ...] = ()
+    tsv_columns: tuple[int, int] = (0, 1)
+    num_shards: int | None = None
+    valid_shards: int = 1
+    test_shards: int = 1
+    valid_fraction: float = 0.01
+    test_fraction: float = 0.01
+    split_key: SplitKey = "pair"
+    seed: int = 0
+    normalize: NormalizeConfig = NormalizeConfig()
+    filters: FilterConfig = FilterConfig()
+    chunk_lines: int = 5000
+    count_buckets: int | None = None
+    count_fanout: int = 4
+    # Where cleaned batches meet the shard writers (`PrepareRun`); not part of the result.
+    spill_dir: str | None = "auto"
+
+    def __post_init__(self) -> None:
+        for flag, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):
+            if not _LANG.match(lang) or lang == JOINED:
+                raise ConfigError(f"{flag} {lang!r} is not a usable language code")
+        if self.src_lang == self.tgt_lang:
+            raise ConfigError("--src-lang and --tgt-lang must differ")
+        if not self.trainpref and not self.tsv:
+            raise ConfigError("give the training data with --trainpref or --tsv")
+        for name in ("num_shards", "count_buckets"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.chunk_lines < 1 or self.valid_shards < 1 or self.test_shards < 1:
+            raise ConfigError("chunk and shard sizes must be at least 1")
+
+
+@dataclass(frozen=True)
+class PreparePlan:
+    """A config with its inputs resolved and its shard layout and fingerprint decided."""
+
+    config: PrepareConfig
+    output: str
+    inputs: tuple[CorpusInput, ...]
+    identities: tuple[dict[str, Any], ...]
+    clean: CleanConfig
+    count_buckets: int
+    reject_shards: int
+
+    @property
+    def langs(self) -> tuple[str, str]:
+        return self.config.src_lang, self.config.tgt_lang
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        return self.clean.split.splits()
+
+    def shard_counts(self) -> dict[str, int]:
+        return dict(self.clean.split.shards)
+
+    def options(self) -> dict[str, Any]:
+        """The options that shape the output (recorded in the manifest, fingerprinted)."""
+        return {
+            "languages": {"src": self.config.src_lang, "tgt": self.config.tgt_lang},
+            "normalize": dataclasses.asdict(self.clean.normalize),
+            "filters": dataclasses.asdict(self.clean.filters),
+            "split": dataclasses.asdict(self.clean.split),
+            "count_buckets": self.count_buckets,
+            "reject_shards": self.reject_shards,
+        }
+
+    def spec(self) -> PrepareSpec:
+        """What the Beam graph needs of the plan."""
+        return PrepareSpec(
+            output=self.output,
+            inputs=self.inputs,
+            clean=self.clean,
+            langs=self.langs,
+            shard_counts=self.shard_counts(),
+            count_buckets=self.count_buckets,
+            reject_shards=self.reject_shards,
+            chunk_lines=self.config.chunk_lines,
+            count_fanout=self.config.count_fanout,
+        )
+
+    @property
+    def fingerprint(self) -> str:
+        return manifest.fingerprint(
+            {"step": KIND, "code_version": __version__, "inputs": self.identities, **self.options()}
+        )
+
+
+def resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:
+    """Every input the config names, found (globs expanded) or reported missing."""
+    inputs: list[CorpusInput] = []
+    for role, prefixes in (
+        ("train", config.trainpref),
+        ("valid", config.validpref),
+        ("test", config.testpref),
+    ):
+        for prefix in prefixes:
+            inputs += resolve_pair_prefix(prefix, config.src_lang, config.tgt_lang, role)
+    for pattern in config.tsv:
+        inputs += resolve_tsv(pattern, config.tsv_columns, "train")
+    seen: set[str] = set()
+    for inp in inputs:
+        for url in inp.urls():
+            if url in seen:
+                raise ConfigError(f"{url} is given more than once")
+            seen.add(url)
+    return inputs
+
+
+def identity(inp: CorpusInput) -> dict[str, Any]:
+    """What identifies an input's content: its role, columns and files' size and version."""
+    files = []
+    for url in inp.urls():
+        archived = split_archive_url(url)
+        if archived:
+            member, archive = archived
+            files.append({**fsio.file_identity(archive), "member": member})
+        else:
+            files.append(fsio.file_identity(url))
+    return {"role": inp.role, "origin": inp.origin, "columns": list(inp.columns), "files": files}
+
+
+def _estimated_bytes(identities: tuple[dict[str, Any], ...]) -> int:
+    total = 0
+    for ident in identities:
+        for f in ident["files"]:
+            compressed = re.search(r"\.(gz|bz2|xz|zst|tgz)$", f["url"]) is not None
+            total += f["size"] * (COMPRESSION_FACTOR if compressed else 1)
+    return total
+
+
+def make_plan(
+    config: PrepareConfig,
+    inputs: tuple[CorpusInput, ...] | None = None,
+    roles: frozenset[str] | None = None,
+) -> PreparePlan:
+    """Resolve inputs (checking they exist) and decide the layout of the output.
+
+    A refresh prepares each input alone: `inputs` is then that one, and `roles` the
+    roles of all the config's inputs, so that valid and test pairs are carved from the
+    training data exactly as they would be when everything is prepared at once.
+    """
+    inputs = tuple(resolve_inputs(config)) if inputs is None else inputs
+    identities = tuple(identity(i) for i in inputs)
+    explicit = {i.role for i in inputs} if roles is None else set(roles)
+    fractions = {"valid": config.valid_fraction, "test": config.test_fraction}
+    carve = tuple(s for s in ("valid", "test") if s not in explicit and fractions[s] > 0)
+    train_shards = config.num_shards or max(
+        1, math.ceil(_estimated_bytes(identities) / AUTO_SHARD_BYTES)
+    )
+    shards = {"train": train_shards, "valid": config.valid_shards, "test": config.test_shards}
+    present = {"train"} | explicit | set(carve)
+    split = SplitConfig(
+        valid_fraction=config.valid_fraction,
+        test_fraction=config.test_fraction,
+        carve=carve,
+        key=config.split_key,
+        seed=config.seed,
+        shards=tuple((s, shards[s]) for s in SPLITS if s in present),
+    )
+    return PreparePlan(
+        config=config,
+        output=fsio.canonical_url(config.output),
+        inputs=inputs,
+        identities=identities,
+        clean=CleanConfig(normalize=config.normalize, filters=config.filters, split=split),
+        count_buckets=config.count_buckets or train_shards,
+        # Rejects can be as many as the pairs (a noisy crawl): shard them alike.
+        reject_shards=train_shards,
+    )

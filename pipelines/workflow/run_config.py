@@ -1,0 +1,67 @@
+"""A checked workflow config: the storage root, each step's typed config, Beam options.
+
+`nmtpipe run` and `nmtpipe refresh` read the same YAML (the command line's loader,
+`pipelines/cli/config_file.py`, checks it against each step's options). The workflow
+connects the steps under the root:
+
+    {root}/prepared → {root}/vocab → {root}/encoded → {root}/checkpoints → {root}/decoded
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nmtpipe.pipelines.workflow.encode import EncodeConfig
+from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
+from nmtpipe.pipelines.workflow.vocab import VocabConfig
+from nmtpipe.trainers.loop.decode_config import DecodeConfig
+from nmtpipe.trainers.loop.run_files import BEST, LAST
+from nmtpipe.trainers.loop.train_config import TrainConfig
+from nmtpipe.transforms.storage import fsio
+
+STEPS = ("prepare", "vocab", "encode", "train", "decode")
+BEAM_STEPS = ("prepare", "vocab", "encode")
+TORCH_STEPS = ("train", "decode")
+# What each step reads and writes under the root: set by the workflow, never by a config.
+WIRING: dict[str, dict[str, str]] = {
+    "prepare": {"output": "prepared"},
+    "vocab": {"prepared": "prepared", "output": "vocab"},
+    "encode": {"prepared": "prepared", "vocab": "vocab", "output": "encoded"},
+    "train": {"data": "encoded", "save_dir": "checkpoints"},
+    "decode": {"checkpoint": f"checkpoints/{BEST}", "output": "decoded"},
+}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A checked workflow config; each step's config is wired to its place under `root`."""
+
+    root: str
+    prepare: PrepareConfig
+    vocab: VocabConfig
+    encode: EncodeConfig
+    train: TrainConfig
+    decode: DecodeConfig
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # as written
+    beam: tuple[str, ...] = ()  # Beam pipeline options of the Beam steps
+    nproc: dict[str, int] = field(default_factory=dict)  # processes of the torch steps
+    refresh: dict[str, Any] = field(default_factory=dict)  # `nmtpipe refresh`'s settings
+
+    def url(self, rel: str) -> str:
+        return fsio.join(self.root, rel)
+
+    def step(self, name: str) -> Any:
+        """The typed config of step `name`."""
+        return getattr(self, name)
+
+    def best_checkpoint(self) -> str:
+        """The checkpoint decode reads: the best one, or the last one when training
+        ended before any validation chose a best."""
+        best = self.url(WIRING["decode"]["checkpoint"])
+        return best if fsio.exists(best) else self.url(f"checkpoints/{LAST}")
+
+
+def wiring(root: str, step: str) -> dict[str, str]:
+    """A step's paths under `root`, by option name (`output`, `prepared`, ...)."""
+    return {dest: fsio.join(root, rel) for dest, rel in WIRING[step].items()}

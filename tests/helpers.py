@@ -1,0 +1,65 @@
+"""What the tests share besides fixtures: the example corpus, runner options, goldens."""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+EXAMPLE = Path(str(resources.files("nmtpipe.pipelines") / "example"))
+DATA = Path(__file__).parent / "data"
+GOLDEN = DATA / "golden"
+
+# The FnApiRunner in one process: fast, and what the in-memory DirectRunner runs on.
+IN_MEMORY = ["--runner=FnApiRunner", "--direct_num_workers=1", "--direct_running_mode=in_memory"]
+# Worker processes: proves that every DoFn pickles and that nothing leans on shared state.
+MULTI_PROCESS = [
+    "--runner=FnApiRunner",
+    "--direct_num_workers=2",
+    "--direct_running_mode=multi_processing",
+]
+
+
+def example_lines(name: str, lang: str, limit: int | None = None) -> list[str]:
+    """Lines of a bundled example file, undecoded line ends (CRLF) kept."""
+    with gzip.open(EXAMPLE / f"{name}.{lang}.gz", "rt", encoding="utf-8", newline="") as f:
+        lines = f.read().split("\n")[:-1]
+    return lines[:limit]
+
+
+def write_pair(prefix: Path, src: list[str] | bytes, tgt: list[str] | bytes, langs=("en", "zh")):
+    """Write PREFIX.en and PREFIX.zh; lists of lines get a final newline, bytes go as they are."""
+    for lang, side in zip(langs, (src, tgt), strict=True):
+        data = side if isinstance(side, bytes) else ("\n".join(side) + "\n").encode()
+        Path(f"{prefix}.{lang}").write_bytes(data)
+    return prefix
+
+
+def prepare_example(folder: Path, every: int, **options) -> str:
+    """Every `every`-th pair of the bundled example corpus, prepared in-process into
+    `folder/prepared` (PrepareConfig `options` as given); the output's path."""
+    from nmtpipe.pipelines.workflow.prepare import run_prepare
+    from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
+
+    corpus = write_pair(
+        folder / "train",
+        example_lines("tatoeba-cmn", "en")[::every],
+        example_lines("tatoeba-cmn", "zh")[::every],
+    )
+    out = str(folder / "prepared")
+    run_prepare(PrepareConfig("en", "zh", out, trainpref=(str(corpus),), **options), IN_MEMORY)
+    return out
+
+
+def golden_counts(name: str) -> Counter[str]:
+    """A counts file written by shared/tools/t2t_vocab.py (T2T's own counting)."""
+    unescape = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
+    counts: Counter[str] = Counter()
+    with gzip.open(GOLDEN / name, "rt", encoding="utf-8", newline="\n") as f:
+        for row in f.read().split("\n"):
+            if row:
+                token, count = row.rsplit("\t", 1)
+                counts[re.sub(r"\\(.)", lambda m: unescape[m.group(1)], token)] += int(count)
+    return counts

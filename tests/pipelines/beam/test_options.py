@@ -1,0 +1,104 @@
+"""Beam options as nmtpipe passes them: validation, defaults, Dataflow/Flink submission."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+
+import pytest
+from apache_beam.options.pipeline_options import (
+    DirectOptions,
+    FlinkRunnerOptions,
+    GoogleCloudOptions,
+    PortableOptions,
+    SetupOptions,
+    StandardOptions,
+)
+from apache_beam.runners.portability.stager import Stager
+
+from nmtpipe.pipelines.beam.options import check_beam_args, pipeline_options
+from nmtpipe.transforms.errors import ConfigError
+
+DATAFLOW = [
+    "--runner=DataflowRunner",
+    "--project=my-project",
+    "--region=europe-west4",
+    "--temp_location=gs://my-bucket/tmp",
+]
+
+
+def test_local_defaults_one_worker_process_per_core():
+    options = pipeline_options([])
+    assert options.view_as(StandardOptions).runner == "FnApiRunner"
+    direct = options.view_as(DirectOptions)
+    assert direct.direct_num_workers == (os.cpu_count() or 1)
+    assert direct.direct_running_mode == "multi_processing"
+    mine = pipeline_options(["--direct_num_workers=3", "--direct_running_mode=in_memory"])
+    assert mine.view_as(DirectOptions).direct_num_workers == 3
+
+
+def test_unknown_and_malformed_options():
+    with pytest.raises(ConfigError, match=r"unknown option.*--runnner"):
+        check_beam_args(["--runnner=FnApiRunner"])
+    with pytest.raises(ConfigError, match="Beam option: argument --direct_num_workers"):
+        pipeline_options(["--direct_num_workers=many"])
+
+
+def test_dataflow_options_and_worker_package_without_submitting(tmp_path):
+    options = pipeline_options([*DATAFLOW, "--staging_location=gs://my-bucket/staging"])
+    gcp = options.view_as(GoogleCloudOptions)
+    assert (gcp.project, gcp.region, gcp.temp_location) == (
+        "my-project",
+        "europe-west4",
+        "gs://my-bucket/tmp",
+    )
+    setup_file = options.view_as(SetupOptions).setup_file
+    assert setup_file.endswith("pyproject.toml")
+    # What Dataflow would upload: an sdist of nmtpipe built from pyproject.toml, staged
+    # as workflow.tar.gz for the workers to pip-install.
+    resources = Stager.create_job_resources(options, str(tmp_path))
+    staged = [r for r in resources if b"workflow.tar.gz" in r.role_payload]
+    assert len(staged) == 1
+    (sdist_path,) = tmp_path.glob("nmtpipe-*.tar.gz")
+    with tarfile.open(sdist_path) as sdist:
+        members = sdist.getnames()
+    for needed in (
+        "nmtpipe/__init__.py",
+        "transforms/text/clean.py",
+        "pipelines/workflow/prepare.py",
+        "pipelines/example/tatoeba-cmn.en.gz",
+        "pyproject.toml",
+    ):
+        assert any(m.endswith(needed) for m in members), needed
+
+
+def test_dataflow_needs_its_options_and_an_explicit_image_skips_packaging():
+    with pytest.raises(ConfigError, match="needs --project, --temp_location"):
+        pipeline_options(["--runner=DataflowRunner", "--region=r"])
+    with pytest.raises(ConfigError, match="must be a gs:// URL"):
+        pipeline_options([*DATAFLOW[:3], "--temp_location=/tmp/x"])
+    image = pipeline_options([*DATAFLOW, "--sdk_container_image=eu.gcr.io/p/nmtpipe:1"])
+    assert image.view_as(SetupOptions).setup_file is None
+
+
+def test_flink_options_pass_through():
+    options = pipeline_options(
+        ["--runner=FlinkRunner", "--flink_master=flink:8081", "--environment_type=LOOPBACK"]
+    )
+    assert options.view_as(FlinkRunnerOptions).flink_master == "flink:8081"
+    assert options.view_as(PortableOptions).environment_type == "LOOPBACK"
+    assert options.view_as(SetupOptions).setup_file is None  # workers are this process
+    docker = pipeline_options(["--runner=FlinkRunner", "--flink_master=flink:8081"])
+    assert docker.view_as(SetupOptions).setup_file.endswith("pyproject.toml")
+
+
+def test_running_on_dataflow_without_the_gcp_extras_says_what_to_install(monkeypatch):
+    from types import SimpleNamespace
+
+    from nmtpipe.pipelines.beam import options as beam_options
+
+    monkeypatch.setattr(beam_options, "_installed", lambda module: False)
+    # Not a real Pipeline: building one for Dataflow would look for GCP credentials.
+    pipeline = SimpleNamespace(options=pipeline_options(DATAFLOW))
+    with pytest.raises(ConfigError, match=r"pip install 'nmtpipe\[dataflow\]'"):
+        beam_options.run_pipeline(pipeline)

@@ -1,0 +1,151 @@
+"""The prepare graph's composites, each alone on a real runner (TestPipeline/assert_that)."""
+
+from __future__ import annotations
+
+import json
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from nmtpipe.pipelines.beam.prepare_graph import (
+    CleanChunks,
+    CountTokens,
+    PrepareCorpus,
+    PrepareSpec,
+    WritePairShards,
+    WriteRejectFiles,
+)
+from nmtpipe.transforms.beam.prepare_fns import COUNTS, FILES, REJECTS, STATS
+from nmtpipe.transforms.formats.batch_transport import inline, rejects_table
+from nmtpipe.transforms.storage.inputs import CorpusInput
+from nmtpipe.transforms.text import t2t_tokenizer
+from nmtpipe.transforms.text.clean import CleanConfig
+from nmtpipe.transforms.text.records import Reject, pair_batch, reject_batch
+from nmtpipe.transforms.text.split import SplitConfig
+from tests.helpers import IN_MEMORY, write_pair
+
+EN = ["Hello, world.", "same", "A cat.", "", "A cat."]
+ZH = ["你好，世界。", "same", "一只猫。", "空", "一只猫。"]
+LANGS = ("en", "zh")
+
+
+def spec(tmp_path, corpus=None) -> PrepareSpec:
+    inputs = () if corpus is None else (CorpusInput("train", f"{corpus}.en", f"{corpus}.zh"),)
+    return PrepareSpec(
+        output=str(tmp_path / "out"),
+        inputs=inputs,
+        clean=CleanConfig(split=SplitConfig(carve=(), shards=(("train", 1),))),
+        langs=LANGS,
+        shard_counts={"train": 1},
+        count_buckets=1,
+        reject_shards=1,
+        chunk_lines=2,
+    )
+
+
+def test_clean_chunks_keys_pairs_and_tags_rejects_counts_and_stats(tmp_path):
+    corpus = write_pair(tmp_path / "train", EN, ZH)
+    s = spec(tmp_path, corpus)
+    with TestPipeline(argv=IN_MEMORY) as p:
+        out = p | beam.Create(s.inputs) | CleanChunks(s, spill_dir=None)
+        keys = out.pairs | "Keys" >> beam.Keys()
+        assert_that(keys, equal_to([("train", 0)] * 3), label="a batch per chunk of 2 lines")
+        reasons = (
+            out[REJECTS]
+            | beam.Values()
+            | beam.FlatMap(lambda item: rejects_table([item])["reason"].to_pylist())
+        )
+        assert_that(reasons, equal_to(["copy", "empty"]), label="rejects")
+        read = out[STATS] | beam.Map(lambda s: s["pairs_read"]) | beam.CombineGlobally(sum)
+        assert_that(read, equal_to([5]), label="pairs read")
+        sides = out[COUNTS] | beam.Map(lambda kv: kv[0][0])
+        assert_that(sides | beam.Distinct(), equal_to(["en", "zh"]), label="counted sides")
+
+
+def test_write_pair_shards_drops_duplicates_and_takes_their_tokens_back(tmp_path):
+    s = spec(tmp_path)
+    batch = pair_batch("c", _array([7, 7, 9]), ["A cat.", "A cat.", "Hi."], ["猫", "猫", "嗨"],
+                       _array([3, 5, 1]))  # fmt: skip
+    with TestPipeline(argv=IN_MEMORY) as p:
+        out = p | beam.Create([(("train", 0), inline(batch))]) | WritePairShards(s, None)
+        files = out[FILES] | beam.Map(lambda f: (f["path"], f["rows"]))
+        assert_that(files, equal_to([("train-00000-of-00001.parquet", 2)]), label="files")
+        dups = (
+            out[REJECTS]
+            | beam.Values()
+            | beam.FlatMap(lambda item: rejects_table([item]).to_pylist())
+            | beam.Map(lambda r: (r["line"], r["reason"], r["detail"]))
+        )
+        assert_that(dups, equal_to([(5, "duplicate", "same pair as c:3")]), label="duplicates")
+        negative = out[COUNTS] | beam.Map(lambda kv: (kv[0][0], kv[1]))
+        expected = [
+            ("en", {t: -c for t, c in t2t_tokenizer.count_tokens(["A cat."]).items()}),
+            ("zh", {"猫": -1}),
+        ]
+        assert_that(negative, equal_to(expected), label="counts taken back")
+    rows = pq.read_table(tmp_path / "out" / "train-00000-of-00001.parquet").to_pylist()
+    assert [(r["id"], r["line"]) for r in rows] == [(7, 3), (9, 1)]
+
+
+def test_write_reject_files_gathers_every_source_into_its_shard(tmp_path):
+    def reject(line: int, reason: str) -> tuple[int, bytes]:
+        return 0, inline(reject_batch([Reject("c", line, reason, "", b"s", b"t")]))
+
+    with TestPipeline(argv=IN_MEMORY) as p:
+        cleaning = p | "Cleaning" >> beam.Create([reject(2, "copy"), reject(9, "empty")])
+        shards = p | "Shards" >> beam.Create([reject(4, "duplicate")])
+        files = (cleaning, shards) | WriteRejectFiles(str(tmp_path / "out"), 1)
+        assert_that(
+            files | beam.Map(lambda f: (f["path"], f["rows"])),
+            equal_to([("rejects/rejects-00000-of-00001.parquet", 3)]),
+        )
+    table = pq.read_table(tmp_path / "out" / "rejects" / "rejects-00000-of-00001.parquet")
+    assert table["line"].to_pylist() == [2, 4, 9]  # sorted by (origin, line, reason)
+
+
+def test_count_tokens_sums_partials_and_writes_the_alphabet(tmp_path):
+    chunk_counts = [(("en", 0), {"cat": 2, "dog": 1}), (("en", 0), {"cat": 1}),
+                    (("zh", 0), {"猫": 3})]  # fmt: skip
+    duplicates = [(("en", 0), {"dog": -1})]
+    out = str(tmp_path / "out")
+    with TestPipeline(argv=IN_MEMORY) as p:
+        counts = (
+            p | "Chunks" >> beam.Create(chunk_counts),
+            p | "Duplicates" >> beam.Create(duplicates),
+        ) | CountTokens(out, LANGS, buckets=1, fanout=2)
+        files = [
+            ("counts/en-00000-of-00001.parquet", 1),
+            ("counts/zh-00000-of-00001.parquet", 1),
+            ("counts/joined-00000-of-00001.parquet", 2),
+            ("counts/chars.parquet", 8),
+        ]
+        found = counts[FILES] | beam.Map(lambda f: (f["path"], f["rows"]))
+        assert_that(found, equal_to(files), label="files")
+        totals = [{"splits": {"train": {side: {"tokens": 3}}}} for side in ("src", "tgt")]
+        tokens = counts[STATS] | beam.Map(json.dumps)
+        assert_that(tokens, equal_to([json.dumps(t) for t in totals]), label="stats")
+    joined = pq.read_table(f"{out}/counts/joined-00000-of-00001.parquet").to_pylist()
+    assert joined == [{"token": "cat", "count": 3}, {"token": "猫", "count": 3}]
+
+
+def test_prepare_corpus_leaves_one_summary_for_the_driver(tmp_path):
+    corpus = write_pair(tmp_path / "train", EN, ZH)
+    s = spec(tmp_path, corpus)
+    summary_url = str(tmp_path / "summary.json")
+    with TestPipeline(argv=IN_MEMORY) as p:
+        done = p | PrepareCorpus(s, summary_url)
+        assert_that(done, equal_to([None]))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    kinds = sorted({f["kind"] for f in summary["files"]})
+    assert kinds == ["chars", "counts", "pairs", "rejects"]
+    stats = summary["stats"]
+    assert stats["pairs_read"] == 5 and stats["rejects"] == {"copy": 1, "duplicate": 1, "empty": 1}
+    assert stats["splits"]["train"]["pairs"] == 2
+
+
+def _array(values: list[int]):
+    import pyarrow as pa
+
+    return pa.array(values, pa.int64())

@@ -1,0 +1,282 @@
+"""The `nmtpipe` command as a user meets it: help, one-line errors, exit codes, kills."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from nmtpipe.pipelines.cli.main import main
+from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
+
+NMTPIPE = [sys.executable, "-m", "nmtpipe"]
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def prepare_args(trainpref, output, *more: str) -> list[str]:
+    return [
+        "prepare",
+        "-s",
+        "en",
+        "-t",
+        "zh",
+        "--trainpref",
+        str(trainpref),
+        "--output",
+        str(output),
+        *more,
+    ]
+
+
+def test_help_reads_well(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "prepare" in out and "--runner" in out
+    with pytest.raises(SystemExit):
+        main(["prepare", "--help"])
+    out = capsys.readouterr().out
+    for flag in ("--src-lang", "--trainpref", "--tsv", "--output", "--num-shards", "--example"):
+        assert flag in out
+    with pytest.raises(SystemExit):
+        main(["vocab", "--help"])
+    out = capsys.readouterr().out
+    for flag in ("--prepared", "--model", "--vocab-size", "--joined", "--max-tokens-in-memory",
+                 "--file-byte-budget", "--sample-sentences", "--character-coverage"):  # fmt: skip
+        assert flag in out
+    code, out, _ = run_cli(capsys, "prepare", "--help-beam")
+    assert code == 0 and "--direct_num_workers" in out and "--flink_master" in out
+
+
+def test_unknown_options_are_usage_errors(capsys, small_corpus, tmp_path):
+    code, _, err = run_cli(
+        capsys,
+        *prepare_args(small_corpus, tmp_path / "o", "--trainpre", "x", "--num_workers_typo=2"),
+    )
+    assert code == 2
+    assert err.strip().splitlines() == [
+        "nmtpipe prepare: error: unknown option(s): --trainpre --num_workers_typo=2 "
+        "(see --help and --help-beam)"
+    ]
+
+
+def test_missing_input_names_the_files_tried(capsys, tmp_path):
+    code, _, err = run_cli(capsys, *prepare_args(tmp_path / "nope", tmp_path / "o", *IN_MEMORY))
+    assert code == 1
+    assert f"error: no file for {tmp_path}/nope.en: tried" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("runner", [IN_MEMORY, MULTI_PROCESS], ids=["in-memory", "processes"])
+@pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gz"])
+def test_misaligned_corpus_is_one_line_and_commits_nothing(capsys, tmp_path, runner, compressed):
+    ext = ".gz" if compressed else ""
+    pack = gzip.compress if compressed else (lambda b: b)
+    (tmp_path / f"train.en{ext}").write_bytes(pack(b"one\ntwo\nthree\n"))
+    (tmp_path / f"train.zh{ext}").write_bytes(pack("一\n二\n".encode()))
+    out = tmp_path / "out"
+    code, _, err = run_cli(capsys, *prepare_args(tmp_path / "train", out, *runner))
+    assert code == 1
+    assert err.strip().splitlines()[-1] == (
+        f"nmtpipe prepare: error: {tmp_path}/train.en{ext} has 3 lines but "
+        f"{tmp_path}/train.zh{ext} has 2"
+    )
+    assert "Traceback" not in err
+    assert not (out / "manifest.json").exists()
+
+
+def test_the_terminal_sees_one_line_even_from_worker_processes(tmp_path):
+    # Worker processes write to the terminal directly (file descriptor 2), below capsys.
+    (tmp_path / "t.en").write_bytes(b"a\nb\nc\n")
+    (tmp_path / "t.zh").write_bytes(b"x\ny\n")
+    proc = subprocess.run(
+        [*NMTPIPE, *prepare_args(tmp_path / "t", tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 1
+    progress, error = proc.stderr.splitlines()
+    assert progress.startswith(f"preparing 1 input(s) into {tmp_path}/out on FnApiRunner (")
+    assert error == f"nmtpipe prepare: error: {tmp_path}/t.en has 3 lines but {tmp_path}/t.zh has 2"
+
+
+def test_verbose_shows_the_traceback(capsys, tmp_path):
+    code, _, err = run_cli(
+        capsys,
+        "prepare",
+        "-s",
+        "en",
+        "-t",
+        "en",
+        "--trainpref",
+        "x",
+        "--output",
+        "o",
+        "-v",
+    )
+    assert code == 2 and "Traceback" in err and "must differ" in err
+
+
+def test_example_demo_runs_from_the_console_script(tmp_path):
+    # The README's main command, as a user runs it (default runner: worker processes).
+    def nmtpipe(*args: str) -> subprocess.CompletedProcess:
+        proc = subprocess.run(
+            [*NMTPIPE, *args], capture_output=True, text=True, timeout=300, check=False
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc
+
+    prepare = ["prepare", "--example", "--output", str(tmp_path / "prepared")]
+    out = nmtpipe(*prepare).stdout
+    assert "kept" in out and "train" in out and "test 1,997" in out
+    assert nmtpipe(*prepare).stdout.startswith("cached:")
+    vocab = nmtpipe(
+        "vocab", "--prepared", str(tmp_path / "prepared"), "--vocab-size", "8192", "--joined",
+        "--output", str(tmp_path / "vocab"),
+    )  # fmt: skip
+    assert vocab.stdout.splitlines()[1].split()[:2] == ["joined", "t2t"]
+    assert sorted(p.name for p in (tmp_path / "vocab").iterdir()) == [
+        "dict.en.txt",
+        "dict.zh.txt",
+        "manifest.json",
+        "vocab.subwords",
+    ]
+    encode = nmtpipe(
+        "encode", "--prepared", str(tmp_path / "prepared"), "--vocab", str(tmp_path / "vocab"),
+        "--output", str(tmp_path / "encoded"),
+    )  # fmt: skip
+    assert "test       1,997 pairs" in encode.stdout
+    bins = sorted(p.name for p in (tmp_path / "encoded" / "fairseq").glob("*.bin"))
+    assert bins[:2] == ["test.en-zh.en.bin", "test.en-zh.zh.bin"] and len(bins) == 6
+    assert len(list((tmp_path / "encoded" / "arrow").glob("*.arrow"))) == 3
+    train = nmtpipe(
+        "train", "--data", str(tmp_path / "encoded"), "--save-dir", str(tmp_path / "ckpt"),
+        "--max-tokens", "2048", "--max-update", "10", "--log-interval", "5",
+    )  # fmt: skip
+    assert '"update": 10' in train.stdout and "trained to update 10" in train.stderr
+    assert (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
+    # Short hypotheses: a model of 10 updates would babble to the length limit.
+    decode = nmtpipe(
+        "decode", "--checkpoint", str(tmp_path / "ckpt" / "checkpoint_last.pt"),
+        "--output", str(tmp_path / "decoded"), "--max-len-a", "0", "--max-len-b", "6",
+    )  # fmt: skip
+    assert "translated 1,997 sentences" in decode.stderr
+    assert "BLEU = " in decode.stderr and "chrF2 = " in decode.stderr
+    hypotheses = (tmp_path / "decoded" / "hypotheses.txt").read_text(encoding="utf-8")
+    assert hypotheses.count("\n") == 1997
+
+
+def test_vocab_errors_are_one_line(capsys, tmp_path):
+    code, _, err = run_cli(
+        capsys, "vocab", "--prepared", str(tmp_path / "none"), "--output", str(tmp_path / "v")
+    )
+    assert code == 1
+    assert err.strip().splitlines() == [
+        f"nmtpipe vocab: error: {tmp_path}/none holds no committed prepare output "
+        "(no manifest.json); run nmtpipe prepare first"
+    ]
+    with pytest.raises(SystemExit) as exit_:
+        main(["vocab", "--prepared", "p", "--output", "v", "--model", "wp"])
+    assert exit_.value.code == 2 and "invalid choice: 'wp'" in capsys.readouterr().err
+    code, _, err = run_cli(
+        capsys, "vocab", "--prepared", "p", "--output", "v", "--min-count-range", "5"
+    )
+    assert code == 2 and "--min-count-range wants two integers" in err
+
+
+def test_a_killed_run_leaves_no_manifest_and_the_rerun_succeeds(tmp_path):
+    en = example_lines("tatoeba-cmn", "en")
+    zh = example_lines("tatoeba-cmn", "zh")
+    corpus = write_pair(tmp_path / "big", en * 4, zh * 4)  # 64k lines: a few seconds
+    out = tmp_path / "out"
+    args = [*NMTPIPE, *prepare_args(corpus, out)]
+    proc = subprocess.Popen(
+        args, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 120
+    while not (out / ".nmtpipe").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proc.poll() is None, "the run ended before it could be killed"
+    time.sleep(0.5)  # let it get some files written
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / "manifest.json").exists()
+    rerun = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (out / "manifest.json").exists()
+    assert not (out / ".nmtpipe").exists()  # the killed run's leftovers went with the commit
+    assert not [p for p in Path(out).rglob("*") if ".tmp-" in p.name]
+
+
+# Runs `nmtpipe` in-process with a fairseq writer that kills the process right after
+# writing its first batch: the job dies with shard files half-written.
+_DIE_MID_WRITE = """
+import os, signal, sys
+from nmtpipe.transforms.formats import fairseq_mmap as mmap_format
+from nmtpipe.pipelines.cli.main import main
+
+add_batch = mmap_format.MMapWriter.add_batch
+
+def add_batch_then_die(self, flat, lengths):
+    add_batch(self, flat, lengths)
+    self._data.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+mmap_format.MMapWriter.add_batch = add_batch_then_die
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_an_encode_killed_mid_write_commits_nothing_and_reruns(capsys, small_corpus, tmp_path):
+    prepared, vocab, out = tmp_path / "prepared", tmp_path / "vocab", tmp_path / "encoded"
+    assert (
+        run_cli(capsys, *prepare_args(small_corpus, prepared, "--num-shards", "2"), *IN_MEMORY)[0]
+        == 0
+    )
+    assert run_cli(
+        capsys, "vocab", "--prepared", str(prepared), "--vocab-size", "300", "--joined",
+        "--output", str(vocab), *IN_MEMORY,
+    )[0] == 0  # fmt: skip
+    args = ["encode", "--prepared", str(prepared), "--vocab", str(vocab), "--output", str(out)]
+    killed = subprocess.run(
+        [sys.executable, "-c", _DIE_MID_WRITE, *args, *IN_MEMORY],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL
+    assert [p.name for p in out.rglob("*.bin.tmp-*")]  # it died with a .bin half-written
+    assert not (out / "manifest.json").exists()
+    assert not list(out.rglob("*.bin"))  # nothing half-written under a reader's name
+    rerun = subprocess.run(
+        [*NMTPIPE, *args], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert (out / "manifest.json").exists()
+    assert not [p for p in out.rglob("*") if ".tmp-" in p.name or p.name == ".nmtpipe"]
+    from nmtpipe.transforms.formats.encoded_dataset import open_dataset
+
+    assert len(open_dataset(str(out), "fairseq")["train"]) == len(open_dataset(str(out))["train"])
+
+
+def test_encode_errors_are_one_line(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "encode", "--prepared", "p", "--output", "o")
+    assert (code, err) == (
+        2,
+        "nmtpipe encode: error: --prepared, --vocab and --output are required\n",
+    )
+    code, _, err = run_cli(
+        capsys, "encode", "--prepared", "p", "--vocab", "v", "--output", "o", "--formats", "csv"
+    )
+    assert code == 2 and "--formats takes one or more of arrow,fairseq, not csv" in err

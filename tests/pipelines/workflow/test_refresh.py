@@ -1,0 +1,392 @@
+"""`nmtpipe refresh`: versions published from what changed, frozen vocabularies, the lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from nmtpipe.pipelines.cli.config_file import load_config
+from nmtpipe.pipelines.cli.main import main
+from nmtpipe.pipelines.workflow.prepare import run_prepare
+from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
+from nmtpipe.pipelines.workflow.refresh import Refresh
+from nmtpipe.transforms.formats.encoded_dataset import open_dataset
+from nmtpipe.transforms.formats.prepared import read_prepared
+from nmtpipe.transforms.storage import versions
+from nmtpipe.transforms.text.t2t_tokenizer import count_tokens
+from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
+from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
+
+EN, ZH = example_lines("tatoeba-cmn", "en")[::10], example_lines("tatoeba-cmn", "zh")[::10]
+THIRD = len(EN) // 3
+
+
+def slice_input(raw: Path, k: int) -> Path:
+    """The k-th third of 1 in 10 example pairs, as raw/part{k}.{en,zh}."""
+    lines = slice(k * THIRD, (k + 1) * THIRD)
+    return write_pair(raw / f"part{k}", EN[lines], ZH[lines])
+
+
+def config(tmp_path: Path, root: str | None = None, **refresh) -> Path:
+    doc = {
+        "root": root or str(tmp_path / "root"),
+        "beam": IN_MEMORY,
+        "prepare": {"src_lang": "en", "tgt_lang": "zh", "trainpref": [str(tmp_path / "raw/part*")],
+                    "valid_fraction": 0.03, "test_fraction": 0.03},
+        "vocab": {"vocab_size": 1000, "joined": True},
+        "encode": {"formats": ["arrow", "fairseq"]},
+        "train": {"max_tokens": 1024, "max_update": 2, "warmup_updates": 1},
+        "decode": {"beam": 2, "max_len_a": 0, "max_len_b": 4},
+        "refresh": {"drift_threshold": 1.0, **refresh},
+    }  # fmt: skip
+    path = tmp_path / "refresh.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return path
+
+
+def refresh(path: Path, capsys, *args: str) -> str:
+    assert main(["refresh", str(path), *args]) == 0
+    return capsys.readouterr().out
+
+
+def texts(url: str) -> dict[str, set[tuple[str, str]]]:
+    """The prepared pairs of a dataset or of a version's parts, per split."""
+    if versions.is_version(url):
+        root, number = versions.locate(url)
+        parts = versions.read_version(root, number)["parts"]
+        found = [texts(str(Path(root) / p["prepared"])) for p in parts]
+        return {
+            s: set().union(*(f.get(s, set()) for f in found)) for s in ("train", "valid", "test")
+        }
+    root, doc = read_prepared(url)
+    result = {}
+    for split, info in doc["splits"].items():
+        result[split] = set()
+        for path in info["files"]:
+            table = pq.read_table(Path(root) / path, columns=["src", "tgt"])
+            result[split] |= set(
+                zip(table["src"].to_pylist(), table["tgt"].to_pylist(), strict=True)
+            )
+    return result
+
+
+def test_versions_hold_what_the_inputs_hold_and_only_changes_are_recomputed(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0), slice_input(raw, 1)
+    path, root = config(tmp_path), tmp_path / "root"
+    out = refresh(path, capsys)
+    assert (
+        "published" in out and "versions/000001" in out and "prepared 2 part(s), encoded 2" in out
+    )
+    first = open_dataset(str(root / "versions/LATEST"))
+    v1_train = len(first["train"])
+    # Nothing changed: nothing is published.
+    assert "unchanged: no input changed since version 000001" in refresh(path, capsys)
+    assert versions.published(str(root)) == [1]
+    # A new input: only it is prepared and encoded, the vocabulary is kept.
+    slice_input(raw, 2)
+    out = refresh(path, capsys)
+    assert (
+        "added    1: " in out and "prepared 1 part(s), encoded 1" in out and "vocab    kept" in out
+    )
+    second = open_dataset(str(root / "versions/000002"))
+    assert second.vocab_fingerprint == first.vocab_fingerprint
+    assert len(second["train"]) > v1_train
+    # Version 1 is unchanged and still readable.
+    again = open_dataset(str(root / "versions/000001"))
+    assert len(again["train"]) == v1_train
+    np.testing.assert_array_equal(again["train"][5][0], first["train"][5][0])
+    # The version holds exactly what preparing all inputs at once gives, split by split.
+    whole = tmp_path / "whole"
+    run_prepare(
+        PrepareConfig("en", "zh", str(whole), trainpref=(str(raw / "part*"),),
+                      valid_fraction=0.03, test_fraction=0.03),
+        IN_MEMORY,
+    )  # fmt: skip
+    assert texts(str(root / "versions/LATEST")) == texts(str(whole))
+    # A changed input and a removed one.
+    write_pair(raw / "part0", [*EN[:THIRD], "One more line."], [*ZH[:THIRD], "再多一行。"])
+    for lang in ("en", "zh"):
+        (raw / f"part1.{lang}").unlink()
+    out = refresh(path, capsys)
+    assert "changed  1: " in out and "part0" in out and "removed  1: " in out and "part1" in out
+    assert "prepared 1 part(s), encoded 1" in out
+    doc = versions.read_version(str(root), 3)
+    assert [p["origin"].rsplit("/", 1)[-1] for p in doc["parts"]] == [
+        "part0.{en,zh}",
+        "part2.{en,zh}",
+    ]
+    assert doc["changes"] | {"drift": None} == {
+        "since": 2, "added": [], "changed": [str(raw / "part0.{en,zh}")],
+        "removed": [str(raw / "part1.{en,zh}")], "drift": None, "vocab_rebuilt": False,
+        "options_changed": False,
+    }  # fmt: skip
+    third = open_dataset(str(root / "versions/LATEST"))
+    assert sum(len(third[s]) for s in third.splits) == sum(doc["splits"].values())
+
+
+def test_drift_past_the_threshold_builds_a_new_vocabulary(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    path, root = config(tmp_path, drift_threshold=0.05), tmp_path / "root"
+    refresh(path, capsys)
+    v1 = versions.read_version(str(root), 1)
+    # Greek text: every one of its tokens has letters outside the vocabulary.
+    greek = ["Καλημέρα σας, φίλε μου.", "Το τρένο φεύγει στις δέκα."] * 20
+    write_pair(raw / "part_greek", greek, ZH[:40])
+    out = refresh(path, capsys)
+    v2 = versions.read_version(str(root), 2)
+    assert v2["changes"]["vocab_rebuilt"] and v2["vocab"]["path"] != v1["vocab"]["path"]
+    assert "vocab    new" in out and "prepared 1 part(s), encoded 2" in out
+    # The drift is the share of the new train tokens the old vocabulary cannot spell.
+    vocab = SubwordTextEncoder.from_file(str(root / v1["vocab"]["path"] / "vocab.subwords"))
+    _, prepared = read_prepared(str(root / v2["parts"][1]["prepared"]))
+    train = texts(str(root / v2["parts"][1]["prepared"]))["train"]
+    counted = count_tokens([line for pair in sorted(train) for line in pair])
+    outside = sum(n for t, n in counted.items() if any(c not in vocab.alphabet for c in t))
+    assert prepared["splits"]["train"]["pairs"] == len(train)
+    assert v2["changes"]["drift"]["joined"] == pytest.approx(
+        outside / sum(counted.values()), abs=1e-6
+    )
+    # Version 1 still reads with its own vocabulary.
+    assert (
+        open_dataset(str(root / "versions/000001")).vocab_fingerprint == v1["vocab"]["fingerprint"]
+    )
+
+
+def test_changed_options_make_a_new_version_and_leave_the_old_one_whole(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    path, root = config(tmp_path), tmp_path / "root"
+    refresh(path, capsys)
+    before = open_dataset(str(root / "versions/000001"), fmt="fairseq")
+    doc = yaml.safe_load(path.read_text())
+    doc["encode"]["formats"] = ["arrow"]
+    path.write_text(yaml.safe_dump(doc))
+    out = refresh(path, capsys)
+    assert "options  the vocab or encode options changed" in out and "encoded 1" in out
+    assert open_dataset(str(root / "versions/000002")).manifest["formats"] == ["arrow"]
+    again = open_dataset(str(root / "versions/000001"), fmt="fairseq")
+    np.testing.assert_array_equal(again["train"][3][1], before["train"][3][1])
+    doc["vocab"]["vocab_size"] = 900
+    path.write_text(yaml.safe_dump(doc))
+    assert "vocab    new" in refresh(path, capsys)
+
+
+def test_retention_keeps_the_newest_versions_and_what_they_need(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    path, root = config(tmp_path, keep_versions=2), tmp_path / "root"
+    for k in range(3):
+        slice_input(raw, k)
+        refresh(path, capsys)
+    for lang in ("en", "zh"):
+        (raw / f"part0.{lang}").unlink()
+    out = refresh(path, capsys)
+    assert versions.published(str(root)) == [3, 4]
+    assert "retired  versions/000002" in out
+    needed = versions.referenced(versions.read_version(str(root), 3))
+    needed |= versions.referenced(versions.read_version(str(root), 4))
+    kept = {f"parts/{p.name}" for p in (root / "parts").iterdir()}
+    assert kept == {n.rsplit("/", 1)[0] for n in needed if n.startswith("parts/")}
+    for number in (3, 4):
+        open_dataset(str(root / f"versions/{number:06d}"))
+    with pytest.raises(Exception, match="not a published version"):
+        open_dataset(str(root / "versions/000001"))
+    # Kept parts lose the encodings no kept version uses (two option changes later).
+    doc = yaml.safe_load(path.read_text())
+    for formats in (["arrow"], ["fairseq"]):
+        doc["encode"]["formats"] = formats
+        path.write_text(yaml.safe_dump(doc))
+        refresh(path, capsys)
+    needed = versions.referenced(versions.read_version(str(root), 5))
+    needed |= versions.referenced(versions.read_version(str(root), 6))
+    present = {f"parts/{p.parent.name}/{p.name}" for p in (root / "parts").glob("*/*")}
+    assert present == {n for n in needed if n.startswith("parts/")}
+
+
+HOLD_LOCK = textwrap.dedent(
+    """
+    import sys, time
+    from nmtpipe.transforms.storage import versions
+    with versions.lock(sys.argv[1]):
+        print("locked", flush=True)
+        time.sleep(60)
+    """
+)
+
+
+def test_a_second_refresh_sees_the_first_ones_lock_and_publishes_nothing(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    path, root = config(tmp_path), tmp_path / "root"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(root)], stdout=subprocess.PIPE, text=True,
+        cwd=Path(__file__).parents[2],
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert main(["refresh", str(path)]) == 1
+        err = capsys.readouterr().err
+        assert "another refresh holds" in err and f"pid {holder.pid}" in err
+        assert versions.latest_number(str(root)) is None and not (root / "parts").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder was killed: its lock is stale and the next refresh takes it over.
+    assert "published" in refresh(path, capsys)
+    assert not (root / "versions" / versions.LOCK).exists()
+
+
+def test_a_lock_from_another_machine_needs_break_lock(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    path, root = config(tmp_path), tmp_path / "root"
+    (root / "versions").mkdir(parents=True)
+    holder = {"host": "not-" + socket.gethostname(), "pid": 1, "since": "2026-11-22T00:00:00Z"}
+    (root / "versions" / versions.LOCK).write_text(json.dumps(holder))
+    assert main(["refresh", str(path)]) == 1
+    assert "re-run with --break-lock" in capsys.readouterr().err
+    assert "published" in refresh(path, capsys, "--break-lock")
+
+
+def test_two_refreshes_at_once_publish_one_whole_version(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0), slice_input(raw, 1)
+    path, root = config(tmp_path), tmp_path / "root"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    command = [sys.executable, "-m", "nmtpipe", "refresh", str(path)]
+    runs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for _ in range(2)]  # fmt: skip
+    results = [(run.wait(), *run.communicate()) for run in runs]
+    published = [r for r in results if r[0] == 0 and "published" in r[1]]
+    assert len(published) == 1, results
+    other = next(r for r in results if r not in published)
+    assert (other[0] == 1 and "another refresh holds" in other[2]) or (
+        other[0] == 0 and "unchanged" in other[1]
+    ), other
+    assert versions.published(str(root)) == [1]
+    version = open_dataset(str(root / "versions/LATEST"))
+    assert len(version["train"]) == versions.read_version(str(root), 1)["splits"]["train"]
+
+
+def test_a_refresh_that_fails_publishes_nothing_and_the_rerun_reuses_its_work(
+    tmp_path, capsys, monkeypatch
+):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    path, root = config(tmp_path), tmp_path / "root"
+    import nmtpipe.pipelines.workflow.refresh
+
+    def broken(*args, **kwargs):
+        raise OSError("the encoder's machine went away")
+
+    monkeypatch.setattr(nmtpipe.pipelines.workflow.refresh, "encode_runs", broken)
+    assert main(["refresh", str(path)]) == 1
+    assert versions.latest_number(str(root)) is None
+    assert not (root / "versions" / versions.LOCK).exists()
+    monkeypatch.undo()
+    out = refresh(path, capsys)
+    assert "prepared 0 part(s), encoded 1" in out and "versions/000001" in out
+
+
+def test_until_stops_before_publishing_and_train_continues_on_each_version(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    path, root = config(tmp_path, train_updates=2), tmp_path / "root"
+    assert "stopped after prepare" in refresh(path, capsys, "--until", "prepare")
+    assert versions.latest_number(str(root)) is None
+    refresh(path, capsys, "--train")
+    (save_dir,) = (root / "models").iterdir()
+    assert json.loads((save_dir / "train_summary.json").read_text())["updates"] == 2
+    refresh(path, capsys, "--train")  # the same version: no more training
+    assert json.loads((save_dir / "train_summary.json").read_text())["updates"] == 2
+    slice_input(raw, 1)
+    refresh(path, capsys, "--train")
+    summary = json.loads((save_dir / "train_summary.json").read_text())
+    assert summary["updates"] == 4 and summary["resumed"]
+    # --decode translates the version's test split (its texts come from its parts).
+    out = refresh(path, capsys, "--decode")
+    scores = json.loads((root / "translations" / "000002" / "scores.json").read_text())
+    assert scores["sentences"] == versions.read_version(str(root), 2)["splits"]["test"]
+    hypotheses = (root / "translations" / "000002" / "hypotheses.txt").read_text().splitlines()
+    assert len(hypotheses) == scores["sentences"] and "unchanged" in out
+    assert main(["refresh", str(path), "--decode"]) == 0
+    assert "is decoded already" in capsys.readouterr().err
+    # Raw text against a version: normalised and encoded as the version's parts were.
+    (tmp_path / "raw.en").write_text("Good morning.\nWhere is the station?\n", encoding="utf-8")
+    assert main(["decode", "--checkpoint", str(save_dir / "checkpoint_last.pt"),
+                 "--data", str(root / "versions/LATEST"), "--input", str(tmp_path / "raw.en"),
+                 "--output", str(tmp_path / "raw-out"), "--max-len-a", "0",
+                 "--max-len-b", "3"]) == 0  # fmt: skip
+    assert len((tmp_path / "raw-out" / "hypotheses.txt").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize(
+    "refresh_section, message",
+    [
+        ({"keep": 3}, "refresh.keep: not a refresh setting"),
+        ({"keep_versions": "all"}, "refresh.keep_versions: wants a int"),
+        ({"drift_threshold": -0.1}, "refresh.drift_threshold: must not be negative"),
+        ({"checksum": 1}, "refresh.checksum: wants a bool"),
+    ],
+)
+def test_bad_refresh_settings_are_refused(tmp_path, capsys, refresh_section, message):
+    path = config(tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    doc["refresh"] = refresh_section
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["refresh", str(path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_refresh_on_s3_with_checksums(tmp_path, capsys, s3):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    path = config(tmp_path, root=f"{s3}/refresh", checksum=True)
+    assert "versions/000001" in refresh(path, capsys)
+    os.utime(raw / "part0.en", (1, 1))  # touched, same bytes: the same input
+    assert "unchanged" in refresh(path, capsys)
+    version = open_dataset(f"{s3}/refresh/versions/LATEST", cache_dir=str(tmp_path / "cache"))
+    assert len(version["train"]) == versions.read_version(f"{s3}/refresh", 1)["splits"]["train"]
+
+
+def test_small_changes_run_in_process_on_local_runners(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    path = config(tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    doc["beam"] = MULTI_PROCESS
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["refresh", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "preparing 1 new input(s) of 1 on FnApiRunner (1 workers, in_memory)" in err
+    assert "encoding 1 part(s) on FnApiRunner (1 workers, in_memory)" in err
+    doc["refresh"]["in_process_bytes"] = 0  # every input is "large": the configured runner
+    path.write_text(yaml.safe_dump(doc))
+    job = Refresh(load_config(str(path)), print, quiet=True)
+    options = job._options_for(job._parts()).get_all_options()
+    assert (options["direct_running_mode"], options["direct_num_workers"]) == (
+        "multi_processing",
+        2,
+    )

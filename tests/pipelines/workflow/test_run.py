@@ -1,0 +1,140 @@
+"""`nmtpipe run CONFIG`: configs checked before anything runs, steps cached, --from/--until."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nmtpipe.pipelines.cli.config_file import example_config, load_config
+from nmtpipe.pipelines.cli.main import main
+from nmtpipe.transforms.errors import ConfigError
+from tests.helpers import IN_MEMORY, example_lines, write_pair
+
+
+def config(tmp_path: Path, **changes) -> Path:
+    """A small workflow: 1 in 20 example pairs, a 1,000-entry vocabulary, 4 updates."""
+    corpus = tmp_path / "train"
+    if not corpus.with_suffix(".en").exists():  # written once: its identity is an input
+        write_pair(corpus, example_lines("tatoeba-cmn", "en")[::20],
+                   example_lines("tatoeba-cmn", "zh")[::20])  # fmt: skip
+    doc = {
+        "root": str(tmp_path / "root"),
+        "beam": IN_MEMORY,
+        "prepare": {"src_lang": "en", "tgt_lang": "zh", "trainpref": [str(corpus)],
+                    "valid_fraction": 0.03, "test_fraction": 0.03},
+        "vocab": {"vocab_size": 1000, "joined": True},
+        "encode": {"formats": ["arrow"]},
+        "train": {"max_tokens": 1024, "max_update": 4, "warmup_updates": 2},
+        "decode": {"beam": 2, "max_len_a": 0, "max_len_b": 4},
+    }  # fmt: skip
+    for key, value in changes.items():
+        step, _, option = key.partition("__")
+        doc[step] = {**doc[step], option: value} if option else value
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return path
+
+
+def table(stdout: str) -> dict[str, str]:
+    """step → status, from the summary table at the end of the output."""
+    lines = stdout.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("step "))
+    return {line.split()[0]: line.split()[1] for line in lines[start + 1 :]}
+
+
+def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
+    path = config(tmp_path)
+    assert main(["run", str(path)]) == 0
+    first = capsys.readouterr().out
+    assert table(first) == dict.fromkeys(["prepare", "vocab", "encode", "train", "decode"], "ran")
+    root = tmp_path / "root"
+    scores = json.loads((root / "decoded" / "scores.json").read_text())
+    assert "chrf" in scores and scores["sentences"] > 0
+    assert json.loads((root / "checkpoints" / "train_summary.json").read_text())["updates"] == 4
+    assert main(["run", str(path)]) == 0
+    assert set(table(capsys.readouterr().out).values()) == {"cached"}
+    # A decoding option: only decode runs again.
+    path = config(tmp_path, decode__beam=3)
+    assert main(["run", str(path)]) == 0
+    after = table(capsys.readouterr().out)
+    assert after["decode"] == "ran" and after["train"] == "cached" and after["encode"] == "cached"
+    # More updates: training resumes where it stopped, decoding follows.
+    path = config(tmp_path, decode__beam=3, train__max_update=6)
+    assert main(["run", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert table(out)["train"] == "ran" and table(out)["decode"] == "ran"
+    assert json.loads((root / "checkpoints" / "train_summary.json").read_text())["resumed"]
+    # --from/--until pick a part of the chain.
+    assert main(["run", str(path), "--until", "encode"]) == 0
+    part = table(capsys.readouterr().out)
+    assert part["prepare"] == "cached" and part["train"] == "skipped"
+
+
+def test_a_later_step_alone_needs_the_earlier_ones(tmp_path, capsys):
+    assert main(["run", str(config(tmp_path)), "--from", "train"]) == 1
+    assert "holds no encode output; run encode first" in capsys.readouterr().err
+    assert main(["run", str(config(tmp_path)), "--from", "decode", "--until", "train"]) == 2
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"colour": "blue"}, "unknown key(s) colour"),
+        (
+            {"vocab__vocab_sise": 10},
+            "vocab.vocab_sise: not an option of nmtpipe vocab (did you mean vocab_size?)",
+        ),
+        ({"train__max_tokens": "lots"}, "train: argument --max-tokens: invalid int value: 'lots'"),
+        ({"vocab__joined": "yes"}, "vocab.joined: wants true or false"),
+        ({"encode__output": "elsewhere"}, "encode.output: set by the workflow"),
+        ({"decode__lenpen": None}, "decode.lenpen: wants a value"),
+        ({"root": None}, "root (the storage URL every step writes under) is required"),
+        ({"beam": "--runner=X"}, "beam is a list of Beam options"),
+        ({"vocab__model": "wordpiece"}, "invalid choice: 'wordpiece'"),
+    ],
+)
+def test_bad_configs_are_refused_before_anything_runs(tmp_path, capsys, changes, message):
+    path = config(tmp_path, **changes)
+    with pytest.raises(ConfigError) as error:
+        load_config(str(path))
+    assert message in str(error.value) and str(path) in str(error.value)
+    assert main(["run", str(path)]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "root").exists()
+
+
+def test_broken_files_and_the_bundled_example(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("root: [unclosed\n", encoding="utf-8")
+    assert main(["run", str(bad)]) == 2 and "not valid YAML" in capsys.readouterr().err
+    assert main(["run", str(tmp_path / "none.yaml")]) == 1
+    assert "no such config" in capsys.readouterr().err
+    assert main(["run"]) == 2 and "give a CONFIG file or --example" in capsys.readouterr().err
+    example = load_config(example_config())
+    assert example.root == "runs/example" and example.options["prepare"]["example"] is True
+    encode = example.encode
+    assert (encode.prepared, encode.vocab, encode.output) == (
+        "runs/example/prepared", "runs/example/vocab", "runs/example/encoded",
+    )  # fmt: skip
+
+
+def _digests(root: Path, step: str) -> dict[str, str]:
+    doc = json.loads((root / step / "manifest.json").read_text())
+    return {f["path"]: f["sha256"] for f in doc["files"]}
+
+
+def test_the_beam_part_of_the_chain_gives_the_same_bytes_on_the_portable_runner(
+    tmp_path, capsys, portable_runner
+):
+    """The path Flink and Spark take: the job service plus an EXTERNAL worker pool."""
+    local = config(tmp_path)
+    assert main(["run", str(local), "--until", "encode"]) == 0
+    portable = config(tmp_path, root=str(tmp_path / "portable"), beam=portable_runner)
+    assert main(["run", str(portable), "--until", "encode"]) == 0
+    statuses = table(capsys.readouterr().out)
+    assert [statuses[s] for s in ("prepare", "vocab", "encode")] == ["ran"] * 3
+    for step in ("prepared", "vocab", "encoded"):
+        assert _digests(tmp_path / "portable", step) == _digests(tmp_path / "root", step), step

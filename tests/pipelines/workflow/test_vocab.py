@@ -1,0 +1,138 @@
+"""`nmtpipe vocab` end to end on a prepared dataset: files, fairseq dicts, caching, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
+from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
+from nmtpipe.transforms.storage import fsio, manifest
+from nmtpipe.transforms.vocab import counts as counts_lib
+from nmtpipe.transforms.vocab import spm_vocab
+from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, read_dict
+from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
+from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
+from tests.helpers import IN_MEMORY, MULTI_PROCESS, prepare_example
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    return prepare_example(tmp_path_factory.mktemp("vocab"), 4, num_shards=3)
+
+
+def vocab(prepared, output, beam_args=IN_MEMORY, force=False, **options):
+    return run_vocab(VocabConfig(prepared, str(output), **options), list(beam_args), force=force)
+
+
+def test_joined_t2t_vocabulary_from_prepares_counts(prepared, tmp_path):
+    vocab(prepared, tmp_path / "v", vocab_size=2000, joined=True)
+    out = tmp_path / "v"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "dict.en.txt",
+        "dict.zh.txt",
+        "manifest.json",
+        "vocab.subwords",
+    ]
+    doc = manifest.read_manifest(str(out), "nmtpipe.vocab")
+    manifest.verify_files(str(out), doc, checksums=True)
+    encoder = SubwordTextEncoder.from_file(str(out / "vocab.subwords"))
+    # The same vocabulary the builder makes from the counts prepare committed.
+    prep = manifest.read_manifest(prepared, "nmtpipe.prepare")
+    counts = counts_lib.read_counts([f"{prepared}/{p}" for p in prep["counts"]["joined"]])
+    expected, _ = SubwordBuilder(counts).build_to_target_size(2000)
+    assert list(encoder.subtokens) == expected
+    info = doc["vocabularies"]["joined"]
+    assert abs(info["vocab_size"] - 2000) <= 20 or info["vocab_size"] == encoder.vocab_size
+    assert info["bisection"][0]["min_count"] == 500 and info["min_count"] >= 1
+    assert doc["special_ids"]["vocabulary"] == {
+        "pad": 0,
+        "eos": 1,
+        "bos": None,
+        "unk": None,
+        "first_symbol": 2,
+    }
+    assert doc["special_ids"]["reserved_tokens"] == ["<pad>", "<EOS>"]
+    # fairseq dicts: the subtokens after <pad> and <EOS>, in id order, counted.
+    dict_en = (out / "dict.en.txt").read_text(encoding="utf-8")
+    assert dict_en == (out / "dict.zh.txt").read_text(encoding="utf-8")
+    symbols = [s for s, _ in read_dict(dict_en)]
+    assert symbols[: encoder.vocab_size - 2] == list(encoder.subtokens[2:])
+    assert (len(SPECIALS) + len(symbols)) % 8 == 0
+    assert sum(c for _, c in read_dict(dict_en)) > 0
+
+
+def test_per_language_vocabularies_cache_and_force(prepared, tmp_path):
+    first = vocab(prepared, tmp_path / "v", vocab_size=1000)
+    assert set(first.manifest["vocabularies"]) == {"en", "zh"}
+    assert (tmp_path / "v" / "vocab.en.subwords").exists() and (
+        tmp_path / "v" / "vocab.zh.subwords"
+    ).exists()
+    again = vocab(prepared, tmp_path / "v", vocab_size=1000)
+    assert again.cached and again.manifest == first.manifest
+    with pytest.raises(OutputError, match="already holds"):
+        vocab(prepared, tmp_path / "v", vocab_size=1200)
+    forced = vocab(prepared, tmp_path / "v", vocab_size=1200, force=True)
+    assert not forced.cached
+
+
+def test_byte_budget_sample_and_memory_cap(prepared, tmp_path):
+    outcome = vocab(
+        prepared, tmp_path / "v", vocab_size=300, file_byte_budget=3000, max_tokens_in_memory=300,
+        beam_args=MULTI_PROCESS,
+    )  # fmt: skip
+    info = outcome.manifest["vocabularies"]["en"]
+    assert 0 < info["sampled_lines"] < 500
+    assert info["distinct_tokens_used"] == 300 < info["distinct_tokens"]
+    capped = vocab(prepared, tmp_path / "c", vocab_size=200, max_tokens_in_memory=200)
+    assert capped.manifest["vocabularies"]["zh"]["distinct_tokens_used"] == 200
+
+
+def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):
+    spm_config = SpmConfig(num_threads=2, character_coverage=0.98)
+    a = vocab(
+        prepared,
+        tmp_path / "a",
+        model="unigram",
+        vocab_size=1600,
+        spm=spm_config,
+        sample_sentences=2000,
+    )
+    vocab(
+        prepared, tmp_path / "b", model="unigram", vocab_size=1600, spm=spm_config,
+        sample_sentences=2000, beam_args=MULTI_PROCESS,
+    )  # fmt: skip
+    for lang in ("en", "zh"):
+        model_a = fsio.read_bytes(str(tmp_path / "a" / f"spm.{lang}.model"))
+        model_b = fsio.read_bytes(str(tmp_path / "b" / f"spm.{lang}.model"))
+        assert model_a == model_b  # byte for byte, whichever runner drew the sample
+        pieces = [p for p, _ in spm_vocab.pieces_and_scores(model_a)]
+        symbols = [
+            s
+            for s, _ in read_dict((tmp_path / "a" / f"dict.{lang}.txt").read_text(encoding="utf-8"))
+        ]
+        assert symbols[: len(pieces) - 4] == pieces[4:]  # fairseq id == SentencePiece id
+    assert 1000 < a.manifest["vocabularies"]["en"]["sample_sentences"] <= 2500
+    assert a.manifest["special_ids"]["vocabulary"] == {
+        "bos": 0,
+        "pad": 1,
+        "eos": 2,
+        "unk": 3,
+        "first_symbol": 4,
+    }
+    joined = vocab(
+        prepared, tmp_path / "j", model="bpe", vocab_size=2500, spm=spm_config, joined=True
+    )
+    assert (tmp_path / "j" / "spm.model").exists() and joined.manifest["model"] == "bpe"
+
+
+def test_bad_inputs(prepared, tmp_path):
+    with pytest.raises(InputError, match="holds no committed prepare output"):
+        vocab(str(tmp_path / "nothing"), tmp_path / "v")
+    with pytest.raises(
+        ConfigError,
+        match=r"more than this data supports for en: the largest vocabulary it gives is \d+",
+    ):
+        vocab(prepared, tmp_path / "v", vocab_size=10**6)
+    with pytest.raises(ConfigError, match="unknown --model"):
+        VocabConfig(prepared, str(tmp_path / "v"), model="wordpiece")

@@ -1,0 +1,55 @@
+"""The layout's rules hold: imports run one way (import-linter), torch jobs load no Beam."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def lint_imports(checkout: Path) -> subprocess.CompletedProcess:
+    """`.ci/lint-imports` of `checkout`, with this interpreter's import-linter."""
+    return subprocess.run(
+        [str(checkout / ".ci" / "lint-imports")],
+        env={"PYTHON": sys.executable, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_tree_keeps_every_import_contract():
+    result = lint_imports(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+def test_an_upward_import_breaks_the_build(tmp_path):
+    checkout = tmp_path / "checkout"
+    for name in ("nmtpipe", "pipelines", "transforms", "trainers", ".ci"):
+        shutil.copytree(REPO / name, checkout / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", checkout)
+    with open(checkout / "transforms" / "text" / "normalize.py", "a", encoding="utf-8") as f:
+        f.write("\nimport nmtpipe.pipelines.workflow.run  # what transforms may never do\n")
+    result = lint_imports(checkout)
+    assert result.returncode != 0
+    assert "pipelines above trainers above transforms BROKEN" in result.stdout
+    assert "nmtpipe.transforms.text.normalize -> nmtpipe.pipelines.workflow.run" in result.stdout
+
+
+def test_the_torch_jobs_load_no_beam():
+    script = (
+        "import sys\n"
+        "import nmtpipe.trainers.loop.decode, nmtpipe.trainers.loop.train\n"
+        "import nmtpipe.trainers.loop.launch\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'apache_beam')\n"
+        "assert not loaded, loaded[:5]\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr

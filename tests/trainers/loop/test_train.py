@@ -1,0 +1,195 @@
+"""Training with real torchrun/gloo processes: learning, DDP = one process, exact resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from nmtpipe.pipelines.cli.main import main
+from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
+from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
+from tests.helpers import IN_MEMORY, prepare_example
+
+UPDATES, SAVE_AT = 24, 12
+NMTPIPE = [sys.executable, "-m", "nmtpipe"]
+
+
+@pytest.fixture(scope="module")
+def encoded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("train")
+    prepared = prepare_example(folder, 6, valid_fraction=0.03)
+    vocab, out = str(folder / "vocab"), str(folder / "encoded")
+    run_vocab(VocabConfig(prepared, vocab, vocab_size=1000, joined=True), IN_MEMORY)
+    run_encode(EncodeConfig(prepared, vocab, out), IN_MEMORY)
+    return out
+
+
+def train_args(data, save_dir, *more) -> list[str]:
+    return [
+        "train", "--data", data, "--save-dir", str(save_dir), "--arch", "transformer_tiny",
+        "--max-tokens", "1024", "--max-update", str(UPDATES), "--dropout", "0",
+        "--lr", "3e-3", "--warmup-updates", "6", "--log-interval", "1",
+        "--save-interval-updates", str(SAVE_AT), "--validate-interval-updates", str(UPDATES),
+        *more,
+    ]  # fmt: skip
+
+
+def records(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def losses(stdout: str) -> dict[int, float]:
+    return {r["update"]: r["loss"] for r in records(stdout) if "loss" in r}
+
+
+def run(cmd: list[str]) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def ddp(encoded, tmp_path_factory):
+    """An uninterrupted two-process gloo run (through `--nproc 2`, i.e. torchrun)."""
+    save_dir = tmp_path_factory.mktemp("ddp") / "ckpt"
+    return run([*NMTPIPE, *train_args(encoded, save_dir, "--nproc", "2")]).stdout
+
+
+def test_two_process_ddp_learns_and_equals_one_process(encoded, ddp, tmp_path):
+    curve = losses(ddp)
+    assert sorted(curve) == list(range(1, UPDATES + 1))
+    summary = next(r["summary"] for r in records(ddp) if "summary" in r)
+    assert summary["updates"] == UPDATES and summary["valid_loss"] < 0.75 * curve[1]
+    # One process with two micro-batches per update sees the same global batches.
+    single = run([*NMTPIPE, *train_args(encoded, tmp_path / "single", "--update-freq", "2")])
+    single_curve = losses(single.stdout)
+    assert sorted(single_curve) == sorted(curve)
+    for update, loss in single_curve.items():
+        assert loss == pytest.approx(curve[update], rel=2e-3), update
+
+
+# Runs `nmtpipe train` as a torchrun rank; rank 0 SIGKILLs itself right after saving the
+# checkpoint of update SAVE_AT, so the job dies with the other rank mid-training.
+_DIE_AFTER_SAVE = """
+import os, signal, sys
+from nmtpipe.trainers.loop import checkpoint
+from nmtpipe.pipelines.cli.main import main
+
+save = checkpoint.save
+
+def save_then_die(url, state):
+    save(url, state)
+    if url.endswith("checkpoint_last.pt") and state["position"]["update"] == {save_at}:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+checkpoint.save = save_then_die
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_killed_job_resumes_at_the_exact_batch(encoded, ddp, tmp_path):
+    script = tmp_path / "die.py"
+    script.write_text(_DIE_AFTER_SAVE.format(save_at=SAVE_AT))
+    save_dir = tmp_path / "ckpt"
+    killed = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         str(script), *train_args(encoded, save_dir)],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert killed.returncode != 0
+    assert max(losses(killed.stdout)) == SAVE_AT
+    resumed = run([*NMTPIPE, *train_args(encoded, save_dir, "--nproc", "2")])
+    after = losses(resumed.stdout)
+    assert sorted(after) == list(range(SAVE_AT + 1, UPDATES + 1))  # nothing repeated or lost
+    reference = losses(ddp)
+    for update, loss in after.items():  # the same batches in the same order, same weights
+        assert loss == pytest.approx(reference[update], rel=1e-4), update
+    assert os.path.exists(save_dir / "checkpoint_best.pt")
+
+
+def test_bad_inputs_and_incompatible_checkpoints(encoded, tmp_path, capsys):
+    code = main([*train_args(str(tmp_path / "none"), tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert code == 1 and "holds no committed encode output" in err
+    # Too-long pairs are skipped and counted; TensorBoard gets the scalars.
+    short = [*train_args(encoded, tmp_path / "short"), "--max-update", "2"]
+    short[short.index("--max-tokens") + 1] = "16"
+    assert main([*short, "--tensorboard-logdir", str(tmp_path / "tb")]) == 0
+    summary = next(r["summary"] for r in records(capsys.readouterr().out) if "summary" in r)
+    assert summary["skipped_too_long"] > 0 and 0 < summary["data_share"] < 1
+    assert list((tmp_path / "tb").glob("events.out.tfevents.*"))
+    # The same save dir with another model shape is refused.
+    other = [*train_args(encoded, tmp_path / "short"), "--arch", "transformer_small"]
+    assert main(other) == 1
+    assert "is a model of another shape" in capsys.readouterr().err
+
+
+def test_a_corrupt_shard_is_a_clear_error(encoded, tmp_path, capsys):
+    import shutil
+
+    copy = tmp_path / "encoded"
+    shutil.copytree(encoded, copy)
+    shard = copy / "fairseq" / "train.en-zh.zh.bin"
+    data = bytearray(shard.read_bytes())
+    data[100] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    assert main(train_args(str(copy), tmp_path / "c", "--format", "fairseq")) == 1
+    err = capsys.readouterr().err
+    assert "train.en-zh.zh.bin does not match its sha256 in the manifest (corrupted)" in err
+
+
+def test_an_uneven_epoch_over_two_ranks_does_not_hang(encoded, tmp_path):
+    from nmtpipe.trainers.data.batching import epoch_batches
+    from nmtpipe.transforms.formats.encoded_dataset import open_dataset
+
+    train = open_dataset(encoded)["train"]
+    # A budget whose epoch has an odd number of batches: one rank gets a repeated batch.
+    budget = next(
+        t for t in range(4096, 8192, 8)
+        if epoch_batches(train.src_sizes, train.tgt_sizes, t, 1, 1, world=2).repeated == 1
+    )  # fmt: skip
+    batches = len(epoch_batches(train.src_sizes, train.tgt_sizes, budget, 1, 1, world=2).batches)
+    args = train_args(encoded, tmp_path / "c", "--nproc", "2", "--max-epoch", "1")
+    args[args.index("--max-tokens") + 1] = str(budget)
+    args[args.index("--max-update") + 1] = "1000"
+    summary = next(r["summary"] for r in records(run([*NMTPIPE, *args]).stdout) if "summary" in r)
+    assert summary["updates"] == batches // 2 and summary["epoch"] == 2
+
+
+def test_a_checkpoint_of_another_vocabulary_is_refused(encoded, tmp_path, capsys):
+    import torch
+
+    args = [*train_args(encoded, tmp_path / "c"), "--max-update", "1"]
+    assert main(args) == 0
+    last = tmp_path / "c" / "checkpoint_last.pt"
+    state = torch.load(last, weights_only=True)
+    state["vocab_fingerprint"] = "0" * 64
+    torch.save(state, last)
+    capsys.readouterr()
+    assert main([*args[:-1], "2"]) == 1
+    assert (
+        "was trained with another vocabulary (fingerprint 000000000000" in capsys.readouterr().err
+    )
+
+
+def test_early_stopping_and_checkpoints_on_s3(encoded, tmp_path, capsys, s3):
+    # With a learning rate of 0 the validation loss never improves: patience 2 stops the
+    # run at the third validation.
+    args = [*train_args(encoded, f"{s3}/ckpt"), "--lr", "0", "--validate-interval-updates", "1",
+            "--patience", "2", "--max-update", "50"]  # fmt: skip
+    assert main(args) == 0
+    out = records(capsys.readouterr().out)
+    assert [r["update"] for r in out if "valid_loss" in r] == [1, 2, 3]
+    assert next(r["summary"] for r in out if "summary" in r)["updates"] == 3
+    import s3fs
+
+    names = sorted(p.rsplit("/", 1)[-1] for p in s3fs.S3FileSystem().ls("nmtpipe-test/ckpt"))
+    assert names == ["checkpoint_best.pt", "checkpoint_last.pt", "train_summary.json"]
+    # Resuming from S3 continues where it stopped (patience already ran out: no update).
+    assert main(args) == 0
+    summary = next(r["summary"] for r in records(capsys.readouterr().out) if "summary" in r)
+    assert summary["resumed"] and summary["updates"] == 3

@@ -1,0 +1,78 @@
+"""The encode DoFn on a Beam runner: files reported as manifest entries, counts as stats."""
+
+from __future__ import annotations
+
+import gzip
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that
+
+from nmtpipe.transforms.beam.encode_fns import EncodePartFn, EncodeSpec, EncodeTask
+from nmtpipe.transforms.formats.fairseq_mmap import MMapDataset
+from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.vocab.fairseq_dict import dict_text
+from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
+from nmtpipe.transforms.vocab.vocabulary import Vocabulary
+from tests.helpers import DATA, IN_MEMORY, example_lines
+
+LANGS = {"src": "en", "tgt": "zh"}
+
+
+def t2t_vocabulary(folder) -> Vocabulary:
+    """A joined T2T vocabulary folder as `nmtpipe vocab` lays it out (golden T2T file)."""
+    text = gzip.decompress((DATA / "golden" / "t2t-vocab-tatoeba.zh.8192.txt.gz").read_bytes())
+    (folder / "vocab.subwords").write_bytes(text)
+    subtokens = SubwordTextEncoder.from_text(text.decode()).subtokens
+    for lang in LANGS.values():
+        (folder / f"dict.{lang}.txt").write_text(
+            dict_text(subtokens[2:], [1] * (len(subtokens) - 2))
+        )
+    doc = {
+        "model": "t2t",
+        "fingerprint": "f" * 64,
+        "languages": LANGS,
+        "options": {"joined": True},
+        "vocabularies": {"joined": {"files": ["vocab.subwords"]}},
+    }
+    return Vocabulary(str(folder), doc)
+
+
+def test_a_part_is_encoded_into_both_formats(tmp_path):
+    vocab = t2t_vocabulary(tmp_path)
+    en, zh = example_lines("tatoeba-cmn", "en", 700), example_lines("tatoeba-cmn", "zh", 700)
+    shard = str(tmp_path / "train-00000-of-00001.parquet")
+    fsio.write_parquet(
+        shard, pa.table({"id": list(range(700)), "src": en, "tgt": zh}), row_group_size=300
+    )
+    out = str(tmp_path / "out")
+    spec = EncodeSpec(
+        out, vocab.root, vocab.doc, LANGS, ("arrow", "fairseq"), "uint16", "uint16", 128
+    )
+    task = EncodeTask("train", 1, 3, shard, (1, 2), "fairseq/train1.en-zh")  # rows 300..699
+    encoder = SubwordTextEncoder.from_text((tmp_path / "vocab.subwords").read_text())
+    expected_tokens = sum(len(encoder.encode(line)) + 1 for line in en[300:])
+
+    def check(outputs):
+        files = sorted((v["path"], v["kind"], v["rows"]) for k, v in outputs if k == "file")
+        assert files == [
+            ("arrow/train-00001-of-00003.arrow", "arrow", 400),
+            ("fairseq/train1.en-zh.en.bin", "fairseq-bin", 400),
+            ("fairseq/train1.en-zh.en.idx", "fairseq-idx", 400),
+            ("fairseq/train1.en-zh.zh.bin", "fairseq-bin", 400),
+            ("fairseq/train1.en-zh.zh.idx", "fairseq-idx", 400),
+        ]
+        (stats,) = [v for k, v in outputs if k == "stats"]
+        train = stats["splits"]["train"]
+        assert train["pairs"] == 400 and train["src"]["tokens"] == expected_tokens
+        assert train["src"]["unk"] == 0 and sum(train["tgt"]["length_hist"].values()) == 400
+
+    options = PipelineOptions(IN_MEMORY)
+    with TestPipeline(options=options) as p:
+        encoded = p | beam.Create([task]) | beam.ParDo(EncodePartFn(spec))
+        assert_that(encoded, check)
+    bins = MMapDataset(f"{out}/fairseq/train1.en-zh.en.idx", f"{out}/fairseq/train1.en-zh.en.bin")
+    assert len(bins) == 400
+    assert (bins[0][:-1] - 2).tolist() == encoder.encode(en[300])  # fairseq id = T2T id + 2

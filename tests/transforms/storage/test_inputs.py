@@ -1,0 +1,81 @@
+"""Resolving fairseq-style prefixes, globs, archives and TSV inputs."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.storage.inputs import (
+    CorpusInput,
+    brace_pair,
+    parse_columns,
+    resolve_pair_prefix,
+    resolve_tsv,
+)
+
+
+def test_prefix_finds_compression_suffixes_by_itself(tmp_path: Path):
+    (tmp_path / "train.en.gz").write_bytes(gzip.compress(b"a\n"))
+    (tmp_path / "train.zh").write_bytes(b"b\n")
+    (inp,) = resolve_pair_prefix(str(tmp_path / "train"), "en", "zh", "train")
+    assert inp == CorpusInput("train", f"{tmp_path}/train.en.gz", f"{tmp_path}/train.zh")
+    assert inp.origin == f"{tmp_path}/train.{{en.gz,zh}}"
+
+
+def test_missing_side_lists_what_was_tried(tmp_path: Path):
+    (tmp_path / "train.en").write_bytes(b"a\n")
+    with pytest.raises(InputError, match=r"no file for .*train\.zh: tried .*train\.zh, .*\.zh\.gz"):
+        resolve_pair_prefix(str(tmp_path / "train"), "en", "zh", "train")
+
+
+def test_glob_prefixes(tmp_path: Path):
+    for part in ("a", "b"):
+        (tmp_path / part).mkdir()
+        (tmp_path / part / "train.en").write_bytes(b"x\n")
+        (tmp_path / part / "train.zh.xz").write_bytes(b"")
+    inputs = resolve_pair_prefix(str(tmp_path / "*" / "train"), "en", "zh", "train")
+    assert [i.src for i in inputs] == [f"{tmp_path}/a/train.en", f"{tmp_path}/b/train.en"]
+    assert [i.tgt for i in inputs] == [f"{tmp_path}/a/train.zh.xz", f"{tmp_path}/b/train.zh.xz"]
+    with pytest.raises(InputError, match="no files match"):
+        resolve_pair_prefix(str(tmp_path / "*" / "dev"), "en", "zh", "valid")
+
+
+def test_archive_prefix_appends_the_language_to_the_member():
+    (inp,) = resolve_pair_prefix("tar://nc/news::data/training.tgz", "en", "zh", "train")
+    assert inp.src == "tar://nc/news.en::data/training.tgz"
+    assert inp.origin == "tar://nc/news.{en,zh}::data/training.tgz"
+
+
+def test_tsv_files_and_globs(tmp_path: Path):
+    (tmp_path / "a.tsv").write_bytes(b"x\ty\n")
+    (tmp_path / "b.tsv").write_bytes(b"x\ty\n")
+    inputs = resolve_tsv(str(tmp_path / "*.tsv"), (1, 0), "train")
+    assert [(i.src, i.tgt, i.columns) for i in inputs] == [
+        (f"{tmp_path}/a.tsv", None, (1, 0)),
+        (f"{tmp_path}/b.tsv", None, (1, 0)),
+    ]
+    with pytest.raises(InputError, match="no such file"):
+        resolve_tsv(str(tmp_path / "c.tsv"), (0, 1), "train")
+
+
+def test_memory_urls(tmp_path: Path):
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    fs.pipe({"/inputs/t.en": b"a\n", "/inputs/t.zh": b"b\n"})
+    (inp,) = resolve_pair_prefix("memory://inputs/t", "en", "zh", "train")
+    assert inp.src == "memory:///inputs/t.en"
+
+
+@pytest.mark.parametrize("text", ["0", "1,1", "a,b", "0,1,2", "-1,0"])
+def test_bad_tsv_columns(text):
+    with pytest.raises(ConfigError, match="--tsv-columns"):
+        parse_columns(text)
+
+
+def test_brace_pair():
+    assert brace_pair("/d/train.en", "/d/train.zh") == "/d/train.{en,zh}"
+    assert brace_pair("s3://b/x.de.gz", "s3://b/x.en.gz") == "s3://b/x.{de,en}.gz"

@@ -1,0 +1,129 @@
+"""Reading corpus files: compression, archives, line ends, alignment, chunking."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+import tarfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
+from nmtpipe.transforms.storage.inputs import CorpusInput
+from nmtpipe.transforms.storage.raw_corpus import load_chunk, plan_chunks, read_chunks
+
+COMPRESSORS = {"": lambda b: b, ".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
+
+
+def lines_of(inp: CorpusInput, chunk_lines: int = 2) -> list[tuple[int, bytes, bytes | None]]:
+    """(line number, src, tgt) for every line, through chunks."""
+    out = []
+    for chunk in read_chunks(inp, chunk_lines):
+        src = chunk.src.split(b"\n")
+        tgt = chunk.tgt.split(b"\n") if chunk.tgt is not None else [None] * len(src)
+        out += [(chunk.first_line + i, s, t) for i, (s, t) in enumerate(zip(src, tgt, strict=True))]
+    return out
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESSORS))
+def test_reads_plain_and_compressed_pairs_in_lockstep(tmp_path: Path, suffix: str):
+    for lang, text in (("en", b"one\ntwo\nthree\n"), ("zh", b"\xe4\xb8\x80\n\xe4\xba\x8c\n3\n")):
+        (tmp_path / f"c.{lang}{suffix}").write_bytes(COMPRESSORS[suffix](text))
+    inp = CorpusInput("train", str(tmp_path / f"c.en{suffix}"), str(tmp_path / f"c.zh{suffix}"))
+    assert lines_of(inp) == [
+        (1, b"one", "一".encode()),
+        (2, b"two", "二".encode()),
+        (3, b"three", b"3"),
+    ]
+
+
+def test_missing_final_newline_is_not_misalignment(tmp_path: Path):
+    (tmp_path / "c.en").write_bytes(b"a\nb\n")
+    (tmp_path / "c.zh").write_bytes(b"x\ny")
+    assert len(lines_of(CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh")))) == 2
+
+
+def test_bom_is_stripped_and_crlf_and_unicode_separators_kept_for_later(tmp_path: Path):
+    (tmp_path / "c.en").write_bytes(b"\xef\xbb\xbfa\r\nb\xe2\x80\xa8c\r\n")
+    (tmp_path / "c.zh").write_bytes(b"x\ny\n")
+    got = lines_of(CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh")))
+    # Only "\n" ends a line: U+2028 stays inside line 2, CR is the cleaner's job.
+    assert [s for _, s, _ in got] == [b"a\r", b"b\xe2\x80\xa8c\r"]
+
+
+@pytest.mark.parametrize("chunk_lines", [1, 2, 1000])
+def test_different_line_counts_name_both_files_and_counts(tmp_path: Path, chunk_lines: int):
+    (tmp_path / "c.en").write_bytes(b"a\nb\nc\n")
+    (tmp_path / "c.zh").write_bytes(b"x\ny\n")
+    inp = CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh"))
+    expected = f"{tmp_path}/c.en has 3 lines but {tmp_path}/c.zh has 2"
+    with pytest.raises(CorpusAlignmentError, match=expected):
+        list(read_chunks(inp, chunk_lines))
+    with pytest.raises(CorpusAlignmentError, match=expected):
+        list(plan_chunks(inp, chunk_lines))
+
+
+def test_members_of_a_tgz_archive(tmp_path: Path):
+    archive = tmp_path / "training.tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, data in (
+            ("nc/news.zh-en.en", b"Hello\nWorld\n"),
+            ("nc/news.zh-en.zh", b"A\nB\n"),
+        ):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    inp = CorpusInput(
+        "train", f"tar://nc/news.zh-en.en::{archive}", f"tar://nc/news.zh-en.zh::{archive}"
+    )
+    assert lines_of(inp) == [(1, b"Hello", b"A"), (2, b"World", b"B")]
+    missing = CorpusInput(
+        "train", f"tar://nc/nope.en::{archive}", f"tar://nc/news.zh-en.zh::{archive}"
+    )
+    with pytest.raises(InputError, match=r"has no member nc/nope\.en"):
+        list(read_chunks(missing, 10))
+
+
+def test_tsv_chunks_carry_whole_lines(tmp_path: Path):
+    (tmp_path / "p.tsv").write_bytes(b"a\tb\tattribution\nc\td\n")
+    inp = CorpusInput("train", str(tmp_path / "p.tsv"))
+    assert lines_of(inp) == [(1, b"a\tb\tattribution", None), (2, b"c\td", None)]
+
+
+def test_corrupt_compressed_file_is_an_input_error(tmp_path: Path):
+    (tmp_path / "c.en.gz").write_bytes(gzip.compress(b"a\nb\n")[:-8] + b"garbage!")
+    (tmp_path / "c.zh").write_bytes(b"x\ny\n")
+    inp = CorpusInput("train", str(tmp_path / "c.en.gz"), str(tmp_path / "c.zh"))
+    with pytest.raises(InputError, match=r"cannot read .*c\.en\.gz"):
+        list(read_chunks(inp, 10))
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(st.binary(max_size=6).map(lambda b: b.replace(b"\n", b"")), max_size=12),
+    final_newline=st.booleans(),
+    chunk_lines=st.integers(1, 5),
+)
+def test_byte_range_chunks_equal_streamed_chunks(tmp_path: Path, lines, final_newline, chunk_lines):
+    data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
+    (tmp_path / "h.en").write_bytes(data)
+    (tmp_path / "h.zh").write_bytes(data)
+    inp = CorpusInput("train", str(tmp_path / "h.en"), str(tmp_path / "h.zh"))
+    streamed = list(read_chunks(inp, chunk_lines))
+    ranged = [load_chunk(ref) for ref in plan_chunks(inp, chunk_lines)]
+    assert ranged == streamed
+
+
+def test_compressed_and_remote_inputs_are_streamed_not_ranged(tmp_path: Path):
+    (tmp_path / "c.en.gz").write_bytes(gzip.compress(b"a\n"))
+    (tmp_path / "c.zh.gz").write_bytes(gzip.compress(b"b\n"))
+    inp = CorpusInput("train", str(tmp_path / "c.en.gz"), str(tmp_path / "c.zh.gz"))
+    (chunk,) = plan_chunks(inp, 10)
+    assert chunk.src == b"a"  # the lines themselves, not a byte range

@@ -1,0 +1,95 @@
+"""The chunk cleaner: decoding, rejects with origin and reason, batches by shard."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from nmtpipe.transforms.storage.raw_corpus import RawChunk
+from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig
+from nmtpipe.transforms.text.split import SplitConfig
+
+SPLIT = SplitConfig(carve=(), shards=(("train", 2),))
+
+
+def clean(src: bytes, tgt: bytes | None, columns=(0, 1), config: CleanConfig | None = None):
+    chunk = RawChunk("corpus.{en,zh}", "train", 11, src, tgt, columns)
+    return ChunkCleaner(config or CleanConfig(split=SPLIT))(chunk)
+
+
+def kept(out) -> list[tuple]:
+    rows = []
+    for batch in out.pairs.values():
+        rows += zip(*(batch.column(c).to_pylist() for c in ("line", "src", "tgt")), strict=True)
+    return sorted(rows)
+
+
+def test_kept_pairs_are_normalised_and_numbered_from_the_chunk_start():
+    out = clean("Hello,  world!\r\nＯＫ？\r\n".encode()[:-2], "你好，世界！\n好的？".encode())
+    assert out.pairs_read == 2
+    assert kept(out) == [(11, "Hello, world!", "你好,世界!"), (12, "OK?", "好的?")]
+    assert out.rejects == []
+    assert sorted(out.train_src) == ["Hello, world!", "OK?"]
+
+
+def test_invalid_utf8_is_a_reject_with_side_byte_and_raw_bytes():
+    out = clean(b"good\nbad \xff here\nfine", b"ok\nok2\n\xc3")
+    assert [(r.line, r.reason, r.detail) for r in out.rejects] == [
+        (12, "invalid-utf8", "src: invalid start byte at byte 4"),
+        (13, "invalid-utf8", "tgt: unexpected end of data at byte 0"),
+    ]
+    assert out.rejects[0].src == b"bad \xff here" and out.rejects[0].tgt == b"ok2"
+    assert [line for line, *_ in kept(out)] == [11]
+
+
+def test_filter_rejects_keep_the_raw_line():
+    out = clean(b"same\n\x00\x01", "same\n空".encode())
+    assert [(r.line, r.reason, r.src, r.tgt) for r in out.rejects] == [
+        (11, "copy", b"same", b"same"),
+        (12, "empty", b"\x00\x01", "空".encode()),
+    ]
+
+
+def test_tsv_lines_with_too_few_columns():
+    out = clean(b"hi\t\xe4\xbd\xa0\xe5\xa5\xbd\tCC-BY\njust one column\nx\ty", None)
+    assert kept(out) == [(11, "hi", "你好"), (13, "x", "y")]
+    (bad,) = out.rejects
+    assert (bad.line, bad.reason, bad.src, bad.tgt) == (
+        12,
+        "bad-columns",
+        b"just one column",
+        None,
+    )
+    assert bad.detail == "1 tab-separated columns, need at least 2"
+
+
+def test_tsv_columns_can_be_reordered():
+    out = clean("x\t你\tyou".encode(), None, columns=(2, 1))
+    assert kept(out) == [(11, "you", "你")]
+
+
+def test_batches_carry_the_origin_and_split_by_shard():
+    src = "\n".join(f"sentence {i}" for i in range(50)).encode()
+    tgt = "\n".join(f"句子 {i}" for i in range(50)).encode()
+    out = clean(src, tgt)
+    assert set(out.pairs) <= {("train", 0), ("train", 1)}
+    batch = next(iter(out.pairs.values()))
+    assert isinstance(batch, pa.RecordBatch)
+    assert set(batch.column("origin").to_pylist()) == {"corpus.{en,zh}"}
+    assert sum(b.num_rows for b in out.pairs.values()) == 50
+
+
+def test_only_train_pairs_are_handed_on_for_counting():
+    config = CleanConfig(
+        split=SplitConfig(
+            valid_fraction=0.5,
+            test_fraction=0.0,
+            carve=("valid",),
+            shards=(("train", 1), ("valid", 1)),
+        )
+    )
+    src = "\n".join(f"s{i}" for i in range(200)).encode()
+    tgt = "\n".join(f"t{i}" for i in range(200)).encode()
+    out = clean(src, tgt, config=config)
+    train = out.pairs[("train", 0)].column("src").to_pylist()
+    assert sorted(out.train_src) == sorted(train)
+    assert 50 < len(train) < 150

@@ -1,0 +1,65 @@
+"""SentencePiece training: deterministic, fairseq's ids, spm_train's own .vocab format."""
+
+from __future__ import annotations
+
+import pytest
+import sentencepiece as spm
+
+from nmtpipe.transforms.vocab import spm_vocab
+from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS
+from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
+from tests.helpers import example_lines
+
+
+def sentences(n=3000):
+    return example_lines("tatoeba-cmn", "en")[:n]
+
+
+def sentences_file(tmp_path, n=3000):
+    path = tmp_path / "sentences.txt"
+    path.write_text("\n".join(sentences(n)) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_same_input_same_model_bytes_and_fairseq_ids():
+    config = SpmConfig(vocab_size=600, user_defined_symbols=("<sep>",))
+    first, second = spm_vocab.train(sentences(), config), spm_vocab.train(sentences(), config)
+    assert first == second
+    pieces = [p for p, _ in spm_vocab.pieces_and_scores(first)]
+    assert pieces[: len(SPECIALS) + 1] == [*SPECIALS, "<sep>"]
+    assert len(pieces) == 600
+    bpe = spm_vocab.train(sentences(), SpmConfig(model_type="bpe", vocab_size=600))
+    assert spm_vocab.pieces_and_scores(bpe) != spm_vocab.pieces_and_scores(first)
+
+
+@pytest.mark.parametrize("model_type", ["unigram", "bpe"])
+def test_same_model_as_spm_train_on_a_file(tmp_path, model_type):
+    config = SpmConfig(model_type=model_type, vocab_size=500, character_coverage=0.9995)
+    prefix = str(tmp_path / "m")
+    spm.set_random_generator_seed(config.seed)
+    spm.SentencePieceTrainer.train(
+        input=sentences_file(tmp_path), model_prefix=prefix, **spm_vocab.trainer_options(config)
+    )
+    ours = spm_vocab.train(sentences(), config)
+    theirs = (tmp_path / "m.model").read_bytes()
+    assert spm_vocab.pieces_and_scores(ours) == spm_vocab.pieces_and_scores(theirs)
+
+
+def test_vocab_file_is_what_spm_train_writes(tmp_path):
+    path = sentences_file(tmp_path, 1500)
+    prefix = str(tmp_path / "m")
+    spm.SentencePieceTrainer.train(
+        input=path, model_prefix=prefix, vocab_size=400, bos_id=0, pad_id=1, eos_id=2, unk_id=3,
+        minloglevel=2,
+    )  # fmt: skip
+    model = (tmp_path / "m.model").read_bytes()
+    assert spm_vocab.vocab_text(model) == (tmp_path / "m.vocab").read_text(encoding="utf-8")
+
+
+def test_piece_counts():
+    model = spm_vocab.train(sentences(1500), SpmConfig(vocab_size=400))
+    counts = spm_vocab.piece_counts(model, ["hello world", "hello"])
+    sp = spm_vocab.processor(model)
+    assert sum(counts) == len(sp.encode("hello world")) + len(sp.encode("hello"))
+    lines = sentences(50)
+    assert spm_vocab.piece_counts(model, lines, batch=7) == spm_vocab.piece_counts(model, lines)

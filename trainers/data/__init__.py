@@ -1,0 +1,2 @@
+"""The data side of torch jobs: token batches, collation, decode inputs (a split or raw
+text). May import transforms; nothing else of trainers."""

@@ -1,0 +1,162 @@
+"""What `nmtpipe decode` translates: a split of an encoded dataset, or raw text files.
+
+Both become a stream of `Sentence`s (source ids in the id space the model was trained
+in, the source text and the reference, if any), read lazily and cut into windows, so
+no input is ever held whole. Raw text goes through what training data went through:
+the `prepare` step's normalisation, then the vocabulary. A split's texts come from the
+prepared Parquet shards the encoded split was made from (in the same order); if those
+are gone, from the ids themselves, detokenised.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.formats.encoded_dataset import SplitData
+from nmtpipe.transforms.formats.prepared import read_prepared
+from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
+from nmtpipe.transforms.vocab import id_layout
+from nmtpipe.transforms.vocab.vocabulary import Vocabulary
+
+_ENCODE_BATCH = 1000  # lines normalised and encoded per call
+
+
+@dataclass(frozen=True)
+class Sentence:
+    index: int  # its place in the input: outputs are written in this order
+    ids: np.ndarray  # source ids in the model's id space, ending in EOS
+    source: str
+    reference: str | None
+
+
+class TextCodec:
+    """Text ↔ the model's ids for one language pair, as training saw them."""
+
+    def __init__(self, vocab: Vocabulary, langs: dict[str, str], fmt: str, normalize: dict):
+        self.src_lang, self.tgt_lang = langs["src"], langs["tgt"]
+        self.model = vocab.model
+        self._fairseq_ids = fmt == "fairseq"
+        self._normalizer = Normalizer(NormalizeConfig(**normalize))
+        self._encoders = {lang: vocab.encoder(lang) for lang in {self.src_lang, self.tgt_lang}}
+
+    def encode_sources(self, lines: list[str]) -> list[np.ndarray]:
+        flat, lengths = self._encoders[self.src_lang].encode_batch(self._normalizer.batch(lines))
+        if self._fairseq_ids:
+            flat = id_layout.to_fairseq(self.model, flat)
+        return np.split(flat.astype(np.int64), np.cumsum(lengths)[:-1])
+
+    def decode(self, lang: str, ids: Iterable[int]) -> str:
+        """Text of model ids (EOS and padding dropped by the caller)."""
+        ids = np.fromiter(ids, np.int64)
+        if self._fairseq_ids:
+            ids = id_layout.from_fairseq(self.model, ids)
+        return self._encoders[lang].decode(ids.tolist())
+
+
+def read_lines(url: str) -> Iterator[str]:
+    """The lines of a text file on any fsspec URL (compressed by suffix), without their
+    line ends (LF or CRLF); invalid UTF-8 is an error naming the file and line."""
+    fs, path = fsio.url_to_fs(url)
+    if not fs.exists(path):
+        raise InputError(f"{url}: no such file")
+    with fs.open(path, "rb", compression="infer") as f:
+        for number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InputError(
+                    f"{url}:{number}: not UTF-8 ({e.reason} at byte {e.start})"
+                ) from None
+            yield line.rstrip("\n").removesuffix("\r")
+
+
+def _lines_of(urls: Iterable[str]) -> Iterator[str]:
+    return itertools.chain.from_iterable(read_lines(u) for u in urls)
+
+
+def text_sentences(
+    inputs: list[str], references: list[str], codec: TextCodec
+) -> Iterator[Sentence]:
+    """The lines of `inputs` (one sentence each), with the lines of `references` if given."""
+    missing = object()
+    sources = _lines_of(inputs)
+    refs: Iterator[Any] = _lines_of(references) if references else itertools.repeat(None)
+    index = 0
+    while chunk := list(itertools.islice(sources, _ENCODE_BATCH)):
+        chunk_refs = [next(refs, missing) for _ in chunk]
+        if any(r is missing for r in chunk_refs):
+            raise InputError(
+                f"{', '.join(references)} end(s) before {', '.join(inputs)}: one reference "
+                "line is needed per input line"
+            )
+        for ids, source, ref in zip(codec.encode_sources(chunk), chunk, chunk_refs, strict=True):
+            yield Sentence(index, ids, source, ref)
+            index += 1
+    if references and next(refs, missing) is not missing:
+        raise InputError(
+            f"{', '.join(references)} have more lines than {', '.join(inputs)} ({index})"
+        )
+
+
+def prepared_sources(encode_doc: dict[str, Any]) -> list[dict[str, str]]:
+    """The prepared outputs an encoded dataset was made from, in order (one, or a
+    version's parts)."""
+    info = encode_doc["prepared"]
+    return info if isinstance(info, list) else [info]
+
+
+def _prepared_texts(encode_doc: dict[str, Any], split: str) -> Iterator[tuple[str, str]] | None:
+    """The (source, target) texts of `split` from the prepared shards the encoded split
+    came from, in the same order; None when they are gone or were made again since."""
+    found = []
+    for info in prepared_sources(encode_doc):
+        try:
+            root, doc = read_prepared(info["url"])
+        except (InputError, OSError):
+            return None
+        if doc["fingerprint"] != info["fingerprint"]:
+            return None
+        if split in doc["splits"]:
+            found.append((root, doc["splits"][split]["files"]))
+
+    def rows() -> Iterator[tuple[str, str]]:
+        for root, paths in found:
+            for path in paths:
+                url = fsio.join(root, path)
+                for group in range(len(fsio.parquet_row_groups(url))):
+                    table = fsio.read_parquet(url, ["src", "tgt"], [group])
+                    yield from zip(
+                        table.column("src").to_pylist(),
+                        table.column("tgt").to_pylist(),
+                        strict=True,
+                    )
+
+    return rows()
+
+
+def split_sentences(
+    data: SplitData, split: str, encode_doc: dict[str, Any], codec: TextCodec
+) -> Iterator[Sentence]:
+    """Every pair of an encoded split, in order, its target text as the reference."""
+    texts = _prepared_texts(encode_doc, split)
+    for i in range(len(data)):
+        src, tgt = data[i]
+        if texts is None:
+            source = codec.decode(codec.src_lang, src[:-1])
+            reference = codec.decode(codec.tgt_lang, tgt[:-1])
+        else:
+            source, reference = next(texts)
+        yield Sentence(i, src.astype(np.int64), source, reference)
+
+
+def windows(sentences: Iterator[Sentence], size: int) -> Iterator[list[Sentence]]:
+    """Consecutive lists of `size` sentences (the last one shorter)."""
+    while window := list(itertools.islice(sentences, size)):
+        yield window

@@ -1,0 +1,89 @@
+"""Checkpoints on any fsspec URL: written atomically, loaded with `weights_only=True`.
+
+A checkpoint holds what resuming needs to continue exactly: model, optimiser, the
+update count, the data iterator's position (epoch, batches done), the RNG states, the
+model and training config and the vocabulary's fingerprint. It is serialised in memory
+and written atomically: a save killed half-way leaves the previous file untouched.
+Names follow fairseq (`trainers/loop/run_files.py`).
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from typing import Any
+
+import torch
+
+from nmtpipe.trainers.loop.run_files import NUMBERED
+from nmtpipe.trainers.model.config import ModelConfig
+from nmtpipe.trainers.model.transformer import Transformer
+from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.storage import fsio
+
+
+def rng_state() -> dict[str, Any]:
+    """The random generators training draws from (dropout; batches use their own seeded
+    generator). Plain types and tensors only, so `weights_only` loading accepts them."""
+    state = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def save(url: str, state: dict[str, Any]) -> None:
+    """Write `state` to `url` atomically (readers see the old file or the new one)."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    fsio.write_bytes(url, buffer.getbuffer())
+
+
+def load(url: str) -> dict[str, Any]:
+    """A checkpoint, loaded without running any pickled code (`weights_only=True`)."""
+    try:
+        data = fsio.read_bytes(url)
+    except FileNotFoundError:
+        raise InputError(f"no checkpoint at {url}") from None
+    try:
+        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise InputError(f"{url} is not a readable nmtpipe checkpoint: {e}") from e
+
+
+def model_from(state: dict[str, Any]) -> Transformer:
+    """The model a checkpoint holds, rebuilt from its config and weights, in eval mode."""
+    model = Transformer(ModelConfig(**state["model_config"]))
+    model.load_state_dict(state["model"])
+    return model.eval()
+
+
+def check_compatible(state: dict[str, Any], url: str, model: dict, vocab_fingerprint: str) -> None:
+    """Refuse to resume from a checkpoint of another vocabulary or model shape."""
+    if state.get("vocab_fingerprint") != vocab_fingerprint:
+        raise InputError(
+            f"{url} was trained with another vocabulary (fingerprint "
+            f"{str(state.get('vocab_fingerprint'))[:12]}, the data's is {vocab_fingerprint[:12]})"
+        )
+    saved = state.get("model_config", {})
+    differ = sorted(k for k in model.keys() | saved.keys() if model.get(k) != saved.get(k))
+    if differ:
+        shown = ", ".join(f"{k} {saved.get(k)} → {model.get(k)}" for k in differ)
+        raise InputError(f"{url} is a model of another shape ({shown}); use another --save-dir")
+
+
+def prune(save_dir: str, keep_last: int) -> None:
+    """Delete all but the `keep_last` newest numbered checkpoints."""
+    found = []
+    for url in fsio.find(save_dir):
+        match = NUMBERED.match(url.rsplit("/", 1)[-1])
+        if match:
+            found.append((int(match.group(2)), url))
+    for _, url in sorted(found)[: max(len(found) - keep_last, 0)]:
+        fsio.remove(url)

@@ -1,0 +1,299 @@
+"""The decoding job of one rank: beam search over a window of sentences at a time.
+
+Every rank reads the same input stream, cut into windows of `buffer_size` sentences.
+Within a window the sentences are sorted by source length and cut into batches of at
+most `max_tokens` padded source tokens; rank r decodes batches r, r + world, ... and
+detokenises its results; the first rank gathers them, puts them back in input order and
+appends them to the outputs, which become visible only when the job is done:
+
+- `hypotheses.txt`: the best translation of each input line, one per line;
+- `nbest.jsonl`: per input, the source, the reference and the n-best list (text, score,
+  log-probability, token count, whether it ended in EOS);
+- `scores.json`: BLEU and chrF (sacrebleu) against the references, when there are any,
+  and what the job did (sentences, truncated or skipped inputs, speed). Written last:
+  the outputs are complete when it is there (a re-run removes it first).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from nmtpipe.trainers.data.batching import greedy_cuts, padded
+from nmtpipe.trainers.data.decode_inputs import (
+    Sentence,
+    TextCodec,
+    prepared_sources,
+    split_sentences,
+    text_sentences,
+    windows,
+)
+from nmtpipe.trainers.loop import checkpoint
+from nmtpipe.trainers.loop.decode_config import DecodeConfig
+from nmtpipe.trainers.loop.distributed import Ranks, open_on_ranks
+from nmtpipe.trainers.loop.run_files import HYPOTHESES, NBEST, SCORES
+from nmtpipe.trainers.loop.scoring import CorpusScores, default_tokenize
+from nmtpipe.trainers.model.beam_search import BeamSearch, Hypothesis
+from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.formats.encoded_dataset import committed_doc
+from nmtpipe.transforms.formats.prepared import read_prepared
+from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.vocab.id_layout import IdLayout
+from nmtpipe.transforms.vocab.vocabulary import open_vocabulary
+
+
+@dataclass
+class _Counts:
+    sentences: int = 0
+    truncated: int = 0
+    skipped: int = 0
+    unfinished: int = 0
+    target_tokens: int = 0  # of the best hypotheses, EOS included
+
+    def add(self, other: _Counts) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class _Outputs:
+    """The first rank's output files, written as windows arrive, committed at the end."""
+
+    def __init__(self, stack: contextlib.ExitStack, output: str) -> None:
+        self.output = output
+        self.hypotheses = stack.enter_context(fsio.spooled_write(self.url(HYPOTHESES)))
+        self.nbest = stack.enter_context(fsio.spooled_write(self.url(NBEST)))
+
+    def url(self, name: str) -> str:
+        return fsio.join(self.output, name)
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        best = "".join(_best_text(r) + "\n" for r in records)
+        self.hypotheses.write(best.encode("utf-8"))
+        lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        self.nbest.write(lines.encode("utf-8"))
+
+
+class Decoder:
+    """One rank's share of a decoding job."""
+
+    def __init__(self, config: DecodeConfig, ranks: Ranks, log: Callable[[str], None]) -> None:
+        self.config, self.ranks, self.log = config, ranks, log
+        state = checkpoint.load(config.checkpoint)
+        train_config = state.get("train_config", {})
+        self.data_url = config.data or train_config.get("data")
+        if not self.data_url:
+            raise ConfigError(f"{config.checkpoint} does not say its data; give --data")
+        fmt = config.format or train_config.get("format")
+        self.dataset = None
+        if config.inputs:
+            self.doc = committed_doc(self.data_url)
+            self.format = fmt or self.doc["formats"][0]
+        else:
+            self.dataset = open_on_ranks(ranks, self.data_url, fmt, config.cache_dir)
+            self.doc, self.format = self.dataset.manifest, self.dataset.format
+        self.layout = IdLayout(**self.doc["id_layouts"][self.format])
+        self._check_match(state)
+        vocab = open_vocabulary(self.doc["vocab"]["url"])
+        prepared_options = self._prepared_options()
+        self.codec = TextCodec(vocab, self.doc["languages"], self.format, prepared_options)
+        self.model = checkpoint.model_from(state).to(ranks.device)
+        self.search = BeamSearch(self.model, self.layout, config.search)
+        self.autocast = ranks.autocast()
+        tgt = self.doc["languages"]["tgt"]
+        self.scores = CorpusScores(config.bleu_tokenize or default_tokenize(tgt))
+
+    def _check_match(self, state: dict[str, Any]) -> None:
+        """The checkpoint's vocabulary and shape must be those of the data's vocabulary."""
+        ours, theirs = state.get("vocab_fingerprint"), self.doc["vocab"]["fingerprint"]
+        if ours != theirs:
+            raise InputError(
+                f"{self.config.checkpoint} was trained with another vocabulary (fingerprint "
+                f"{str(ours)[:12]}) than {self.data_url} was encoded with ({theirs[:12]})"
+            )
+        sizes = self.doc["vocab_sizes"][self.format]
+        model = state["model_config"]
+        langs = self.doc["languages"]
+        if (model["src_vocab"], model["tgt_vocab"]) != (sizes[langs["src"]], sizes[langs["tgt"]]):
+            raise InputError(
+                f"{self.config.checkpoint} has {model['src_vocab']}/{model['tgt_vocab']} "
+                f"embeddings, the {self.format} ids of {self.data_url} need "
+                f"{sizes[langs['src']]}/{sizes[langs['tgt']]}; pass the --format it was "
+                "trained on"
+            )
+
+    def _prepared_options(self) -> dict[str, Any]:
+        """How the prepare step normalised text (raw input must be normalised alike)."""
+        url = prepared_sources(self.doc)[0]["url"]  # a version's parts share the options
+        try:
+            _, prepared = read_prepared(url)
+            return prepared["options"]["normalize"]
+        except (InputError, OSError) as e:
+            if self.config.inputs:
+                raise InputError(
+                    f"raw --input needs the prepare step's normalisation, but its output "
+                    f"{url} cannot be read: {e}"
+                ) from e
+            return {}
+
+    # --- input ----------------------------------------------------------------------
+
+    def sentences(self) -> Iterator[Sentence]:
+        c = self.config
+        if c.inputs:
+            return text_sentences(list(c.inputs), list(c.references), self.codec)
+        assert self.dataset is not None
+        split = self.dataset[c.split]
+        return split_sentences(split, c.split, self.doc, self.codec)
+
+    def _fit(self, ids: np.ndarray) -> tuple[np.ndarray | None, str | None]:
+        """An input within --max-source-positions: as is, truncated (EOS kept), or skipped."""
+        limit = self.config.max_source_positions
+        if ids.size <= limit:
+            return ids, None
+        if self.config.skip_invalid_size_inputs:
+            return None, "skipped"
+        return np.concatenate([ids[: limit - 1], ids[-1:]]), "truncated"
+
+    def plan(self, window: list[Sentence]) -> list[np.ndarray]:
+        """This rank's batches of the window: positions, sorted by source length."""
+        lengths = np.array([s.ids.size for s in window], dtype=np.int64)
+        order = np.argsort(lengths, kind="stable")
+        cuts = greedy_cuts(padded(np.minimum(lengths[order], self.config.max_source_positions), 8),
+                           self.config.max_tokens)  # fmt: skip
+        batches = [order[a:b] for a, b in itertools.pairwise(cuts)]
+        return batches[self.ranks.rank :: self.ranks.world]
+
+    # --- decoding -------------------------------------------------------------------
+
+    def _translate(self, batch: list[Sentence]) -> list[dict[str, Any]]:
+        fitted = [self._fit(s.ids) for s in batch]
+        live = [(s, ids) for s, (ids, _) in zip(batch, fitted, strict=True) if ids is not None]
+        found: list[list[Hypothesis]] = []
+        if live:
+            width = max(ids.size for _, ids in live)
+            src = torch.full((len(live), width), self.layout.pad, dtype=torch.long)
+            for row, (_, ids) in enumerate(live):
+                src[row, : ids.size] = torch.from_numpy(ids)
+            found = self.search(src.to(self.ranks.device), self.autocast)
+        hyps = iter(found)
+        tgt = self.codec.tgt_lang
+        records = []
+        for s, (ids, note) in zip(batch, fitted, strict=True):
+            nbest = [] if ids is None else next(hyps)
+            record: dict[str, Any] = {
+                "id": s.index,
+                "source": s.source,
+                "hypotheses": [
+                    {"text": self.codec.decode(tgt, h.tokens), "score": round(h.score, 4),
+                     "log_prob": round(h.log_prob, 4), "tokens": len(h.tokens) + int(h.finished),
+                     "finished": h.finished}
+                    for h in nbest
+                ],
+            }  # fmt: skip
+            if s.reference is not None:
+                record["reference"] = s.reference
+            if note:
+                record["input"] = note
+            records.append(record)
+        return records
+
+    def _decode_window(self, window: list[Sentence]) -> list[dict[str, Any]]:
+        mine = []
+        for positions in self.plan(window):
+            mine += self._translate([window[int(p)] for p in positions])
+        return mine
+
+    def run(self) -> dict[str, Any]:
+        started = time.perf_counter()
+        counts = _Counts()
+        scores_url = fsio.join(self.config.output, SCORES)
+        if self.ranks.main and fsio.exists(scores_url):
+            fsio.remove(scores_url)  # the commit mark of an earlier run's outputs
+        with contextlib.ExitStack() as stack:
+            outputs = _Outputs(stack, self.config.output) if self.ranks.main else None
+            for number, window in enumerate(self._windows()):
+                gathered = self.ranks.gather_to_main(self._decode_window(window))
+                if outputs is None:
+                    continue
+                by_id = {r["id"]: r for part in gathered for r in part}
+                records = [by_id[s.index] for s in window]
+                counts.add(_count(records))
+                outputs.write(records)
+                self._score(window, records)
+                self.log(
+                    f"window {number + 1}: {counts.sentences:,} sentences translated, "
+                    f"{counts.sentences / (time.perf_counter() - started):,.1f}/s"
+                )
+        seconds = time.perf_counter() - started
+        summary = self._summary(counts, seconds)
+        if self.ranks.main:
+            fsio.write_bytes(
+                scores_url,
+                (json.dumps(summary, indent=2, ensure_ascii=False) + "\n").encode("utf-8"),
+            )
+        return summary
+
+    def _windows(self) -> Iterator[list[Sentence]]:
+        it = windows(self.sentences(), self.config.buffer_size)
+        first = next(it, None)
+        if first is None:
+            what = (
+                ", ".join(self.config.inputs) or f"the {self.config.split} split of {self.data_url}"
+            )
+            raise InputError(f"{what}: nothing to translate (no sentences)")
+        return itertools.chain([first], it)
+
+    def _score(self, window: list[Sentence], records: list[dict[str, Any]]) -> None:
+        refs = [s.reference for s in window]
+        if any(r is None for r in refs):
+            return
+        self.scores.add([_best_text(r) for r in records], refs)  # type: ignore[arg-type]
+
+    def _summary(self, counts: _Counts, seconds: float) -> dict[str, Any]:
+        c = self.config
+        return {
+            "checkpoint": c.checkpoint,
+            "input": list(c.inputs) or {"data": self.data_url, "split": c.split},
+            "search": {"convention": c.search.convention, **c.search.__dict__},
+            "world": self.ranks.world,
+            **counts.__dict__,
+            "seconds": round(seconds, 2),
+            "sentences_per_s": round(counts.sentences / seconds, 2) if seconds else 0.0,
+            "target_tokens_per_s": round(counts.target_tokens / seconds, 1) if seconds else 0.0,
+            **self.scores.result(),
+        }
+
+
+def _best_text(record: dict[str, Any]) -> str:
+    """The best translation ("" for a skipped input)."""
+    return record["hypotheses"][0]["text"] if record["hypotheses"] else ""
+
+
+def _count(records: list[dict[str, Any]]) -> _Counts:
+    counts = _Counts(sentences=len(records))
+    for r in records:
+        counts.truncated += r.get("input") == "truncated"
+        counts.skipped += r.get("input") == "skipped"
+        if r["hypotheses"]:
+            counts.unfinished += not r["hypotheses"][0]["finished"]
+            counts.target_tokens += r["hypotheses"][0]["tokens"]
+    return counts
+
+
+def decode(config: DecodeConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Decode on this process's rank; returns the summary (complete on the first rank)."""
+    ranks = Ranks()
+    try:
+        summary = Decoder(config, ranks, log if ranks.main else lambda _: None).run()
+        ranks.sum(0)  # every rank done before the group goes
+        return summary
+    finally:
+        ranks.close()

@@ -1,0 +1,88 @@
+"""The process group of a torchrun job (or one process), and opening data on every rank.
+
+Training and decoding run once per process; torchrun describes the job in the
+environment (WORLD_SIZE, RANK, LOCAL_RANK). On CUDA each process takes its local GPU
+and NCCL, on CPU gloo.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.formats.encoded_dataset import EncodedDataset, open_dataset
+
+
+class Ranks:
+    """The process group as torchrun describes it in the environment (or one process)."""
+
+    def __init__(self) -> None:
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        if torch.cuda.is_available():
+            self.device = torch.device("cuda", self.local_rank)
+            torch.cuda.set_device(self.device)
+        else:
+            self.device = torch.device("cpu")
+        if self.world > 1 and not dist.is_initialized():
+            dist.init_process_group("nccl" if self.device.type == "cuda" else "gloo")
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """bf16 autocast on CUDA (training and decoding); nothing on the CPU."""
+        if self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def sum(self, *values: float) -> list[float]:
+        """Element-wise sums over ranks (one all-reduce)."""
+        tensor = torch.tensor(values, dtype=torch.float64, device=self.device)
+        if self.world > 1:
+            dist.all_reduce(tensor)
+        return tensor.tolist()
+
+    def gather(self, obj: Any) -> list[Any]:
+        if self.world == 1:
+            return [obj]
+        out: list[Any] = [None] * self.world
+        dist.all_gather_object(out, obj)
+        return out
+
+    def gather_to_main(self, obj: Any) -> list[Any]:
+        """Every rank's `obj` on the first rank (in rank order); [] elsewhere."""
+        if self.world == 1:
+            return [obj]
+        out: list[Any] | None = [None] * self.world if self.main else None
+        dist.gather_object(obj, out, dst=0)
+        return out or []
+
+    def close(self) -> None:
+        if self.world > 1 and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def open_on_ranks(ranks: Ranks, url: str, fmt: str | None, cache_dir: str | None) -> EncodedDataset:
+    """The dataset, checked in full (sha256) and cached by the first rank of each
+    machine while the others wait, then opened by them with size checks only. A
+    failure on a first rank stops every rank (none is left waiting)."""
+    data, error = None, None
+    if ranks.local_rank == 0:
+        try:
+            data = open_dataset(url, fmt, cache_dir)
+        except Exception as e:
+            error = e
+    (failures,) = ranks.sum(error is not None)  # also the barrier
+    if error is not None:
+        raise error
+    if failures:
+        raise InputError(f"another rank could not open {url} (see its error)")
+    return data if data is not None else open_dataset(url, fmt, cache_dir, "size")

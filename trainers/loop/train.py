@@ -1,0 +1,350 @@
+"""The training loop of one rank: DDP over token batches, exact resume, validation, checkpoints.
+
+Run once per process by `torchrun` (or alone, as a single process). Every rank reads its
+own batches through the memory-mapped reader; a step is `update_freq` micro-batches per
+rank, gradients synchronised only on the last (`no_sync`), and the loss is averaged per
+target token over the whole global batch (the token count is all-reduced before the
+backward pass, and DDP's averaging over ranks is undone by the world size). The position
+in the data (epoch, batches done) is saved with the model, so a resumed job continues
+with the next batch, rebuilding the epoch's batch order from the seed instead of reading
+anything it skips.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from nmtpipe.trainers.data.batching import epoch_batches
+from nmtpipe.trainers.data.collate import Batch, collate
+from nmtpipe.trainers.loop import checkpoint, run_files
+from nmtpipe.trainers.loop.distributed import Ranks, open_on_ranks
+from nmtpipe.trainers.loop.objective import label_smoothed_nll
+from nmtpipe.trainers.loop.progress import Progress
+from nmtpipe.trainers.loop.run_files import SUMMARY
+from nmtpipe.trainers.loop.schedule import learning_rate, peak_learning_rate
+from nmtpipe.trainers.loop.train_config import TrainConfig
+from nmtpipe.trainers.model.config import ModelConfig, preset
+from nmtpipe.trainers.model.transformer import Transformer
+from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.formats.encoded_dataset import EncodedDataset, SplitData
+from nmtpipe.transforms.storage import fsio
+
+
+@dataclass
+class Position:
+    """Where training is: updates done, and the epoch and batches done in it (this rank's)."""
+
+    update: int = 0
+    epoch: int = 1
+    batches_done: int = 0
+
+
+def _model_config(config: TrainConfig, data: EncodedDataset) -> dict[str, Any]:
+    langs = data.languages
+    sizes = data.vocab_sizes
+    overrides = dict(config.model_overrides)
+    if config.dropout is not None:
+        overrides["dropout"] = config.dropout
+    mc = preset(
+        config.arch,
+        src_vocab=sizes[langs["src"]],
+        tgt_vocab=sizes[langs["tgt"]],
+        pad=data.layout.pad,
+        share_all_embeddings=data.joined,
+        pre_norm=config.pre_norm,
+        **overrides,
+    )
+    return mc.as_dict()
+
+
+class Trainer:
+    def __init__(self, config: TrainConfig, ranks: Ranks) -> None:
+        self.config, self.ranks = config, ranks
+        self.data = open_on_ranks(ranks, config.data, config.format, config.cache_dir)
+        self.train_split, self.valid_split = self.data["train"], self.data["valid"]
+        self.pad, self.eos = self.data.layout.pad, self.data.layout.eos
+        torch.manual_seed(config.seed)
+        self.model_config = _model_config(config, self.data)
+        self.model = Transformer(ModelConfig(**self.model_config)).to(ranks.device)
+        self.ddp: torch.nn.Module = (
+            DistributedDataParallel(self.model) if ranks.world > 1 else self.model
+        )
+        if config.compile:
+            self.ddp = torch.compile(self.ddp)
+        self.optimizer = torch.optim.Adam(
+            self.model.parameters(),
+            lr=0.0,
+            betas=config.adam_betas,
+            eps=config.adam_eps,
+            weight_decay=config.weight_decay,
+        )
+        self.peak_lr = peak_learning_rate(
+            config.lr, config.lr_scheduler, config.warmup_updates, self.model.config.d_model
+        )
+        self.position = Position()
+        self.best: float | None = None
+        self.bad_validations = 0
+        self.skipped = 0
+        self.data_seconds = 0.0  # spent fetching and collating batches
+        self.progress: Progress | None = None
+        self._warnings: list[str] = []
+        self.autocast = ranks.autocast()
+
+    # --- checkpoints ----------------------------------------------------------------
+
+    def _url(self, name: str) -> str:
+        return fsio.join(self.config.save_dir, name)
+
+    def resume(self) -> bool:
+        url = self._url(run_files.LAST)
+        if not fsio.exists(url):
+            return False
+        state = checkpoint.load(url)
+        checkpoint.check_compatible(state, url, self.model_config, self.data.vocab_fingerprint)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.position = Position(**state["position"])
+        self.best, self.bad_validations = state["best"], state["bad_validations"]
+        rng = state["rng"]
+        checkpoint.set_rng_state(rng[self.ranks.rank] if len(rng) == self.ranks.world else rng[0])
+        if state["world"] != self.ranks.world:
+            self._warnings.append(
+                f"{url} was written by {state['world']} rank(s), this job has "
+                f"{self.ranks.world}: batches are cut anew, so the resume is not exact"
+            )
+        return True
+
+    def save(self, names: list[str]) -> None:
+        rng = self.ranks.gather(checkpoint.rng_state())
+        if not self.ranks.main:
+            return
+        state = {
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "position": asdict(self.position),
+            "best": self.best,
+            "bad_validations": self.bad_validations,
+            "rng": rng,
+            "model_config": self.model_config,
+            "train_config": {
+                k: v for k, v in asdict(self.config).items() if k != "model_overrides"
+            },
+            "vocab_fingerprint": self.data.vocab_fingerprint,
+            "world": self.ranks.world,
+        }
+        for name in names:
+            checkpoint.save(self._url(name), state)
+        checkpoint.prune(self.config.save_dir, self.config.keep_interval_updates)
+
+    # --- steps ----------------------------------------------------------------------
+
+    def _batches(self, split: SplitData, epoch: int) -> tuple[list[np.ndarray], int]:
+        plan = epoch_batches(
+            split.src_sizes, split.tgt_sizes, self.config.max_tokens, self.config.seed, epoch,
+            world=self.ranks.world,
+        )  # fmt: skip
+        return plan.for_rank(self.ranks.rank, self.ranks.world), plan.skipped
+
+    def _collate(self, split: SplitData, indices: np.ndarray) -> Batch:
+        started = time.perf_counter()
+        pairs = [split[int(i)] for i in indices]
+        batch = collate(pairs, self.pad, self.eos).to(self.ranks.device)
+        self.data_seconds += time.perf_counter() - started
+        return batch
+
+    def log(self, record: dict[str, Any]) -> None:
+        assert self.progress is not None
+        self.progress.record(record)
+
+    def step(self, micro: list[np.ndarray]) -> dict[str, float]:
+        """One update over this rank's micro-batches; the global loss per target token."""
+        batches = [self._collate(self.train_split, idx) for idx in micro]
+        local_tokens = sum(b.target_tokens for b in batches)
+        (global_tokens,) = self.ranks.sum(local_tokens)
+        self.ddp.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss_sum = nll_sum = torch.zeros((), device=self.ranks.device)
+        for k, batch in enumerate(batches):
+            last = k == len(batches) - 1
+            sync = contextlib.nullcontext() if last or self.ranks.world == 1 else self.ddp.no_sync()
+            with sync, self.autocast:
+                logits = self.ddp(batch.src, batch.prev_tgt)
+                loss, nll = label_smoothed_nll(
+                    logits, batch.tgt, self.config.label_smoothing, self.pad
+                )
+                (loss * self.ranks.world / global_tokens).backward()
+            loss_sum, nll_sum = loss_sum + loss.detach(), nll_sum + nll.detach()
+        if self.config.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.clip_norm)
+        lr = learning_rate(self.position.update + 1, self.peak_lr, self.config.warmup_updates)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        self.optimizer.step()
+        # One device-to-host copy per update, not one per micro-batch.
+        loss_total, nll_total = self.ranks.sum(*torch.stack([loss_sum, nll_sum]).tolist())
+        return {
+            "loss": loss_total / global_tokens,
+            "nll_loss": nll_total / global_tokens,
+            "lr": lr,
+            "target_tokens": global_tokens,
+        }
+
+    @torch.no_grad()
+    def validate(self) -> dict[str, float]:
+        self.ddp.eval()
+        loss_sum = nll_sum = tokens = 0.0
+        batches, _ = self._batches(self.valid_split, epoch=0)
+        for indices in batches:
+            batch = self._collate(self.valid_split, indices)
+            with self.autocast:
+                loss, nll = label_smoothed_nll(
+                    self.model(batch.src, batch.prev_tgt), batch.tgt, self.config.label_smoothing,
+                    self.pad,
+                )  # fmt: skip
+            loss_sum, nll_sum, tokens = (
+                loss_sum + loss.item(),
+                nll_sum + nll.item(),
+                tokens + batch.target_tokens,
+            )
+        loss_total, nll_total, token_total = self.ranks.sum(loss_sum, nll_sum, tokens)
+        token_total = max(token_total, 1.0)
+        return {
+            "valid_loss": loss_total / token_total,
+            "valid_nll_loss": nll_total / token_total,
+            "valid_ppl": float(np.exp(nll_total / token_total)),
+        }
+
+    # --- the loop -------------------------------------------------------------------
+
+    def _micro_batches(self) -> Iterator[list[np.ndarray]]:
+        """This rank's micro-batches, step by step, from the current position on."""
+        uf = self.config.update_freq
+        while self.config.max_epoch == 0 or self.position.epoch <= self.config.max_epoch:
+            mine, skipped = self._batches(self.train_split, self.position.epoch)
+            if self.position.batches_done == 0:
+                self.skipped += skipped
+            steps = len(mine) // uf
+            if steps == 0:
+                raise ConfigError(
+                    f"--max-tokens {self.config.max_tokens} leaves no full step of "
+                    f"{uf} batch(es) per rank in the training split"
+                )
+            for s in range(self.position.batches_done // uf, steps):
+                self.position.batches_done = (s + 1) * uf  # where a checkpoint after it resumes
+                yield mine[s * uf : (s + 1) * uf]
+            self._end_of_epoch()
+            self.position.epoch += 1
+            self.position.batches_done = 0
+
+    def _end_of_epoch(self) -> None:
+        if not self.config.validate_interval_updates:
+            self._validate_and_track()
+        if not self.config.save_interval_updates:
+            self.save(
+                [run_files.numbered(self.position.epoch, self.position.update), run_files.LAST]
+            )
+
+    def _validate_and_track(self) -> bool:
+        """Validate, keep the best checkpoint; True when patience has run out."""
+        result = self.validate()
+        self.log({"update": self.position.update, "epoch": self.position.epoch, **result})
+        if self.best is None or result["valid_loss"] < self.best:
+            self.best, self.bad_validations = result["valid_loss"], 0
+            self.save([run_files.BEST])
+        else:
+            self.bad_validations += 1
+        return self._out_of_patience()
+
+    def _out_of_patience(self) -> bool:
+        return 0 < self.config.patience <= self.bad_validations
+
+    def run(self) -> dict[str, Any]:
+        resumed = self.resume()
+        self.progress = Progress(
+            self.ranks.main, self.config.max_update, self.position.update,
+            self.config.tensorboard_logdir,
+        )  # fmt: skip
+        for warning in self._warnings:
+            self.log({"warning": warning})
+        try:
+            return self._loop(resumed)
+        finally:
+            self.progress.close()
+
+    def _loop(self, resumed: bool) -> dict[str, Any]:
+        started = time.perf_counter()
+        seen_tokens = 0
+        window, window_tokens, window_data = time.perf_counter(), 0, 0.0
+        stop = self.position.update >= self.config.max_update or self._out_of_patience()
+        for micro in [] if stop else self._micro_batches():
+            result = self.step(micro)
+            self.position.update += 1
+            self.progress.advance(result["loss"])
+            seen_tokens += int(result["target_tokens"])
+            window_tokens += int(result["target_tokens"])
+            if self.position.update % self.config.log_interval == 0:
+                now = time.perf_counter()
+                self.log({
+                    "update": self.position.update, "epoch": self.position.epoch,
+                    **result, "tokens_per_s": round(window_tokens / (now - window), 1),
+                    "data_share": round((self.data_seconds - window_data) / (now - window), 4),
+                    **_memory(self.ranks.device),
+                })  # fmt: skip
+                window, window_tokens, window_data = now, 0, self.data_seconds
+            interval = self.config.validate_interval_updates
+            if interval and self.position.update % interval == 0 and self._validate_and_track():
+                stop = True
+            interval = self.config.save_interval_updates
+            if interval and self.position.update % interval == 0:
+                names = [
+                    run_files.numbered(self.position.epoch, self.position.update),
+                    run_files.LAST,
+                ]
+                self.save(names)
+            if stop or self.position.update >= self.config.max_update:
+                break
+        final = self.validate()
+        self.save([run_files.LAST])
+        seconds = time.perf_counter() - started
+        return {
+            "updates": self.position.update,
+            "epoch": self.position.epoch,
+            "resumed": resumed,
+            "seconds": round(seconds, 1),
+            "target_tokens_per_s": round(seen_tokens / seconds, 1) if seconds else 0.0,
+            "data_share": round(self.data_seconds / seconds, 4) if seconds else 0.0,
+            "skipped_too_long": self.skipped,
+            "best_valid_loss": self.best,
+            **final,
+        }
+
+
+def _memory(device: torch.device) -> dict[str, float]:
+    if device.type != "cuda":
+        return {}
+    return {"gpu_memory_gb": round(torch.cuda.max_memory_allocated(device) / 2**30, 2)}
+
+
+def train(config: TrainConfig) -> dict[str, Any]:
+    """Train on this process's rank; returns the summary (the same on every rank)."""
+    ranks = Ranks()
+    try:
+        summary = Trainer(config, ranks).run()
+        if ranks.main:  # what the run ended with, beside its checkpoints
+            text = json.dumps(summary, indent=2) + "\n"
+            fsio.write_bytes(fsio.join(config.save_dir, SUMMARY), text.encode("utf-8"))
+        # Every rank done (rank 0 may still be writing the last checkpoint) before the
+        # group is torn down: a rank leaving early can abort the others' gloo threads.
+        ranks.sum(0)
+        return summary
+    finally:
+        ranks.close()

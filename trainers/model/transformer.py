@@ -1,0 +1,314 @@
+"""The Transformer encoder–decoder, with an incremental decoder for beam search.
+
+Its shape is a `ModelConfig` (`trainers/model/config.py`, with the anchors' presets).
+Embeddings are scaled by sqrt(d_model) and get T2T's sinusoidal timing signal
+(`[sin | cos]` halves, positions from 0). Attention is
+`torch.nn.functional.scaled_dot_product_attention`, so fused kernels run on GPU.
+
+The decoder runs either over a whole target prefix (training; causal attention) or one
+position at a time over a `DecoderCache` of keys and values (decoding), which beam
+search reorders by beam index; both give the same outputs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from nmtpipe.trainers.model.config import ModelConfig
+
+
+def timing_signal(length: int, channels: int, offset: int = 0) -> Tensor:
+    """T2T's `get_timing_signal_1d`: [sin | cos] of positions over geometric timescales."""
+    half = channels // 2
+    increment = math.log(1.0e4) / max(half - 1, 1)
+    inv_timescales = torch.exp(torch.arange(half, dtype=torch.float32) * -increment)
+    positions = torch.arange(offset, offset + length, dtype=torch.float32)
+    scaled = positions[:, None] * inv_timescales[None, :]
+    signal = torch.cat([torch.sin(scaled), torch.cos(scaled)], dim=1)
+    return F.pad(signal, (0, channels % 2))
+
+
+@dataclass
+class AttentionCache:
+    """Keys and values of one attention layer, [batch, heads, length, head_dim]."""
+
+    key: Tensor
+    value: Tensor
+
+    def reorder(self, order: Tensor) -> None:
+        self.key = self.key.index_select(0, order)
+        self.value = self.value.index_select(0, order)
+
+
+class Attention(nn.Module):
+    """Multi-head attention on `scaled_dot_product_attention`."""
+
+    def __init__(self, d_model: int, heads: int, dropout: float) -> None:
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.q = nn.Linear(d_model, d_model)
+        self.kv = nn.Linear(d_model, 2 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+
+    def _split(self, x: Tensor) -> Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.heads, -1).transpose(1, 2)
+
+    def project_kv(self, memory: Tensor) -> AttentionCache:
+        key, value = self.kv(memory).chunk(2, dim=-1)
+        return AttentionCache(self._split(key), self._split(value))
+
+    def forward(
+        self,
+        x: Tensor,
+        kv: AttentionCache,
+        mask: Tensor | None = None,
+        causal: bool = False,
+    ) -> Tensor:
+        """`mask`: bool [batch, 1, 1, keys], True where a key may be attended to.
+
+        `x` may have `g` rows per row of `kv` (the hypotheses of one source in beam
+        search): their queries are folded into one row's query positions, so the
+        source's keys and values are read once, not once per hypothesis."""
+        query = self._split(self.q(x))
+        sources, heads, length, head_dim = kv.key.shape[0], *query.shape[1:]
+        group = query.shape[0] // sources
+        if group > 1:
+            query = query.view(sources, group, heads, length, head_dim).transpose(1, 2)
+            query = query.reshape(sources, heads, group * length, head_dim)
+        dropout = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(
+            query, kv.key, kv.value, attn_mask=mask, dropout_p=dropout, is_causal=causal
+        )
+        if group > 1:
+            y = y.view(sources, heads, group, length, head_dim).transpose(1, 2)
+            y = y.reshape(sources * group, heads, length, head_dim)
+        batch, _, length, _ = y.shape
+        return self.out(y.transpose(1, 2).reshape(batch, length, -1))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d_model: int, ffn: int, activation_dropout: float) -> None:
+        super().__init__()
+        self.inner = nn.Linear(d_model, ffn)
+        self.outer = nn.Linear(ffn, d_model)
+        self.dropout = nn.Dropout(activation_dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.outer(self.dropout(F.relu(self.inner(x))))
+
+
+class _Residual(nn.Module):
+    """x + dropout(f(norm(x))) (pre-norm) or norm(x + dropout(f(x))) (post-norm)."""
+
+    def __init__(self, d_model: int, dropout: float, pre_norm: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.pre_norm = pre_norm
+
+    def forward(self, x: Tensor, f: Any) -> Tensor:
+        if self.pre_norm:
+            return x + self.dropout(f(self.norm(x)))
+        return self.norm(x + self.dropout(f(x)))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, c: ModelConfig) -> None:
+        super().__init__()
+        self.attention = Attention(c.d_model, c.heads, c.attention_dropout)
+        self.ffn = FeedForward(c.d_model, c.ffn, c.activation_dropout)
+        self.sub = nn.ModuleList(_Residual(c.d_model, c.dropout, c.pre_norm) for _ in range(2))
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        x = self.sub[0](x, lambda h: self.attention(h, self.attention.project_kv(h), mask))
+        return self.sub[1](x, self.ffn)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, c: ModelConfig) -> None:
+        super().__init__()
+        self.self_attention = Attention(c.d_model, c.heads, c.attention_dropout)
+        self.cross_attention = Attention(c.d_model, c.heads, c.attention_dropout)
+        self.ffn = FeedForward(c.d_model, c.ffn, c.activation_dropout)
+        self.sub = nn.ModuleList(_Residual(c.d_model, c.dropout, c.pre_norm) for _ in range(3))
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: AttentionCache,
+        memory_mask: Tensor,
+        cache: GrowingCache | None = None,
+    ) -> Tensor:
+        """A whole prefix (`cache` None: causal attention) or one new position per row,
+        appended to `cache`."""
+
+        def attend_self(h: Tensor) -> Tensor:
+            new = self.self_attention.project_kv(h)
+            if cache is None:
+                return self.self_attention(h, new, causal=h.shape[1] > 1)
+            return self.self_attention(h, cache.append(new))
+
+        x = self.sub[0](x, attend_self)
+        x = self.sub[1](x, lambda h: self.cross_attention(h, memory, memory_mask))
+        return self.sub[2](x, self.ffn)
+
+
+class GrowingCache:
+    """Self-attention keys and values of the hypotheses so far, [rows, heads, length,
+    head_dim], in buffers with room to grow: appending a position writes in place
+    (capacity doubles when full), and reordering copies only the rows that change —
+    few, when beam search keeps each surviving hypothesis in its parent's row."""
+
+    def __init__(self, rows: int, heads: int, head_dim: int, like: Tensor) -> None:
+        self.key = like.new_empty(rows, heads, 8, head_dim)
+        self.value = torch.empty_like(self.key)
+        self.length = 0
+
+    def append(self, new: AttentionCache) -> AttentionCache:
+        """Add one position (`new`: [rows, heads, 1, head_dim]); the keys and values so far."""
+        if new.key.dtype != self.key.dtype:  # bf16 under autocast: store what is computed
+            self.key, self.value = self.key.to(new.key.dtype), self.value.to(new.key.dtype)
+        if self.length == self.key.shape[2]:
+            self.key, self.value = (_with_room(t, 2 * self.length) for t in (self.key, self.value))
+        self.key[:, :, self.length] = new.key[:, :, 0]
+        self.value[:, :, self.length] = new.value[:, :, 0]
+        self.length += 1
+        return AttentionCache(self.key[:, :, : self.length], self.value[:, :, : self.length])
+
+    def reorder(self, order: Tensor) -> None:
+        """Row i becomes what row order[i] was."""
+        rows = self.key.shape[0]
+        if order.numel() != rows:  # fewer rows: a fresh, smaller buffer
+            self.key, self.value = (t.index_select(0, order) for t in (self.key, self.value))
+            return
+        moved = torch.nonzero(order != torch.arange(rows, device=order.device)).view(-1)
+        if moved.numel():
+            sources = order.index_select(0, moved)
+            for t in (self.key, self.value):
+                valid = t[:, :, : self.length]
+                valid.index_copy_(0, moved, valid.index_select(0, sources))
+
+
+def _with_room(t: Tensor, capacity: int) -> Tensor:
+    grown = t.new_empty(t.shape[0], t.shape[1], capacity, t.shape[3])
+    grown[:, :, : t.shape[2]] = t
+    return grown
+
+
+def hypothesis_rows(sources: Tensor, group: int) -> Tensor:
+    """The rows of the hypotheses of `sources`, `group` hypotheses per source."""
+    return (sources[:, None] * group + torch.arange(group, device=sources.device)).view(-1)
+
+
+@dataclass
+class DecoderCache:
+    """What incremental decoding keeps between steps: per layer, the self-attention keys
+    and values of every hypothesis so far, and the cross-attention keys and values of
+    every source, once; hypotheses [i * group, (i + 1) * group) are source i's."""
+
+    self_attention: list[GrowingCache]
+    memory: list[AttentionCache]
+    memory_mask: Tensor
+    group: int = 1  # hypotheses per source
+    length: int = 0
+
+    def reorder(self, order: Tensor) -> None:
+        """Keep the hypotheses `order` selects, in that order (beam search's survivors);
+        each must stay among its source's."""
+        for cache in self.self_attention:
+            cache.reorder(order)
+
+    def keep_sources(self, sources: Tensor) -> None:
+        """Keep only `sources` (rows of the source batch) and their hypotheses."""
+        hypotheses = (
+            sources[:, None] * self.group + torch.arange(self.group, device=sources.device)
+        ).view(-1)
+        self.reorder(hypotheses)
+        for cache in self.memory:
+            cache.reorder(sources)
+        self.memory_mask = self.memory_mask.index_select(0, sources)
+
+
+class Transformer(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        c = self.config = config
+        self.tgt_embed = nn.Embedding(c.tgt_vocab, c.d_model, padding_idx=c.pad)
+        self.src_embed = (
+            self.tgt_embed
+            if c.share_all_embeddings
+            else nn.Embedding(c.src_vocab, c.d_model, padding_idx=c.pad)
+        )
+        for table in {id(t): t for t in (self.src_embed, self.tgt_embed)}.values():
+            nn.init.normal_(table.weight, 0.0, c.d_model**-0.5)
+            nn.init.zeros_(table.weight[c.pad])
+        self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.encoder_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.decoder_layers))
+        # Pre-norm stacks end with a norm; post-norm layers end in one already.
+        self.encoder_norm = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(c.d_model) if c.pre_norm else nn.Identity()
+        self.dropout = nn.Dropout(c.dropout)
+        self.output = (
+            None
+            if c.share_all_embeddings or c.share_decoder_embeddings
+            else nn.Linear(c.d_model, c.tgt_vocab, bias=False)
+        )
+
+    def _embed(self, table: nn.Embedding, tokens: Tensor, offset: int = 0) -> Tensor:
+        x = table(tokens) * math.sqrt(self.config.d_model)
+        signal = timing_signal(tokens.shape[1], self.config.d_model, offset)
+        return self.dropout(x + signal.to(device=x.device, dtype=x.dtype))
+
+    def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
+        """Encoder states [batch, src_len, d_model] and the key mask [batch, 1, 1, src_len]."""
+        mask = (src != self.config.pad)[:, None, None, :]
+        x = self._embed(self.src_embed, src)
+        for layer in self.encoder:
+            x = layer(x, mask)
+        return self.encoder_norm(x), mask
+
+    def _logits(self, x: Tensor) -> Tensor:
+        x = self.decoder_norm(x)
+        if self.output is None:
+            return F.linear(x, self.tgt_embed.weight)
+        return self.output(x)
+
+    def forward(self, src: Tensor, prev_tgt: Tensor) -> Tensor:
+        """Logits [batch, tgt_len, tgt_vocab] for every target position (teacher forcing)."""
+        memory, mask = self.encode(src)
+        x = self._embed(self.tgt_embed, prev_tgt)
+        for layer in self.decoder:
+            x = layer(x, layer.cross_attention.project_kv(memory), mask)
+        return self._logits(x)
+
+    def start_decoding(self, memory: Tensor, mask: Tensor, group: int = 1) -> DecoderCache:
+        """An empty decoder state over encoder output `memory`, for `group` hypotheses
+        per source (beam search's beam size)."""
+        rows = memory.shape[0] * group
+        heads, head_dim = self.config.heads, self._head_dim
+        return DecoderCache(
+            self_attention=[GrowingCache(rows, heads, head_dim, memory) for _ in self.decoder],
+            memory=[layer.cross_attention.project_kv(memory) for layer in self.decoder],
+            memory_mask=mask,
+            group=group,
+        )
+
+    @property
+    def _head_dim(self) -> int:
+        return self.config.d_model // self.config.heads
+
+    def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
+        """Logits [hypotheses, tgt_vocab] of the next position after `tokens`
+        [hypotheses] (the last token of each prefix); `cache` grows by one position."""
+        x = self._embed(self.tgt_embed, tokens[:, None], offset=cache.length)
+        for i, layer in enumerate(self.decoder):
+            x = layer(x, cache.memory[i], cache.memory_mask, cache.self_attention[i])
+        cache.length += 1
+        return self._logits(x)[:, 0]

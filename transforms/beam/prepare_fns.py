@@ -1,0 +1,257 @@
+"""The Beam layer of `prepare`: thin DoFns and CombineFns around the pure functions.
+
+Elements are chunks and batches, never single lines. DoFns keep only their constructor
+arguments when pickled and build heavy objects (the normaliser) in `setup`, once per
+worker. Each file a writer commits is reported as a manifest entry so that the driver can
+write the manifest without reading any data back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.pvalue import TaggedOutput
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from nmtpipe.transforms.formats import batch_transport, pair_shards
+from nmtpipe.transforms.formats.shard_names import CHARS_PATH, counts_path, pairs_path, rejects_path
+from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.storage.inputs import CorpusInput
+from nmtpipe.transforms.storage.manifest import FileEntry, file_entry
+from nmtpipe.transforms.storage.raw_corpus import ChunkRef, RawChunk, load_chunk, plan_chunks
+from nmtpipe.transforms.text import t2t_tokenizer
+from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig
+from nmtpipe.transforms.text.records import Reject, reject_batch
+from nmtpipe.transforms.text.split import stable_bucket
+from nmtpipe.transforms.vocab import counts as counts_lib
+from nmtpipe.transforms.vocab.counts import JOINED
+
+NAMESPACE = "nmtpipe.prepare"
+REJECTS, COUNTS, CHARS, STATS, FILES = "rejects", "counts", "chars", "stats", "files"
+
+
+def _ship_rejects(
+    rejects: list[Reject], num_shards: int, spill_url: str | None
+) -> Iterator[TaggedOutput]:
+    """Rejects as batches keyed by reject shard, shipped like pair batches."""
+    grouped: dict[int, list[Reject]] = defaultdict(list)
+    for r in rejects:
+        grouped[stable_bucket(f"{r.origin}:{r.line}", num_shards)].append(r)
+    batches = {shard: reject_batch(rows) for shard, rows in grouped.items()}
+    for item in batch_transport.ship(batches, spill_url):
+        yield TaggedOutput(REJECTS, item)
+
+
+def _spill_url(spill_dir: str | None, name: str) -> str | None:
+    """A file in the spill directory named after `name` (retries overwrite it)."""
+    if spill_dir is None:
+        return None
+    return fsio.join(
+        spill_dir, f"{hashlib.blake2b(name.encode(), digest_size=12).hexdigest()}.arrow"
+    )
+
+
+class PlanChunksFn(beam.DoFn):
+    """CorpusInput → chunks: byte ranges of plain local files, else lines read in lockstep."""
+
+    def __init__(self, chunk_lines: int) -> None:
+        self.chunk_lines = chunk_lines
+        self.chunks = Metrics.counter(NAMESPACE, "chunks")
+
+    def process(self, inp: CorpusInput) -> Iterator[RawChunk | ChunkRef]:
+        for chunk in plan_chunks(inp, self.chunk_lines):
+            self.chunks.inc()
+            yield chunk
+
+
+class CleanChunksFn(beam.DoFn):
+    """Chunk → pair batches keyed by (split, shard); rejects, counts and stats tagged.
+
+    With a `spill_dir` a chunk's pair batches go to one Arrow file there, its rejects to
+    another, and only references travel on; without, the batches travel inline (see
+    `transforms/formats/batch_transport.py`).
+    """
+
+    def __init__(
+        self,
+        config: CleanConfig,
+        langs: tuple[str, str],
+        count_buckets: int,
+        reject_shards: int,
+        spill_dir: str | None,
+    ) -> None:
+        self.config = config
+        self.langs = langs
+        self.count_buckets = count_buckets
+        self.reject_shards = reject_shards
+        self.spill_dir = spill_dir
+        self.read = Metrics.counter(NAMESPACE, "pairs_read")
+        self.rejected = Metrics.counter(NAMESPACE, "pairs_rejected")
+
+    def setup(self) -> None:
+        self._clean = ChunkCleaner(self.config)
+
+    def start_bundle(self) -> None:
+        # Token counts add up over the bundle's chunks in C++ and leave once per bundle:
+        # a dict per chunk would cost a Python loop over its distinct tokens downstream.
+        self._counts = {side: counts_lib.TokenTally() for side in self.langs}
+
+    def finish_bundle(self) -> Iterator[TaggedOutput]:
+        for side, tally in self._counts.items():
+            for bucket, part in enumerate(
+                counts_lib.into_buckets(tally.result(), self.count_buckets)
+            ):
+                if part:
+                    value = WindowedValue(((side, bucket), part), MIN_TIMESTAMP, [GlobalWindow()])
+                    yield TaggedOutput(COUNTS, value)
+
+    def process(self, chunk: RawChunk | ChunkRef) -> Iterator[Any]:
+        out = self._clean(load_chunk(chunk) if isinstance(chunk, ChunkRef) else chunk)
+        self.read.inc(out.pairs_read)
+        self.rejected.inc(len(out.rejects))
+        name = f"{chunk.origin}:{chunk.first_line}"
+        yield from batch_transport.ship(out.pairs, _spill_url(self.spill_dir, f"pairs {name}"))
+        yield from _ship_rejects(
+            out.rejects, self.reject_shards, _spill_url(self.spill_dir, f"rejects {name}")
+        )
+        src, tgt = self.langs
+        self._counts[src].add(t2t_tokenizer.token_array(out.train_src))
+        self._counts[tgt].add(t2t_tokenizer.token_array(out.train_tgt))
+        reasons = Counter(r.reason for r in out.rejects)
+        for reason, n in reasons.items():
+            Metrics.counter(NAMESPACE, f"rejected_{reason}").inc(n)
+        yield TaggedOutput(STATS, {"pairs_read": out.pairs_read, "rejects": dict(reasons)})
+
+
+class WritePairShardsFn(beam.DoFn):
+    """((split, shard), [batch]) → one Parquet shard; duplicates become rejects, and in
+    the train split their tokens go out as negative counts."""
+
+    def __init__(
+        self,
+        output: str,
+        shard_counts: dict[str, int],
+        langs: tuple[str, str],
+        count_buckets: int,
+        reject_shards: int,
+        spill_dir: str | None,
+    ) -> None:
+        self.output = output
+        self.shard_counts = shard_counts
+        self.langs = langs
+        self.count_buckets = count_buckets
+        self.reject_shards = reject_shards
+        self.spill_dir = spill_dir
+        self.kept = Metrics.counter(NAMESPACE, "pairs_kept")
+        self.duplicates = Metrics.counter(NAMESPACE, "rejected_duplicate")
+
+    def process(
+        self, element: tuple[tuple[str, int], Iterable[batch_transport.Shipped]]
+    ) -> Iterator[Any]:
+        (split, shard), batches = element
+        url = fsio.join(self.output, pairs_path(split, shard, self.shard_counts[split]))
+        result = pair_shards.write_pair_shard(url, batches)
+        rows = result.table.num_rows
+        self.kept.inc(rows)
+        self.duplicates.inc(len(result.duplicates))
+        yield TaggedOutput(
+            FILES, file_entry(self.output, result.written, "pairs", rows, split=split)
+        )
+        yield TaggedOutput(
+            STATS,
+            {"rejects": {"duplicate": len(result.duplicates)}, "splits": {split: result.stats}},
+        )
+        spill_url = _spill_url(self.spill_dir, f"duplicates {split} {shard}")
+        yield from _ship_rejects(result.duplicates, self.reject_shards, spill_url)
+        if split == "train" and result.duplicates:
+            for side, field in zip(self.langs, ("src", "tgt"), strict=True):
+                texts = [getattr(dup, field).decode() for dup in result.duplicates]
+                negative = {t: -c for t, c in t2t_tokenizer.count_tokens(texts).items()}
+                for bucket, part in enumerate(
+                    counts_lib.into_buckets(negative, self.count_buckets)
+                ):
+                    if part:
+                        yield TaggedOutput(COUNTS, ((side, bucket), part))
+
+
+class WriteRejectsFn(beam.DoFn):
+    """(shard, [reject batch]) → one Parquet file of rejects."""
+
+    def __init__(self, output: str, num_shards: int) -> None:
+        self.output = output
+        self.num_shards = num_shards
+
+    def process(
+        self, element: tuple[int, Iterable[batch_transport.Shipped]]
+    ) -> Iterator[FileEntry]:
+        shard, batches = element
+        url = fsio.join(self.output, rejects_path(shard, self.num_shards))
+        written, n = pair_shards.write_rejects(url, batches)
+        yield file_entry(self.output, written, "rejects", n)
+
+
+class WriteCountsFn(beam.DoFn):
+    """(bucket, [(side, counts)]) → a count file per language and one for both joined.
+
+    A side may come with several partials (the chunks' counts and the duplicates' negative
+    counts); they are summed, and tokens left with no count dropped.
+
+    Each file's character counts go out tagged CHARS, to be merged into the alphabet,
+    and the token totals tagged STATS.
+    """
+
+    def __init__(self, output: str, langs: tuple[str, str], buckets: int) -> None:
+        self.output = output
+        self.langs = langs
+        self.buckets = buckets
+
+    def process(self, element: tuple[int, Iterable[tuple[str, dict[str, int]]]]) -> Iterator[Any]:
+        bucket, parts = element
+        by_side: dict[str, dict[str, int]] = {}
+        for side, part in parts:
+            counts_lib.add_counts(by_side.setdefault(side, {}), part)
+        by_side = {side: {t: c for t, c in d.items() if c} for side, d in by_side.items()}
+        joined: dict[str, int] = {}
+        for side in self.langs:
+            counts_lib.add_counts(joined, by_side.get(side, {}))
+        for side in (*self.langs, JOINED):
+            counts = joined if side == JOINED else by_side.get(side, {})
+            url = fsio.join(self.output, counts_path(side, bucket, self.buckets))
+            written = counts_lib.write_counts(url, counts)
+            yield file_entry(self.output, written, "counts", len(counts), side=side, bucket=bucket)
+            yield TaggedOutput(CHARS, (side, counts_lib.char_counts(counts)))
+        for side, field in zip(self.langs, ("src", "tgt"), strict=True):
+            tokens = sum(by_side.get(side, {}).values())
+            yield TaggedOutput(STATS, {"splits": {"train": {field: {"tokens": tokens}}}})
+
+
+def write_chars(per_side: list[tuple[str, dict[str, int]]], output: str) -> FileEntry:
+    written = counts_lib.write_chars(fsio.join(output, CHARS_PATH), dict(per_side))
+    return file_entry(output, written, "chars", sum(len(c) for _, c in per_side))
+
+
+class MergeCountsFn(beam.CombineFn):
+    """Sums `{token: count}` partials; lifted before the shuffle, fanned out when hot."""
+
+    def create_accumulator(self) -> dict[str, int]:
+        return {}
+
+    def add_input(self, acc: dict[str, int], part: Mapping[str, int]) -> dict[str, int]:
+        return counts_lib.add_counts(acc, part)
+
+    def merge_accumulators(self, accs: Iterable[dict[str, int]]) -> dict[str, int]:
+        accs = iter(accs)
+        merged = next(accs, {})
+        for acc in accs:
+            counts_lib.add_counts(merged, acc)
+        return merged
+
+    def extract_output(self, acc: dict[str, int]) -> dict[str, int]:
+        return acc

@@ -1,0 +1,43 @@
+"""What a step's pipeline tells its driver: the files it wrote and merged statistics.
+
+Workers emit ("file", manifest entry) and ("stats", partial) elements; `SummaryFn`
+combines them into one small summary that the driver reads back after the run
+(`pipelines/beam/summary.py` writes it), so the driver can write the manifest without
+listing or reading any data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import apache_beam as beam
+
+from nmtpipe.transforms.text.stats import merge_into
+
+FILE, STATS = "file", "stats"
+
+
+class SummaryFn(beam.CombineFn):
+    """Gathers ("file", FileEntry) and ("stats", partial) into one summary for the driver."""
+
+    def create_accumulator(self) -> dict[str, Any]:
+        return {"files": [], "stats": {}}
+
+    def add_input(self, acc: dict[str, Any], item: tuple[str, Any]) -> dict[str, Any]:
+        kind, value = item
+        if kind == FILE:
+            acc["files"].append(value)
+        else:
+            merge_into(acc["stats"], value)
+        return acc
+
+    def merge_accumulators(self, accs: Iterable[dict[str, Any]]) -> dict[str, Any]:
+        merged = self.create_accumulator()
+        for acc in accs:
+            merged["files"].extend(acc["files"])
+            merge_into(merged["stats"], acc["stats"])
+        return merged
+
+    def extract_output(self, acc: dict[str, Any]) -> dict[str, Any]:
+        return {"files": sorted(acc["files"], key=lambda f: f["path"]), "stats": acc["stats"]}

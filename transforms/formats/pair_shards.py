@@ -1,0 +1,89 @@
+"""Parquet shards of pairs and of rejects: deduplicated, sorted, written atomically.
+
+A shard's rows are sorted by id (then text, origin and line), so a shard's bytes depend
+only on which pairs it holds, never on the order a runner delivered them. Exact
+duplicates always share a shard (the shard comes from the pair's hash), so dropping
+them needs no global state: the survivor is the copy with the smallest (origin, line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from nmtpipe.transforms.formats.batch_transport import Shipped, pairs_table, rejects_table
+from nmtpipe.transforms.storage.fsio import WrittenFile, write_parquet
+from nmtpipe.transforms.text import stats
+from nmtpipe.transforms.text.filters import DUPLICATE
+from nmtpipe.transforms.text.records import Reject
+
+_SORT_KEYS = [(name, "ascending") for name in ("id", "src", "tgt", "origin", "line")]
+
+
+@dataclass
+class PairShard:
+    """What writing one pair shard produced: the file, the rows kept, the duplicates."""
+
+    written: WrittenFile
+    table: pa.Table
+    duplicates: list[Reject]
+    stats: stats.Partial
+
+
+def _duplicate_mask(table: pa.Table) -> np.ndarray:
+    """True for each row that repeats the pair of the row before it (table sorted)."""
+    ids = table["id"].to_numpy()
+    dup = np.zeros(len(ids), dtype=bool)
+    same_id = np.flatnonzero(ids[1:] == ids[:-1]) + 1
+    if same_id.size:
+        src, tgt = table["src"], table["tgt"]
+        for i in same_id.tolist():
+            dup[i] = src[i] == src[i - 1] and tgt[i] == tgt[i - 1]
+    return dup
+
+
+def _duplicates(table: pa.Table, dup: np.ndarray) -> list[Reject]:
+    # Each row's survivor is the first row of its run of equal pairs.
+    survivor = np.maximum.accumulate(np.where(dup, 0, np.arange(len(dup))))
+    origin, line, src, tgt = (table[c] for c in ("origin", "line", "src", "tgt"))
+    out = []
+    for i in np.flatnonzero(dup).tolist():
+        s = int(survivor[i])
+        out.append(
+            Reject(
+                origin[i].as_py(),
+                line[i].as_py(),
+                DUPLICATE,
+                f"same pair as {origin[s].as_py()}:{line[s].as_py()}",
+                src[i].as_py().encode(),
+                tgt[i].as_py().encode(),
+            )
+        )
+    return out
+
+
+def _split_stats(table: pa.Table) -> stats.Partial:
+    lengths = {side: pc.utf8_length(table[side]).to_numpy() for side in ("src", "tgt")}
+    return {"pairs": table.num_rows, **{s: stats.side_partial(n) for s, n in lengths.items()}}
+
+
+def write_pair_shard(url: str, batches: Iterable[Shipped]) -> PairShard:
+    """Deduplicate, sort and write one shard from inline or spilled pair batches."""
+    table = pairs_table(batches).sort_by(_SORT_KEYS)
+    dup = _duplicate_mask(table)
+    duplicates = _duplicates(table, dup) if dup.any() else []
+    if duplicates:
+        table = table.filter(pa.array(~dup))
+    written = write_parquet(url, table)
+    return PairShard(written, table, duplicates, _split_stats(table))
+
+
+def write_rejects(url: str, batches: Iterable[Shipped]) -> tuple[WrittenFile, int]:
+    """Write shipped reject batches sorted by (origin, line, reason); return the file and
+    its row count."""
+    table = rejects_table(batches)
+    return write_parquet(url, table), table.num_rows

@@ -1,0 +1,84 @@
+"""The life of a step's output folder: reuse a committed result, or rebuild and commit.
+
+Every step writes its files into its output folder and commits them by writing
+`manifest.json` last. A result is reused when the committed manifest has the same
+fingerprint (inputs + options + code version) and its files are intact; a different
+fingerprint is refused unless forced, so that nothing is overwritten by accident.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nmtpipe.transforms.errors import ManifestError, OutputError
+from nmtpipe.transforms.storage import fsio, manifest
+
+# Staging files of a run (summaries, spills); gone once the run commits.
+STAGING = ".nmtpipe"
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What a step reports of its output: where, whether cached, the manifest and
+    statistics, how long it took and on what runner."""
+
+    output: str
+    cached: bool
+    manifest: dict[str, Any]
+    stats: dict[str, Any]
+    seconds: float
+    runner: str
+
+
+def reuse_committed(
+    out: str,
+    kind: str,
+    fingerprint: str,
+    force: bool,
+    log: Callable[[str], None],
+    replace: bool = False,
+) -> dict[str, Any] | None:
+    """The committed manifest at `out` if it holds exactly this result, else None.
+
+    A result from other inputs or options is an error unless `replace` (or `force`,
+    which rebuilds even an identical result). Before returning None for a rebuild the
+    old manifest is removed, so that a reader can never take the half-rewritten folder
+    for the old result.
+    """
+    existing = None if force else manifest.read_manifest(out, kind)
+    if existing is not None:
+        if existing["fingerprint"] != fingerprint and replace:
+            log(f"{out} holds a result from other inputs or options; replacing it")
+        elif existing["fingerprint"] != fingerprint:
+            raise OutputError(
+                f"{out} already holds a {kind} result from other inputs or options "
+                f"(fingerprint {existing['fingerprint'][:12]}); use --force to replace it "
+                "or choose another --output"
+            )
+        else:
+            try:
+                manifest.verify_files(out, existing)
+                return existing
+            except ManifestError as e:
+                log(f"the committed output is damaged ({e}); rebuilding it")
+    fsio.remove(manifest.manifest_url(out))
+    return None
+
+
+def commit(out: str, kind: str, doc: dict[str, Any], ours: re.Pattern[str]) -> dict[str, Any]:
+    """Write the manifest, then delete what earlier or killed runs left behind that it
+    does not list (file names matching `ours`, the staging folder, temporary files of
+    interrupted writes), and return the manifest as readers will see it."""
+    manifest.write_manifest(out, doc)
+    keep = {f["path"] for f in doc["files"]}
+    fsio.remove_tree(fsio.join(out, STAGING))
+    for url in fsio.find(out):
+        rel = fsio.relative_to(out, url)
+        if ".tmp-" in rel.rsplit("/", 1)[-1] or (ours.match(rel) and rel not in keep):
+            fsio.remove(url)
+    committed = manifest.read_manifest(out, kind)
+    assert committed is not None
+    return committed

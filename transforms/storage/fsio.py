@@ -1,0 +1,314 @@
+"""One fsspec code path for local disks and object stores, with atomic writes.
+
+Every file nmtpipe writes goes through `atomic_write`: a reader sees either nothing or
+the whole file, never a prefix of it, and the writer learns the size and sha256 of what
+it wrote without reading it back. Whole-file reads and writes and metadata calls are
+retried on transient errors (`transforms/retry.py`); big files are written locally
+first (`spooled_write`) so that their upload can be retried too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import posixpath
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fsspec.implementations.local import LocalFileSystem
+from fsspec.implementations.memory import MemoryFileSystem
+
+from nmtpipe.transforms.storage.retry import retrying
+
+_COPY_BLOCK = 8 << 20
+
+
+def url_to_fs(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    """The filesystem serving `url` and the path inside it."""
+    return fsspec.core.url_to_fs(url)
+
+
+def is_local(url: str) -> bool:
+    return isinstance(url_to_fs(url)[0], LocalFileSystem)
+
+
+def canonical_url(url: str) -> str:
+    """`url` as manifests record it: absolute local paths, other URLs with their protocol."""
+    fs, path = url_to_fs(url)
+    if isinstance(fs, LocalFileSystem):
+        return path
+    return fs.unstrip_protocol(path)
+
+
+def join(base: str, *parts: str) -> str:
+    """`base/part/...` for any URL (`posixpath.join` would drop `s3://`'s double slash)."""
+    cleaned = [p.strip("/") for p in parts if p]
+    return "/".join([base.rstrip("/"), *cleaned]) if cleaned else base
+
+
+def relative_to(root: str, url: str) -> str:
+    """`url` relative to `root`; both must be canonical URLs."""
+    prefix = root.rstrip("/") + "/"
+    if not url.startswith(prefix):
+        raise ValueError(f"{url} is not under {root}")
+    return url[len(prefix) :]
+
+
+def exists(url: str) -> bool:
+    fs, path = url_to_fs(url)
+    return retrying(lambda: fs.exists(path), f"look for {url}")
+
+
+def read_bytes(url: str) -> bytes:
+    fs, path = url_to_fs(url)
+    return retrying(lambda: fs.cat_file(path), f"read {url}")
+
+
+def size(url: str) -> int:
+    fs, path = url_to_fs(url)
+    return int(retrying(lambda: fs.size(path), f"look at {url}"))
+
+
+def sha256_of(url: str) -> str:
+    """The sha256 of a file's content, streamed (the read is retried as a whole)."""
+    fs, path = url_to_fs(url)
+
+    def digest() -> str:
+        h = hashlib.sha256()
+        with fs.open(path, "rb") as f:
+            for block in iter(lambda: f.read(_COPY_BLOCK), b""):
+                h.update(block)
+        return h.hexdigest()
+
+    return retrying(digest, f"read {url}")
+
+
+def find(url: str) -> list[str]:
+    """The URLs of every file under the folder `url` (none if it does not exist)."""
+    fs, path = url_to_fs(url)
+    found = retrying(lambda: fs.find(path, withdirs=False), f"list {url}")
+    return sorted(canonical_url(fs.unstrip_protocol(p)) for p in found)
+
+
+def remove(url: str) -> None:
+    """Delete a file if it is there."""
+    fs, path = url_to_fs(url)
+
+    def rm() -> None:
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm_file(path)
+
+    retrying(rm, f"delete {url}")
+
+
+def remove_tree(url: str) -> None:
+    """Delete a directory and everything in it, if it is there."""
+    fs, path = url_to_fs(url)
+
+    def rm() -> None:
+        with contextlib.suppress(FileNotFoundError):
+            fs.rm(path, recursive=True)
+
+    retrying(rm, f"delete {url}")
+
+
+def file_identity(url: str) -> dict[str, Any]:
+    """Size plus the store's own version marker (ETag, generation, mtime...).
+
+    Cheap to get (one metadata call) and changes whenever the content does, so it is
+    what fingerprints use to notice new or changed inputs without reading them.
+    """
+    fs, path = url_to_fs(url)
+    info = retrying(lambda: fs.info(path), f"look at {url}")
+    version = None
+    for key in ("ETag", "etag", "md5Hash", "generation", "mtime", "LastModified", "created"):
+        if info.get(key) is not None:
+            version = f"{key}={info[key]}"
+            break
+    return {"url": canonical_url(url), "size": int(info["size"]), "version": version}
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """What was committed: where, how many bytes, and their sha256."""
+
+    url: str
+    size: int
+    sha256: str
+
+
+class AtomicFile(io.RawIOBase):
+    """The handle `atomic_write` yields: hashes and counts what passes through.
+
+    `.written` is set once the file has been committed.
+    """
+
+    def __init__(self, raw: Any) -> None:
+        super().__init__()
+        self._raw = raw
+        self._hash = hashlib.sha256()
+        self._size = 0
+        self.written: WrittenFile | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        self._hash.update(view)
+        self._raw.write(view)
+        self._size += len(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return self._size
+
+    def _commit_record(self, url: str) -> None:
+        self.written = WrittenFile(url=url, size=self._size, sha256=self._hash.hexdigest())
+
+
+@contextlib.contextmanager
+def atomic_write(url: str) -> Iterator[AtomicFile]:
+    """Write `url` so that readers never see a partial file.
+
+    Local disk: a hidden temporary file in the same directory, renamed over the target.
+    Object stores: fsspec's uncommitted upload (`autocommit=False`), which S3, GCS and
+    Azure only make visible on `commit()`. Other filesystems: a temporary name, then move.
+    If the body raises, nothing becomes visible and the temporary data is discarded.
+    """
+    fs, path = url_to_fs(url)
+    parent = posixpath.dirname(path)
+    if parent:
+        fs.makedirs(parent, exist_ok=True)
+    if isinstance(fs, LocalFileSystem):
+        tmp = os.path.join(parent, f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex}")
+        try:
+            with open(tmp, "wb") as raw:
+                handle = AtomicFile(raw)
+                yield handle
+                raw.flush()
+                os.fsync(raw.fileno())
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    elif isinstance(fs, MemoryFileSystem):
+        tmp = f"{path}.tmp-{uuid.uuid4().hex}"
+        try:
+            with fs.open(tmp, "wb") as raw:
+                handle = AtomicFile(raw)
+                yield handle
+            fs.mv(tmp, path)
+        finally:
+            if fs.exists(tmp):
+                fs.rm_file(tmp)
+    else:
+        raw = fs.open(path, "wb", autocommit=False)
+        try:
+            handle = AtomicFile(raw)
+            yield handle
+            raw.close()
+            raw.commit()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                raw.discard()
+            # Mark it closed, or closing it at garbage collection would start an upload.
+            raw.closed = True
+            raise
+    handle._commit_record(url)
+
+
+def write_parquet(url: str, table: pa.Table, row_group_size: int = 65536) -> WrittenFile:
+    """Write `table` as a zstd Parquet file, atomically: encoded in memory, one write."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd", row_group_size=row_group_size)
+    return write_bytes(url, sink.getvalue())
+
+
+def write_bytes(url: str, data: bytes | pa.Buffer) -> WrittenFile:
+    """Atomically write a whole (small) file."""
+
+    def write() -> WrittenFile:
+        with atomic_write(url) as f:
+            f.write(data)
+        assert f.written is not None
+        return f.written
+
+    return retrying(write, f"write {url}")
+
+
+def read_parquet(
+    url: str, columns: list[str] | None = None, row_groups: list[int] | None = None
+) -> pa.Table:
+    """A whole Parquet file, or some of its row groups, read (and retried) as one piece.
+
+    Local files are read by Arrow's own I/O, which is faster than a Python file object.
+    """
+    fs, path = url_to_fs(url)
+
+    def read_from(source: Any) -> pa.Table:
+        parquet = pq.ParquetFile(source)
+        if row_groups is None:
+            return parquet.read(columns=columns)
+        return parquet.read_row_groups(row_groups, columns=columns)
+
+    def read() -> pa.Table:
+        if isinstance(fs, LocalFileSystem):
+            return read_from(path)
+        with fs.open(path, "rb") as f:
+            return read_from(f)
+
+    return retrying(read, f"read {url}")
+
+
+def parquet_row_groups(url: str) -> list[int]:
+    """The number of rows in each row group of a Parquet file (reads only its footer)."""
+    fs, path = url_to_fs(url)
+
+    def read() -> list[int]:
+        with fs.open(path, "rb") as f:
+            meta = pq.ParquetFile(f).metadata
+            return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+
+    return retrying(read, f"read {url}")
+
+
+def upload(local_path: str, url: str) -> WrittenFile:
+    """Atomically copy a local file to `url` (streamed; retried as a whole)."""
+
+    def copy() -> WrittenFile:
+        with open(local_path, "rb") as src, atomic_write(url) as f:
+            shutil.copyfileobj(src, f, _COPY_BLOCK)
+        assert f.written is not None
+        return f.written
+
+    return retrying(copy, f"write {url}")
+
+
+@contextlib.contextmanager
+def spooled_write(url: str) -> Iterator[AtomicFile]:
+    """Write a file too big to hold in memory so that its upload can be retried.
+
+    Local targets are written in place with `atomic_write`; other stores get a local
+    temporary file that is uploaded, with retries, when the body is done.
+    As with `atomic_write`, the handle's `.written` is set after the `with` block.
+    """
+    if is_local(url):
+        with atomic_write(url) as handle:
+            yield handle
+        return
+    with tempfile.TemporaryDirectory(prefix="nmtpipe-spool-") as folder:
+        local = os.path.join(folder, "file")
+        with open(local, "wb") as raw:
+            handle = AtomicFile(raw)
+            yield handle
+        handle.written = upload(local, url)

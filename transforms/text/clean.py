@@ -1,0 +1,163 @@
+"""Turn one chunk of raw lines into kept pairs, rejects and token counts.
+
+This is the hot path of `prepare`. It works on the whole chunk at once: one decode of
+the chunk's bytes, one normalisation call per side, numpy for the filters and the
+hash-derived placements, Arrow for the output batches. Python-level work per line is
+kept to a few list operations. Exact duplicates are not removed here: all copies of a
+pair land in the same shard, and the shard writer drops them and takes their tokens
+back out of the counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from nmtpipe.transforms.storage.raw_corpus import RawChunk
+from nmtpipe.transforms.text import filters
+from nmtpipe.transforms.text.filters import FilterConfig
+from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
+from nmtpipe.transforms.text.records import Reject, pair_batch
+from nmtpipe.transforms.text.split import SPLITS, Placer, SplitConfig
+
+
+@dataclass(frozen=True)
+class CleanConfig:
+    normalize: NormalizeConfig = NormalizeConfig()
+    filters: FilterConfig = FilterConfig()
+    split: SplitConfig = SplitConfig()
+
+
+@dataclass
+class CleanedChunk:
+    """What one chunk contributes: kept pairs by (split, shard), rejects, and the texts
+    of its train pairs, whose tokens are counted (duplicates included: the shard writer
+    takes those back)."""
+
+    pairs: dict[tuple[str, int], pa.RecordBatch] = field(default_factory=dict)
+    rejects: list[Reject] = field(default_factory=list)
+    train_src: list[str] = field(default_factory=list)
+    train_tgt: list[str] = field(default_factory=list)
+    pairs_read: int = 0
+
+
+def _without_cr(lines: list[str]) -> list[str]:
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _decode_side(blob: bytes, side: str) -> tuple[list[str], dict[int, tuple[str, bytes]]]:
+    """Lines of one side; undecodable lines are left empty and returned by index with
+    what is wrong and their raw bytes."""
+    try:
+        lines = blob.decode("utf-8").split("\n")
+        return (_without_cr(lines) if b"\r" in blob else lines), {}
+    except UnicodeDecodeError:
+        pass
+    lines, bad = [], {}
+    for i, raw in enumerate(blob.split(b"\n")):
+        raw = raw[:-1] if raw.endswith(b"\r") else raw
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            lines.append("")
+            bad[i] = (f"{side}: {e.reason} at byte {e.start}", raw)
+    return lines, bad
+
+
+def _split_pairs(chunk: RawChunk) -> tuple[list[str], list[str], dict[int, Reject]]:
+    """Decoded source and target lines, and the lines rejected before normalisation."""
+    early: dict[int, Reject] = {}
+
+    def reject(i: int, reason: str, detail: str, src: bytes | None, tgt: bytes | None) -> None:
+        early[i] = Reject(chunk.origin, chunk.first_line + i, reason, detail, src, tgt)
+
+    if chunk.tgt is not None:
+        src, bad_src = _decode_side(chunk.src, "src")
+        tgt, bad_tgt = _decode_side(chunk.tgt, "tgt")
+        for i in sorted(bad_src.keys() | bad_tgt.keys()):
+            detail = "; ".join(bad[i][0] for bad in (bad_src, bad_tgt) if i in bad)
+            src_raw = bad_src[i][1] if i in bad_src else src[i].encode()
+            tgt_raw = bad_tgt[i][1] if i in bad_tgt else tgt[i].encode()
+            reject(i, filters.INVALID_UTF8, detail, src_raw, tgt_raw)
+        return src, tgt, early
+    lines, bad = _decode_side(chunk.src, "line")
+    want = max(chunk.columns) + 1
+    src, tgt = [], []
+    for i, line in enumerate(lines):
+        fields = line.split("\t")
+        if i in bad:
+            detail, raw = bad[i]
+            raw_fields = raw.split(b"\t")
+            if len(raw_fields) >= want:
+                reject(i, filters.INVALID_UTF8, detail, *(raw_fields[c] for c in chunk.columns))
+            else:
+                reject(i, filters.INVALID_UTF8, detail, raw, None)
+        elif len(fields) < want:
+            detail = f"{len(fields)} tab-separated columns, need at least {want}"
+            reject(i, filters.BAD_COLUMNS, detail, line.encode(), None)
+        else:
+            src.append(fields[chunk.columns[0]])
+            tgt.append(fields[chunk.columns[1]])
+            continue
+        src.append("")
+        tgt.append("")
+    return src, tgt, early
+
+
+class ChunkCleaner:
+    """Callable `RawChunk -> CleanedChunk`; holds the normaliser, so build one per worker."""
+
+    def __init__(self, config: CleanConfig) -> None:
+        self.config = config
+        self._normalize = Normalizer(config.normalize)
+        self._placer = Placer(config.split)
+
+    def __call__(self, chunk: RawChunk) -> CleanedChunk:
+        out = CleanedChunk()
+        raw_src, raw_tgt, early = _split_pairs(chunk)
+        out.pairs_read = len(raw_src)
+        src = self._normalize.batch(raw_src)
+        tgt = self._normalize.batch(raw_tgt)
+        verdicts = filters.check_pairs(src, tgt, self.config.filters)
+        for i in sorted(early.keys() | verdicts.keys()):
+            if i in early:
+                out.rejects.append(early[i])
+            else:
+                reason, detail = verdicts[i]
+                line = chunk.first_line + i
+                out.rejects.append(
+                    Reject(
+                        chunk.origin, line, reason, detail, raw_src[i].encode(), raw_tgt[i].encode()
+                    )
+                )
+        keep = [i for i in range(len(src)) if i not in early and i not in verdicts]
+        if keep:
+            self._place(chunk, [src[i] for i in keep], [tgt[i] for i in keep], keep, out)
+        return out
+
+    def _place(
+        self, chunk: RawChunk, src: list[str], tgt: list[str], keep: list[int], out: CleanedChunk
+    ) -> None:
+        """Add the kept pairs to `out`, batched by (split, shard)."""
+        placed = self._placer.place(src, tgt, chunk.role)
+        train = np.flatnonzero(placed.splits == SPLITS.index("train")).tolist()
+        if len(train) == len(src):
+            out.train_src, out.train_tgt = src, tgt
+        else:
+            out.train_src = [src[i] for i in train]
+            out.train_tgt = [tgt[i] for i in train]
+        order = np.lexsort((placed.shards, placed.splits))
+        keys = placed.splits[order] * (1 << 32) + placed.shards[order]
+        lines = np.asarray(keep, dtype=np.int64) + chunk.first_line
+        for group in np.split(order, np.flatnonzero(np.diff(keys)) + 1):
+            g = group.tolist()
+            key = (SPLITS[placed.splits[g[0]]], int(placed.shards[g[0]]))
+            out.pairs[key] = pair_batch(
+                chunk.origin,
+                pa.array(placed.ids[group]),
+                [src[i] for i in g],
+                [tgt[i] for i in g],
+                pa.array(lines[group]),
+            )

@@ -1,0 +1,87 @@
+"""Corpus statistics as mergeable partials, and their final form for `stats.json`.
+
+A partial is a nested dict of counts and length histograms. Partials from any number of
+chunks and shards merge by adding numbers key by key, in any order and grouping, which
+is what a Beam CombineFn needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from nmtpipe.transforms.text.filters import REASONS
+
+Partial = dict[str, Any]
+PERCENTILES = (50, 90, 95, 99)
+
+
+def merge_into(acc: Partial, part: Mapping[str, Any]) -> Partial:
+    """Add `part` into `acc` (numbers add, dicts merge recursively) and return `acc`."""
+    for key, value in part.items():
+        if isinstance(value, Mapping):
+            merge_into(acc.setdefault(key, {}), value)
+        else:
+            acc[key] = acc.get(key, 0) + value
+    return acc
+
+
+def histogram(lengths: np.ndarray) -> dict[int, int]:
+    """{length: how many} for the non-zero bins of `lengths`."""
+    if lengths.size == 0:
+        return {}
+    counts = np.bincount(lengths)
+    nonzero = np.flatnonzero(counts)
+    return dict(zip(nonzero.tolist(), counts[nonzero].tolist(), strict=True))
+
+
+def side_partial(chars: np.ndarray) -> Partial:
+    """Character total and length histogram of one side of a batch of pairs."""
+    return {"chars": int(chars.sum()), "char_hist": histogram(chars)}
+
+
+def summarize_lengths(hist: Mapping[int | str, int]) -> dict[str, float]:
+    """Mean, percentiles and max of a length histogram."""
+    if not hist:
+        return {"mean": 0.0, **{f"p{q}": 0 for q in PERCENTILES}, "max": 0}
+    # Keys come back as strings from JSON.
+    items = sorted((int(n), int(c)) for n, c in hist.items())
+    lengths = np.array([n for n, _ in items], dtype=np.int64)
+    counts = np.array([c for _, c in items], dtype=np.int64)
+    cumulative = np.cumsum(counts)
+    total = int(cumulative[-1])
+    out: dict[str, float] = {"mean": round(float((lengths * counts).sum()) / total, 2)}
+    for q in PERCENTILES:
+        out[f"p{q}"] = int(lengths[np.searchsorted(cumulative, q / 100 * total)])
+    out["max"] = int(lengths[-1])
+    return out
+
+
+def finalize(partial: Partial, splits: Iterable[str]) -> dict[str, Any]:
+    """The `stats.json` document: every reason and split present, histograms summarised."""
+    rejects = {reason: int(partial.get("rejects", {}).get(reason, 0)) for reason in REASONS}
+    split_stats: dict[str, Any] = {}
+    kept = 0
+    for split in splits:
+        raw = partial.get("splits", {}).get(split, {})
+        pairs = int(raw.get("pairs", 0))
+        kept += pairs
+        split_stats[split] = {"pairs": pairs}
+        for side in ("src", "tgt"):
+            s = raw.get(side, {})
+            split_stats[split][side] = {
+                "chars": int(s.get("chars", 0)),
+                "length_chars": summarize_lengths(s.get("char_hist", {})),
+            }
+            if "tokens" in s:  # T2T tokens are counted for the train split
+                split_stats[split][side]["tokens"] = int(s["tokens"])
+    return {
+        "pairs_read": int(partial.get("pairs_read", 0)),
+        "pairs_kept": kept,
+        "pairs_rejected": sum(rejects.values()),
+        "rejects": rejects,
+        "splits": {split: s["pairs"] for split, s in split_stats.items()},
+        "split_details": split_stats,
+    }

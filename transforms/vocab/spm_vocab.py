@@ -1,0 +1,105 @@
+"""SentencePiece models trained deterministically, with fairseq's special-id layout.
+
+The model's first ids are fairseq's specials (`<s>`=0, `<pad>`=1, `</s>`=2, `<unk>`=3),
+so SentencePiece ids are fairseq ids and the `dict.txt` is the remaining pieces in id
+order. Training is deterministic for the same sentences in the same order: no input
+shuffling or sampling inside SentencePiece (nmtpipe draws the sample itself), a fixed
+random seed, and a fixed thread count (the thread count changes the floating-point
+reduction order, hence the scores).
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import sentencepiece as spm
+
+from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS
+
+MODEL_TYPES = ("unigram", "bpe")
+
+
+@dataclass(frozen=True)
+class SpmConfig:
+    """SentencePiece training options (spm_train's flags of the same names)."""
+
+    model_type: str = "unigram"
+    vocab_size: int = 8000
+    character_coverage: float = 0.9995
+    normalization_rule_name: str = "nmt_nfkc_cf"
+    user_defined_symbols: tuple[str, ...] = field(default=())
+    num_threads: int = 4
+    seed: int = 0
+    max_sentence_length: int = 4192
+
+    def __post_init__(self) -> None:
+        if self.model_type not in MODEL_TYPES:
+            raise ValueError(f"unknown SentencePiece model type {self.model_type!r}")
+        if not 0 < self.character_coverage <= 1:
+            raise ValueError("character coverage must be in (0, 1]")
+
+
+def trainer_options(config: SpmConfig) -> dict[str, object]:
+    """spm_train's flags for `config`, fairseq's ids first, nothing left to chance."""
+    bos, pad, eos, unk = range(len(SPECIALS))
+    return {
+        "model_type": config.model_type,
+        "vocab_size": config.vocab_size,
+        "character_coverage": config.character_coverage,
+        "normalization_rule_name": config.normalization_rule_name,
+        "user_defined_symbols": list(config.user_defined_symbols),
+        "bos_id": bos,
+        "pad_id": pad,
+        "eos_id": eos,
+        "unk_id": unk,
+        "input_sentence_size": 0,
+        "shuffle_input_sentence": False,
+        "num_threads": config.num_threads,
+        "max_sentence_length": config.max_sentence_length,
+        "minloglevel": 2,
+    }
+
+
+def train(sentences: Iterable[str], config: SpmConfig) -> bytes:
+    """Train on sentences in memory; the model's bytes, the same for the same input
+    (no input path is embedded, as it would be with spm_train's --input)."""
+    spm.set_random_generator_seed(config.seed)
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_writer=model, **trainer_options(config)
+    )
+    return model.getvalue()
+
+
+def processor(model: bytes) -> spm.SentencePieceProcessor:
+    return spm.SentencePieceProcessor(model_proto=model)
+
+
+def vocab_text(model: bytes) -> str:
+    """The `.vocab` file spm_train writes next to a model: piece TAB score per line."""
+    sp = processor(model)
+    return "".join(
+        f"{sp.id_to_piece(i)}\t{sp.get_score(i):g}\n" for i in range(sp.get_piece_size())
+    )
+
+
+def pieces_and_scores(model: bytes) -> list[tuple[str, float]]:
+    """What identifies a model's vocabulary (the file embeds its input path)."""
+    sp = processor(model)
+    return [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
+
+
+def piece_counts(model: bytes, sentences: Sequence[str], batch: int = 10_000) -> list[int]:
+    """How often each id occurs when the model encodes `sentences` (in batches, so that
+    only one batch's ids are ever Python objects)."""
+    sp = processor(model)
+    totals = np.zeros(sp.get_piece_size(), dtype=np.int64)
+    for start in range(0, len(sentences), batch):
+        encoded = sp.encode(list(sentences[start : start + batch]))
+        ids = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int64)
+        totals += np.bincount(ids, minlength=totals.size)
+    return totals.tolist()

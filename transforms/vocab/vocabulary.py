@@ -1,0 +1,127 @@
+"""A committed vocabulary, loaded for encoding: text in, ids with EOS out, in batches.
+
+`nmtpipe vocab` commits either Tensor2Tensor subword files or SentencePiece models, one
+joined or one per language, with fairseq `dict.{lang}.txt` files beside them. This
+module opens such an output by its manifest and gives one `SideEncoder` per language.
+Ids stay in the vocabulary's own space (`transforms/id_layout.py` maps them to
+fairseq's); the integer type that holds them is chosen here, once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sentencepiece as spm
+
+from nmtpipe.transforms.storage import fsio, manifest
+from nmtpipe.transforms.vocab.counts import JOINED
+from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, read_dict
+from nmtpipe.transforms.vocab.id_layout import IdLayout, layout_of
+from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
+
+KIND = "nmtpipe.vocab"
+# fairseq's `best_fitting_int_dtype`: below 65500 symbols uint16, else uint32.
+_UINT16_LIMIT = 65500
+
+
+def fairseq_dtype(dictionary_size: int) -> np.dtype:
+    """The dtype `fairseq-preprocess` gives a `.bin` for a dictionary of this size."""
+    if dictionary_size < _UINT16_LIMIT:
+        return np.dtype(np.uint16)
+    return np.dtype(np.uint32) if dictionary_size < 2**32 - 1 else np.dtype(np.int64)
+
+
+def arrow_dtype(vocab_size: int) -> np.dtype:
+    """uint16 while every id fits (the same limit as fairseq's), else int32."""
+    return np.dtype(np.uint16) if vocab_size < _UINT16_LIMIT else np.dtype(np.int32)
+
+
+class SideEncoder:
+    """One language's vocabulary: `encode_batch` turns lines into ids ending in EOS,
+    `decode` ids back into text."""
+
+    def __init__(self, model: str, data: bytes, dictionary_size: int) -> None:
+        self.model = model
+        self.layout: IdLayout = layout_of(model)
+        self.dictionary_size = dictionary_size
+        if model == "t2t":
+            self._t2t = SubwordTextEncoder.from_text(data.decode("utf-8"))
+            self.vocab_size = self._t2t.vocab_size
+        else:
+            self._spm = spm.SentencePieceProcessor(model_proto=data)
+            self.vocab_size = self._spm.get_piece_size()
+
+    def encode_batch(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of every line, EOS appended, concatenated (int32), and each line's
+        length including EOS (int64)."""
+        if self.model == "t2t":
+            eos = self.layout.eos
+            encoded = [[*self._t2t.encode(line), eos] for line in lines]
+        else:  # the model's eos_id is the layout's (spm_vocab trains it so)
+            encoded = self._spm.encode(list(lines), add_eos=True, num_threads=1)
+        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        flat = np.fromiter(itertools.chain.from_iterable(encoded), np.int32, int(lengths.sum()))
+        return flat, lengths
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ids in this vocabulary's own space (without EOS): T2T's `decode`
+        or SentencePiece's."""
+        if self.model == "t2t":
+            return self._t2t.decode(ids)
+        return self._spm.decode([int(i) for i in ids])
+
+    def outside(self, tokens: Sequence[str]) -> np.ndarray:
+        """Which tokens this vocabulary cannot spell with its own pieces: those with
+        characters outside a T2T alphabet (escaped as `\\NNN;`), or that SentencePiece
+        encodes with `<unk>`."""
+        if self.model == "t2t":
+            alphabet = self._t2t.alphabet
+            return np.fromiter(
+                (any(c not in alphabet or c == "\n" for c in t) for t in tokens), bool, len(tokens)
+            )
+        unk = self.layout.unk
+        encoded = self._spm.encode(list(tokens), num_threads=1)
+        return np.fromiter((unk in ids for ids in encoded), bool, len(tokens))
+
+    def unknowns(self, ids: np.ndarray) -> int:
+        """How many ids are `<unk>` (a T2T vocabulary escapes instead: never any)."""
+        return 0 if self.layout.unk is None else int(np.count_nonzero(ids == self.layout.unk))
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """A committed `nmtpipe vocab` output: where it is, what it says, its files."""
+
+    root: str
+    doc: dict[str, Any]
+
+    @property
+    def model(self) -> str:
+        return self.doc["model"]
+
+    @property
+    def fingerprint(self) -> str:
+        return self.doc["fingerprint"]
+
+    def side_of(self, lang: str) -> str:
+        return JOINED if self.doc["options"]["joined"] else lang
+
+    def dict_url(self, lang: str) -> str:
+        return fsio.join(self.root, f"dict.{lang}.txt")
+
+    def encoder(self, lang: str) -> SideEncoder:
+        """The encoder of `lang`, read from storage (call once per worker)."""
+        side = self.side_of(lang)
+        model_file = self.doc["vocabularies"][side]["files"][0]
+        data = fsio.read_bytes(fsio.join(self.root, model_file))
+        entries = read_dict(fsio.read_bytes(self.dict_url(lang)).decode("utf-8"))
+        return SideEncoder(self.model, data, len(SPECIALS) + len(entries))
+
+
+def open_vocabulary(url: str) -> Vocabulary:
+    """The committed vocabulary at `url`, its files checked against their sha256."""
+    return Vocabulary(*manifest.open_committed(url, KIND, "vocab", checksums=True))
