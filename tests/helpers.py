@@ -5,10 +5,10 @@ from __future__ import annotations
 import gzip
 import re
 from collections import Counter
-from importlib import resources
 from pathlib import Path
 
-EXAMPLE = Path(str(resources.files("nmtpipe.pipelines") / "example"))
+# Through the checkout, not the package: tests/airflow runs where nmtpipe is not installed.
+EXAMPLE = Path(__file__).resolve().parents[1] / "pipelines" / "example"
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "golden"
 

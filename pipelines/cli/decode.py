@@ -7,8 +7,8 @@ import json
 import sys
 from typing import Any
 
+from nmtpipe.pipelines.cli.torch_jobs import run_torch_job
 from nmtpipe.trainers.loop.decode_config import DecodeConfig
-from nmtpipe.trainers.loop.launch import finish, is_main_rank, run_job
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import ConfigError
 
@@ -110,11 +110,4 @@ def show(summary: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    """With --nproc N the job runs on N processes under torchrun; under torchrun
-    (a multi-node job) each rank decodes its share, and the first reports."""
-    if beam_args:
-        raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
-    summary = run_job(config_from_args(args), args.nproc, args.verbose)
-    if is_main_rank():
-        show(summary)
-    return finish()
+    return run_torch_job(config_from_args(args), args, beam_args, show)
