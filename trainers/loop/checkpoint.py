@@ -16,8 +16,8 @@ from typing import Any
 import torch
 
 from nmtpipe.trainers.loop.run_files import NUMBERED
+from nmtpipe.trainers.model.build import Seq2Seq, build_model
 from nmtpipe.trainers.model.config import ModelConfig
-from nmtpipe.trainers.model.transformer import Transformer
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.storage import fsio
 
@@ -57,9 +57,9 @@ def load(url: str) -> dict[str, Any]:
         raise InputError(f"{url} is not a readable nmtpipe checkpoint: {e}") from e
 
 
-def model_from(state: dict[str, Any]) -> Transformer:
+def model_from(state: dict[str, Any]) -> Seq2Seq:
     """The model a checkpoint holds, rebuilt from its config and weights, in eval mode."""
-    model = Transformer(ModelConfig(**state["model_config"]))
+    model = build_model(ModelConfig(**state["model_config"]))
     model.load_state_dict(state["model"])
     return model.eval()
 
@@ -71,7 +71,7 @@ def check_compatible(state: dict[str, Any], url: str, model: dict, vocab_fingerp
             f"{url} was trained with another vocabulary (fingerprint "
             f"{str(state.get('vocab_fingerprint'))[:12]}, the data's is {vocab_fingerprint[:12]})"
         )
-    saved = state.get("model_config", {})
+    saved = ModelConfig(**state["model_config"]).as_dict() if "model_config" in state else {}
     differ = sorted(k for k in model.keys() | saved.keys() if model.get(k) != saved.get(k))
     if differ:
         shown = ", ".join(f"{k} {saved.get(k)} → {model.get(k)}" for k in differ)

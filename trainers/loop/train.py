@@ -32,8 +32,8 @@ from nmtpipe.trainers.loop.progress import Progress
 from nmtpipe.trainers.loop.run_files import SUMMARY
 from nmtpipe.trainers.loop.schedule import learning_rate, peak_learning_rate
 from nmtpipe.trainers.loop.train_config import TrainConfig
+from nmtpipe.trainers.model.build import build_model
 from nmtpipe.trainers.model.config import ModelConfig, preset
-from nmtpipe.trainers.model.transformer import Transformer
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.encoded_dataset import EncodedDataset, SplitData
 from nmtpipe.transforms.storage import fsio
@@ -74,7 +74,7 @@ class Trainer:
         self.pad, self.eos = self.data.layout.pad, self.data.layout.eos
         torch.manual_seed(config.seed)
         self.model_config = _model_config(config, self.data)
-        self.model = Transformer(ModelConfig(**self.model_config)).to(ranks.device)
+        self.model = build_model(ModelConfig(**self.model_config)).to(ranks.device)
         self.ddp: torch.nn.Module = (
             DistributedDataParallel(self.model) if ranks.world > 1 else self.model
         )

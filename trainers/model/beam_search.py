@@ -1,10 +1,11 @@
-"""Beam search on the Transformer's incremental decoder, batched over sentences and beams.
+"""Beam search on a model's incremental decoder, batched over sentences and beams.
 
 Every step runs the decoder once over one new position of all live hypotheses of all
-sentences (`Transformer.decode_step`); survivors' cached keys and values are reordered
-by beam index (`DecoderCache.reorder`), never recomputed, and a source's encoder keys
-and values are kept once for all its beams. A sentence leaves the batch as
-soon as its search is over, so long sentences do not keep short ones' beams busy.
+sentences (`decode_step` of the Transformer or the GRU seq2seq); survivors' cached
+decoder states (keys and values, or GRU states) are reordered by beam index
+(`reorder`), never recomputed, and a source's encoder outputs are kept once for all its
+beams. A sentence leaves the batch as soon as its search is over, so long sentences do
+not keep short ones' beams busy.
 
 Two conventions, each as its anchor does it:
 
@@ -43,8 +44,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from nmtpipe.trainers.model.build import Seq2Seq
+from nmtpipe.trainers.model.gru import GruCache
 from nmtpipe.trainers.model.search_config import SearchConfig
-from nmtpipe.trainers.model.transformer import DecoderCache, Transformer, hypothesis_rows
+from nmtpipe.trainers.model.transformer import DecoderCache, hypothesis_rows
 from nmtpipe.transforms.vocab.id_layout import IdLayout
 
 _NEG_INF = -math.inf
@@ -111,7 +114,7 @@ def _in_parents_slots(parents: Tensor) -> Tensor:
 class BeamSearch:
     """Searches translations of padded source batches with one model and vocabulary layout."""
 
-    def __init__(self, model: Transformer, layout: IdLayout, config: SearchConfig) -> None:
+    def __init__(self, model: Seq2Seq, layout: IdLayout, config: SearchConfig) -> None:
         self.model, self.layout, self.config = model, layout, config
         self.never = [i for i in (layout.pad, layout.bos) if i is not None and i != layout.eos]
         # Greedy (beam 1) finishes only on an EOS that is the best expansion, as T2T's
@@ -119,7 +122,11 @@ class BeamSearch:
         self._fairseq_finishing = config.convention == "fairseq" or config.beam == 1
 
     def _log_probs(
-        self, beams: _Beams, step: int, cache: DecoderCache, autocast: AbstractContextManager
+        self,
+        beams: _Beams,
+        step: int,
+        cache: DecoderCache | GruCache,
+        autocast: AbstractContextManager,
     ) -> Tensor:
         """Next-token log-probabilities of every live hypothesis, constrained."""
         c, eos = self.config, self.layout.eos
