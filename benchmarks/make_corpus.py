@@ -18,11 +18,13 @@ from pathlib import Path
 
 
 def load_example() -> list[tuple[str, str]]:
+    """Every other pair of the bundled Tatoeba corpus: the 16,014 pairs the corpora of
+    every earlier result in RESULTS.md were generated from."""
     folder = resources.files("nmtpipe.pipelines") / "example"
     sides = []
     for lang in ("en", "zh"):
         with gzip.open(str(folder / f"tatoeba-cmn.{lang}.gz"), "rt", encoding="utf-8") as f:
-            sides.append(f.read().split("\n")[:-1])
+            sides.append(f.read().split("\n")[:-1][::2])
     return list(zip(*sides, strict=True))
 
 

@@ -20,8 +20,8 @@ def small_corpus(tmp_path: Path) -> Path:
     """300 example pairs as plain files: tmp/corpus/train.{en,zh}."""
     folder = tmp_path / "corpus"
     folder.mkdir()
-    en = example_lines("tatoeba-cmn", "en")[::50][:300]
-    zh = example_lines("tatoeba-cmn", "zh")[::50][:300]
+    en = example_lines("tatoeba-cmn", "en")[::100][:300]
+    zh = example_lines("tatoeba-cmn", "zh")[::100][:300]
     return write_pair(folder / "train", en, zh)
 
 

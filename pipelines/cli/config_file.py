@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import re
 from importlib import import_module, resources
 from typing import Any
 
@@ -20,17 +21,30 @@ import yaml
 
 from nmtpipe.pipelines.cli.main import COMMANDS
 from nmtpipe.pipelines.workflow.refresh import check_settings
-from nmtpipe.pipelines.workflow.run_config import STEPS, TORCH_STEPS, WIRING, RunConfig, wiring
+from nmtpipe.pipelines.workflow.run_config import (
+    STEPS,
+    TORCH_STEPS,
+    WIRING,
+    EvalSet,
+    RunConfig,
+    wiring,
+)
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.storage import fsio
 
 EXAMPLE = "example.yaml"
-_TOP_LEVEL = {"root", "beam", "refresh", *STEPS}
+_TOP_LEVEL = {"root", "beam", "refresh", "evaluate", *STEPS}
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def example_folder() -> str:
+    """The bundled example data and config; `{example}` in a config's paths."""
+    return str(resources.files("nmtpipe.pipelines") / "example")
 
 
 def example_config() -> str:
     """The bundled example config (`nmtpipe run --example`)."""
-    return str(resources.files("nmtpipe.pipelines") / "example" / EXAMPLE)
+    return f"{example_folder()}/{EXAMPLE}"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -92,6 +106,30 @@ def _step_config(step: str, options: dict[str, Any], root: str, source: str) -> 
     return config, getattr(args, "nproc", 1) if step in TORCH_STEPS else 1
 
 
+def _paths(value: Any, where: str) -> tuple[str, ...]:
+    """One path or a list of them; `{example}` stands for the bundled example folder."""
+    items = value if isinstance(value, list) else [value]
+    if not items or not all(isinstance(v, str) and v for v in items):
+        raise ConfigError(f"{where}: wants a path or a list of paths, not {value!r}")
+    return tuple(v.replace("{example}", example_folder()) for v in items)
+
+
+def _evaluation_sets(section: Any, url: str) -> tuple[EvalSet, ...]:
+    """The `evaluate:` section: name → {input: PATHS, reference: PATHS}."""
+    if not isinstance(section, dict):
+        raise ConfigError(f"{url}: evaluate maps a test set's name to its input and reference")
+    found = []
+    for name, spec in section.items():
+        where = f"{url}: evaluate.{name}"
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ConfigError(f"{where}: a name of letters, digits, '.', '_' and '-'")
+        if not isinstance(spec, dict) or "input" not in spec or set(spec) - {"input", "reference"}:
+            raise ConfigError(f"{where}: wants input (and reference), the raw text files")
+        references = _paths(spec["reference"], f"{where}.reference") if "reference" in spec else ()
+        found.append(EvalSet(name, _paths(spec["input"], f"{where}.input"), references))
+    return tuple(found)
+
+
 def load_config(url: str) -> RunConfig:
     """Read and check a workflow config (YAML)."""
     try:
@@ -105,7 +143,8 @@ def load_config(url: str) -> RunConfig:
     unknown = sorted(set(doc) - _TOP_LEVEL)
     if unknown:
         raise ConfigError(
-            f"{url}: unknown key(s) {', '.join(unknown)}; known: root, beam, refresh, steps"
+            f"{url}: unknown key(s) {', '.join(unknown)}; known: root, beam, refresh, "
+            "evaluate, steps"
         )
     root = doc.get("root")
     if not isinstance(root, str) or not root:
@@ -129,4 +168,5 @@ def load_config(url: str) -> RunConfig:
         beam=tuple(beam),
         nproc=nproc,
         refresh=check_settings(doc.get("refresh"), url),
+        evaluate=_evaluation_sets(doc.get("evaluate") or {}, url),
     )

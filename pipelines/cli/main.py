@@ -24,6 +24,7 @@ COMMANDS = {
     "encode": "nmtpipe.pipelines.cli.encode",
     "train": "nmtpipe.pipelines.cli.train",
     "decode": "nmtpipe.pipelines.cli.decode",
+    "average": "nmtpipe.pipelines.cli.average",
     "run": "nmtpipe.pipelines.cli.run",
     "refresh": "nmtpipe.pipelines.cli.refresh",
 }
@@ -35,8 +36,9 @@ Steps available in this version:
   prepare   raw corpora -> clean, deduplicated, split, sharded Parquet + token counts
   vocab     token counts -> Tensor2Tensor subwords or SentencePiece, + fairseq dicts
   encode    prepared pairs + vocabulary -> Arrow and fairseq mmap shards of ids
-  train     encoded shards -> a Transformer, with torchrun/DDP, resumable
+  train     encoded shards -> a Transformer or GRU model, with torchrun/DDP, resumable
   decode    a checkpoint + a split or text -> translations (beam search), BLEU/chrF
+  average   several checkpoints -> one, their weights averaged
   run       all of the above from one YAML config, skipping what is already built
   refresh   publish a new dataset version from new or changed inputs, incrementally
 

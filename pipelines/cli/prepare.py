@@ -38,7 +38,6 @@ examples:
       --runner=FnApiRunner --direct_num_workers=8
 """
 EXAMPLE_TRAIN = "tatoeba-cmn"
-EXAMPLE_TEST = "ntrex128-enzh"
 
 
 def _prefixes(values: list[str] | None) -> tuple[str, ...]:
@@ -105,8 +104,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     data.add_argument(
         "--example",
         action="store_true",
-        help=f"use the example corpus bundled with nmtpipe: {EXAMPLE_TRAIN} (en-zh) for "
-        f"training, {EXAMPLE_TEST} as test set",
+        help=f"use the example corpus bundled with nmtpipe: {EXAMPLE_TRAIN} (en-zh), its "
+        "validation and test splits carved from it",
     )
 
     out = parser.add_argument_group("output")
@@ -241,7 +240,6 @@ def _example_defaults(args: argparse.Namespace) -> None:
     args.src_lang = args.src_lang or "en"
     args.tgt_lang = args.tgt_lang or "zh"
     args.trainpref = args.trainpref or [str(folder / EXAMPLE_TRAIN)]
-    args.testpref = args.testpref or [str(folder / EXAMPLE_TEST)]
 
 
 def config_from_args(args: argparse.Namespace) -> PrepareConfig:

@@ -8,8 +8,9 @@ import sys
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.config_file import example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
+from nmtpipe.pipelines.workflow import step_outputs
 from nmtpipe.pipelines.workflow.run import run_workflow, summary_table
-from nmtpipe.pipelines.workflow.run_config import STEPS
+from nmtpipe.pipelines.workflow.run_config import STEPS, RunConfig
 from nmtpipe.transforms.errors import ConfigError, error_line
 
 SUMMARY = "run the whole chain from a YAML config, skipping what is already built"
@@ -48,9 +49,30 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         config, args.first, args.last, logs.progress, show_step, quiet=not args.verbose
     )
     print(summary_table(results), flush=True)
+    if any(r.step == "decode" and r.status in ("ran", "cached") for r in results):
+        print(evaluation_report(config), flush=True)
     failed = results[-1]
     if failed.error is not None:
         line, code = error_line(failed.step, failed.error, args.verbose)
         print(line, file=sys.stderr)
         return code
     return 0
+
+
+def evaluation_report(config: RunConfig, count: int = 5) -> str:
+    """Each test set's BLEU as sacreBLEU writes it, with its signature, then `count`
+    translations of the test split to read."""
+    lines = []
+    for name, scores in step_outputs.evaluations(config):
+        if "bleu_line" in scores:
+            lines.append(f"{name} ({scores['sentences']:,} sentences): {scores['bleu_line']}")
+            lines.append(f"    {scores['bleu_signature']}")
+    lines.append(f"{count} translations of the {config.decode.split} split:")
+    for record in step_outputs.examples(config, count):
+        best = record["hypotheses"][0]["text"] if record["hypotheses"] else ""
+        lines += [
+            f"  source      {record['source']}",
+            f"  reference   {record.get('reference', '')}",
+            f"  hypothesis  {best}",
+        ]
+    return "\n".join(lines)

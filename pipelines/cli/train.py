@@ -14,17 +14,19 @@ from typing import Any
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.torch_jobs import run_torch_job
 from nmtpipe.trainers.loop.schedule import SCHEDULES
-from nmtpipe.trainers.loop.train_config import TrainConfig
+from nmtpipe.trainers.loop.train_config import BEST_METRICS, TrainConfig
 from nmtpipe.trainers.model.config import PRESETS
 from nmtpipe.transforms.errors import ConfigError
 
-SUMMARY = "train a Transformer on an encoded dataset with torchrun/DDP (CPU or GPU)"
+SUMMARY = "train a Transformer or GRU model on an encoded dataset with torchrun/DDP"
 DESCRIPTION = """\
-Train a Transformer translation model on an encoded dataset (`nmtpipe encode`'s
---output), with DDP over all ranks of a torchrun job, token-based batches, label-smoothed
-cross entropy, Adam with warm-up, and checkpoints in --save-dir (any fsspec URL):
-checkpoint_last.pt, checkpoint_best.pt, checkpoint{epoch}_{update}.pt. Re-running the
-same command resumes from checkpoint_last.pt at the exact batch it stopped at.
+Train a translation model (a Transformer preset, or the GRU seq2seq: --arch rnn_gru) on
+an encoded dataset (`nmtpipe encode`'s --output), with DDP over all ranks of a torchrun
+job, token-based batches, label-smoothed cross entropy, Adam with warm-up, and
+checkpoints in --save-dir (any fsspec URL): checkpoint_last.pt, checkpoint_best.pt (by
+--best-checkpoint-metric), checkpoint{epoch}_{update}.pt, checkpoint_avg.pt (with
+--average-last N), and learning_curve.svg at the end. Re-running the same command
+resumes from checkpoint_last.pt at the exact batch it stopped at.
 
 Progress is printed as JSON lines (update, loss, nll_loss, lr, tokens/s, validation).
 """
@@ -35,7 +37,7 @@ examples:
   nmtpipe train --data s3://bucket/encoded --arch transformer_base --max-tokens 8192 \\
       --max-update 100000 --save-dir s3://bucket/ckpt --nproc 8
   torchrun --nnodes 2 --node_rank 0 --nproc_per_node 8 --rdzv_backend c10d \\
-      --rdzv_endpoint head:29500 -m pipelines.cli train --data ... --save-dir ...
+      --rdzv_endpoint head:29500 -m nmtpipe train --data ... --save-dir ...
 """
 
 
@@ -54,10 +56,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--adam-eps": (float, 1e-8), "--weight-decay": (float, 0.0), "--seed": (int, 1),
         "--validate-interval-updates": (int, 0), "--save-interval-updates": (int, 0),
         "--keep-interval-updates": (int, 5), "--patience": (int, 0), "--log-interval": (int, 50),
+        "--average-last": (int, 0), "--eval-bleu-beam": (int, 4),
     }  # fmt: skip
     for flag, (kind, default) in numbers.items():
         main.add_argument(flag, type=kind, default=default, help=f"default: {default}")
     main.add_argument("--lr-scheduler", choices=SCHEDULES, default="inverse_sqrt")
+    main.add_argument("--best-checkpoint-metric", choices=BEST_METRICS, default="loss",
+                      help="what checkpoint_best.pt and --patience follow; bleu: beam search "
+                      "on the validation split at every validation")  # fmt: skip
+    main.add_argument(
+        "--eval-bleu", action="store_true", help="also score beam search at every validation"
+    )
     main.add_argument("--adam-betas", default="(0.9, 0.98)", help="default: (0.9, 0.98)")
     main.add_argument("--dropout", type=float, help="default: the preset's")
     main.add_argument("--pre-norm", action="store_true", help="layer norm before each block")
@@ -79,7 +88,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "warmup_updates", "label_smoothing", "clip_norm", "adam_eps", "weight_decay",
         "dropout", "pre_norm", "seed", "validate_interval_updates", "save_interval_updates",
         "keep_interval_updates", "patience", "log_interval", "format", "cache_dir", "compile",
-        "tensorboard_logdir",
+        "tensorboard_logdir", "average_last", "best_checkpoint_metric", "eval_bleu",
+        "eval_bleu_beam",
     ]  # fmt: skip
     return TrainConfig(
         data=args.data, save_dir=args.save_dir, arch=args.arch, adam_betas=betas,

@@ -118,6 +118,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="training threads; part of the result, so fixed (default: %(default)s)",
     )
     sp.add_argument("--seed", type=int, default=0, help="SentencePiece's random seed (default: 0)")
+    sp.add_argument(
+        "--byte-fallback",
+        action="store_true",
+        help="spm_train's byte_fallback: characters outside the pieces become their UTF-8 "
+        "bytes instead of <unk>, so every input can be translated",
+    )
 
 
 def _pair(text: str, flag: str) -> tuple[int, int]:
@@ -139,6 +145,7 @@ def config_from_args(args: argparse.Namespace) -> VocabConfig:
             user_defined_symbols=tuple(s for s in args.user_defined_symbols.split(",") if s),
             num_threads=args.spm_threads,
             seed=args.seed,
+            byte_fallback=args.byte_fallback,
         )
     except ValueError as e:
         raise ConfigError(str(e)) from e

@@ -79,7 +79,7 @@ def _run_one(
     fingerprint = manifest.fingerprint(
         {
             "step": step,
-            "options": config.options[step],
+            "options": config.fingerprinted(step),
             "input": step_outputs.upstream_fingerprint(config, step),
         }
     )
@@ -88,10 +88,17 @@ def _run_one(
         return "cached"
     if record is not None:
         step_outputs.remove_record(config, step)
-    job = config.train
-    if step == "decode":
-        job = dataclasses.replace(config.decode, checkpoint=config.best_checkpoint())
-    show(step, run_job(job, config.nproc.get(step, 1), verbose=not quiet))
+    nproc = config.nproc.get(step, 1)
+    if step == "train":
+        show(step, run_job(config.train, nproc, verbose=not quiet))
+    else:
+        job = dataclasses.replace(config.decode, checkpoint=config.decode_checkpoint())
+        show(step, run_job(job, nproc, verbose=not quiet))
+        for extra in config.evaluate:
+            output = config.decoded(extra.name)
+            extra_job = dataclasses.replace(job, inputs=extra.inputs, references=extra.references,
+                                            output=output)  # fmt: skip
+            show(step, run_job(extra_job, nproc, verbose=not quiet))
     step_outputs.write_record(config, step, fingerprint)
     return "ran"
 

@@ -9,6 +9,7 @@ connects the steps under the root:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +17,7 @@ from nmtpipe.pipelines.workflow.encode import EncodeConfig
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 from nmtpipe.pipelines.workflow.vocab import VocabConfig
 from nmtpipe.trainers.loop.decode_config import DecodeConfig
-from nmtpipe.trainers.loop.run_files import BEST, LAST
+from nmtpipe.trainers.loop.run_files import AVERAGE, BEST, LAST
 from nmtpipe.trainers.loop.train_config import TrainConfig
 from nmtpipe.transforms.storage import fsio
 
@@ -34,6 +35,16 @@ WIRING: dict[str, dict[str, str]] = {
 
 
 @dataclass(frozen=True)
+class EvalSet:
+    """Another test set `nmtpipe run` translates and scores after the test split, with
+    the decode step's options, into `{root}/decoded/{name}/`."""
+
+    name: str
+    inputs: tuple[str, ...]
+    references: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """A checked workflow config; each step's config is wired to its place under `root`."""
 
@@ -47,6 +58,7 @@ class RunConfig:
     beam: tuple[str, ...] = ()  # Beam pipeline options of the Beam steps
     nproc: dict[str, int] = field(default_factory=dict)  # processes of the torch steps
     refresh: dict[str, Any] = field(default_factory=dict)  # `nmtpipe refresh`'s settings
+    evaluate: tuple[EvalSet, ...] = ()  # more test sets for the decode step
 
     def url(self, rel: str) -> str:
         return fsio.join(self.root, rel)
@@ -55,11 +67,28 @@ class RunConfig:
         """The typed config of step `name`."""
         return getattr(self, name)
 
-    def best_checkpoint(self) -> str:
-        """The checkpoint decode reads: the best one, or the last one when training
+    def decode_checkpoint(self) -> str:
+        """The checkpoint decode reads: the average of the last ones when training
+        averages (`average_last`), else the best one, or the last one when training
         ended before any validation chose a best."""
+        if self.train.average_last:
+            return self.url(f"checkpoints/{AVERAGE}")
         best = self.url(WIRING["decode"]["checkpoint"])
         return best if fsio.exists(best) else self.url(f"checkpoints/{LAST}")
+
+    def fingerprinted(self, step: str) -> dict[str, Any]:
+        """What a torch step's result depends on of the config: its options as written
+        (and, for decode, the extra test sets)."""
+        if step == "decode":
+            return {
+                **self.options[step],
+                "evaluate": [dataclasses.asdict(s) for s in self.evaluate],
+            }
+        return self.options[step]
+
+    def decoded(self, name: str | None = None) -> str:
+        """Where the test split's translations go, or those of the extra set `name`."""
+        return self.url(WIRING["decode"]["output"] + (f"/{name}" if name else ""))
 
 
 def wiring(root: str, step: str) -> dict[str, str]:

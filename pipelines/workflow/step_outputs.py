@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from nmtpipe.pipelines.workflow.run_config import WIRING, RunConfig
-from nmtpipe.trainers.loop.run_files import SCORES, SUMMARY
+from nmtpipe.trainers.loop.run_files import NBEST, SCORES, SUMMARY
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.formats import encoded_dataset, prepared
 from nmtpipe.transforms.storage import fsio, manifest
@@ -70,6 +70,29 @@ def figures(config: RunConfig, step: str) -> str:
     if step == "train":
         summary = json.loads(fsio.read_bytes(config.url(f"checkpoints/{SUMMARY}")))
         return f"{summary['updates']} updates, valid loss {summary['valid_loss']:.3f}"
-    scores = json.loads(fsio.read_bytes(config.url(f"decoded/{SCORES}")))
-    found = [f"{name} {scores[name]}" for name in ("bleu", "chrf") if name in scores]
-    return ", ".join([f"{scores['sentences']:,} sentences", *found])
+    parts = []
+    for name, scores in evaluations(config):
+        found = [f"{metric} {scores[metric]}" for metric in ("bleu", "chrf") if metric in scores]
+        parts.append(", ".join([f"{name} {scores['sentences']:,} sentences", *found]))
+    return "; ".join(parts)
+
+
+def evaluations(config: RunConfig) -> list[tuple[str, dict[str, Any]]]:
+    """The decode step's scores: the test split's, then each extra set's, by name."""
+    sets = [(config.decode.split, config.decoded())]
+    sets += [(s.name, config.decoded(s.name)) for s in config.evaluate]
+    return [(name, json.loads(fsio.read_bytes(fsio.join(url, SCORES)))) for name, url in sets]
+
+
+def examples(config: RunConfig, count: int = 5) -> list[dict[str, Any]]:
+    """`count` translations of the test split, spread evenly over it (the decode step's
+    n-best records: source, reference, hypotheses)."""
+    total = json.loads(fsio.read_bytes(fsio.join(config.decoded(), SCORES)))["sentences"]
+    wanted = {i * total // count for i in range(count)} if total else set()
+    fs, path = fsio.url_to_fs(fsio.join(config.decoded(), NBEST))
+    found = []
+    with fs.open(path, "rb") as f:
+        for number, line in enumerate(f):
+            if number in wanted:
+                found.append(json.loads(line))
+    return found

@@ -54,6 +54,16 @@ def greedy_cuts(widths: np.ndarray, max_tokens: int) -> list[int]:
     return cuts
 
 
+def length_sorted_batches(
+    lengths: np.ndarray, max_tokens: int, pad_to: int = 8
+) -> list[np.ndarray]:
+    """Positions of sentences of `lengths`, sorted by length and cut into batches of at
+    most `max_tokens` padded tokens (what decoding searches together)."""
+    order = np.argsort(lengths, kind="stable")
+    cuts = greedy_cuts(padded(lengths[order], pad_to), max_tokens)
+    return [order[a:b] for a, b in itertools.pairwise(cuts)]
+
+
 def epoch_batches(
     src_sizes: np.ndarray,
     tgt_sizes: np.ndarray,

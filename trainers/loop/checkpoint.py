@@ -78,12 +78,19 @@ def check_compatible(state: dict[str, Any], url: str, model: dict, vocab_fingerp
         raise InputError(f"{url} is a model of another shape ({shown}); use another --save-dir")
 
 
-def prune(save_dir: str, keep_last: int) -> None:
-    """Delete all but the `keep_last` newest numbered checkpoints."""
+def numbered_checkpoints(save_dir: str) -> list[str]:
+    """The numbered checkpoints (`checkpoint{epoch}_{update}.pt`) in `save_dir`, oldest
+    (by update) first."""
     found = []
     for url in fsio.find(save_dir):
         match = NUMBERED.match(url.rsplit("/", 1)[-1])
         if match:
             found.append((int(match.group(2)), url))
-    for _, url in sorted(found)[: max(len(found) - keep_last, 0)]:
+    return [url for _, url in sorted(found)]
+
+
+def prune(save_dir: str, keep_last: int) -> None:
+    """Delete all but the `keep_last` newest numbered checkpoints."""
+    found = numbered_checkpoints(save_dir)
+    for url in found[: max(len(found) - keep_last, 0)]:
         fsio.remove(url)

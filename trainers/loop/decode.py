@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
 
-from nmtpipe.trainers.data.batching import greedy_cuts, padded
+from nmtpipe.trainers.data.batching import length_sorted_batches
 from nmtpipe.trainers.data.decode_inputs import (
     Sentence,
     TextCodec,
@@ -41,7 +40,7 @@ from nmtpipe.trainers.loop.decode_config import DecodeConfig
 from nmtpipe.trainers.loop.distributed import Ranks, open_on_ranks
 from nmtpipe.trainers.loop.run_files import HYPOTHESES, NBEST, SCORES
 from nmtpipe.trainers.loop.scoring import CorpusScores, default_tokenize
-from nmtpipe.trainers.model.beam_search import BeamSearch, Hypothesis
+from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc
 from nmtpipe.transforms.formats.prepared import read_prepared
@@ -165,10 +164,8 @@ class Decoder:
     def plan(self, window: list[Sentence]) -> list[np.ndarray]:
         """This rank's batches of the window: positions, sorted by source length."""
         lengths = np.array([s.ids.size for s in window], dtype=np.int64)
-        order = np.argsort(lengths, kind="stable")
-        cuts = greedy_cuts(padded(np.minimum(lengths[order], self.config.max_source_positions), 8),
-                           self.config.max_tokens)  # fmt: skip
-        batches = [order[a:b] for a, b in itertools.pairwise(cuts)]
+        capped = np.minimum(lengths, self.config.max_source_positions)
+        batches = length_sorted_batches(capped, self.config.max_tokens)
         return batches[self.ranks.rank :: self.ranks.world]
 
     # --- decoding -------------------------------------------------------------------
@@ -176,13 +173,7 @@ class Decoder:
     def _translate(self, batch: list[Sentence]) -> list[dict[str, Any]]:
         fitted = [self._fit(s.ids) for s in batch]
         live = [(s, ids) for s, (ids, _) in zip(batch, fitted, strict=True) if ids is not None]
-        found: list[list[Hypothesis]] = []
-        if live:
-            width = max(ids.size for _, ids in live)
-            src = torch.full((len(live), width), self.layout.pad, dtype=torch.long)
-            for row, (_, ids) in enumerate(live):
-                src[row, : ids.size] = torch.from_numpy(ids)
-            found = self.search(src.to(self.ranks.device), self.autocast)
+        found = self.search.translate([ids for _, ids in live], self.ranks.device, self.autocast)
         hyps = iter(found)
         tgt = self.codec.tgt_lang
         records = []

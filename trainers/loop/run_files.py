@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 
 LAST, BEST = "checkpoint_last.pt", "checkpoint_best.pt"
+AVERAGE = "checkpoint_avg.pt"  # the mean of the last numbered checkpoints' weights
 SUMMARY = "train_summary.json"  # what the run ended with (updates, losses, speed)
+CURVES_SVG, CURVES_JSON = "learning_curve.svg", "learning_curve.json"  # and their points
 HYPOTHESES, NBEST = "hypotheses.txt", "nbest.jsonl"  # decoding's translations
 SCORES = "scores.json"  # decoding's scores and counts; written last, its commit mark
 NUMBERED = re.compile(r"^checkpoint(\d+)_(\d+)\.pt$")

@@ -8,6 +8,7 @@ here in one pass without keeping every hypothesis. Chinese targets get sacrebleu
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,24 @@ class CorpusScores:
                 total = stats.sum(axis=0)
                 self._stats[name] = self._stats[name] + total if name in self._stats else total
         self.sentences += len(hypotheses)
+
+    def summed(self, total: Callable[..., list[float]]) -> CorpusScores:
+        """These scores with every statistic summed by `total` (an all-reduce over ranks:
+        `Ranks.sum`); a rank with nothing to score adds zeros."""
+        sizes = {name: self._zeros(name).size for name in self._metrics}
+        flat = [float(self.sentences)]
+        for name in self._metrics:
+            flat += self._stats.get(name, self._zeros(name)).tolist()
+        summed, start = total(*flat), 1
+        self.sentences = int(summed[0])
+        for name, size in sizes.items():
+            self._stats[name] = np.asarray(summed[start : start + size])
+            start += size
+        return self
+
+    def _zeros(self, name: str) -> np.ndarray:
+        row = np.asarray(self._metrics[name]._extract_corpus_statistics([""], [[""]]))
+        return np.zeros(row.shape[-1])
 
     def result(self) -> dict[str, Any]:
         """Scores, their sacrebleu signatures and the usual one-line forms."""

@@ -25,13 +25,15 @@ from torch.nn.parallel import DistributedDataParallel
 
 from nmtpipe.trainers.data.batching import epoch_batches
 from nmtpipe.trainers.data.collate import Batch, collate
-from nmtpipe.trainers.loop import checkpoint, run_files
+from nmtpipe.trainers.loop import checkpoint, learning_curve, run_files
+from nmtpipe.trainers.loop.average import write_average
 from nmtpipe.trainers.loop.distributed import Ranks, open_on_ranks
 from nmtpipe.trainers.loop.objective import label_smoothed_nll
 from nmtpipe.trainers.loop.progress import Progress
 from nmtpipe.trainers.loop.run_files import SUMMARY
 from nmtpipe.trainers.loop.schedule import learning_rate, peak_learning_rate
 from nmtpipe.trainers.loop.train_config import TrainConfig
+from nmtpipe.trainers.loop.valid_bleu import ValidBleu
 from nmtpipe.trainers.model.build import build_model
 from nmtpipe.trainers.model.config import ModelConfig, preset
 from nmtpipe.transforms.errors import ConfigError
@@ -91,8 +93,14 @@ class Trainer:
             config.lr, config.lr_scheduler, config.warmup_updates, self.model.config.d_model
         )
         self.position = Position()
-        self.best: float | None = None
+        self.best: float | None = None  # of the --best-checkpoint-metric
         self.bad_validations = 0
+        self.history: list[dict[str, float]] = []  # the learning curves' points
+        self.valid_bleu = (
+            ValidBleu(self.data, "valid", ranks, config.eval_bleu_beam, config.max_tokens)
+            if config.evaluates_bleu
+            else None
+        )
         self.skipped = 0
         self.data_seconds = 0.0  # spent fetching and collating batches
         self.progress: Progress | None = None
@@ -114,6 +122,9 @@ class Trainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.position = Position(**state["position"])
         self.best, self.bad_validations = state["best"], state["bad_validations"]
+        if state.get("best_metric", "loss") != self.config.best_checkpoint_metric:
+            self.best, self.bad_validations = None, 0  # another metric: start afresh
+        self.history = state.get("history", [])
         rng = state["rng"]
         checkpoint.set_rng_state(rng[self.ranks.rank] if len(rng) == self.ranks.world else rng[0])
         if state["world"] != self.ranks.world:
@@ -132,7 +143,9 @@ class Trainer:
             "optimizer": self.optimizer.state_dict(),
             "position": asdict(self.position),
             "best": self.best,
+            "best_metric": self.config.best_checkpoint_metric,
             "bad_validations": self.bad_validations,
+            "history": self.history,
             "rng": rng,
             "model_config": self.model_config,
             "train_config": {
@@ -164,6 +177,9 @@ class Trainer:
     def log(self, record: dict[str, Any]) -> None:
         assert self.progress is not None
         self.progress.record(record)
+        kept = learning_curve.point(record)
+        if kept is not None:
+            self.history.append(kept)
 
     def step(self, micro: list[np.ndarray]) -> dict[str, float]:
         """One update over this rank's micro-batches; the global loss per target token."""
@@ -217,11 +233,14 @@ class Trainer:
             )
         loss_total, nll_total, token_total = self.ranks.sum(loss_sum, nll_sum, tokens)
         token_total = max(token_total, 1.0)
-        return {
+        result = {
             "valid_loss": loss_total / token_total,
             "valid_nll_loss": nll_total / token_total,
             "valid_ppl": float(np.exp(nll_total / token_total)),
         }
+        if self.valid_bleu is not None:
+            result |= self.valid_bleu(self.model, self.autocast)
+        return result
 
     # --- the loop -------------------------------------------------------------------
 
@@ -257,8 +276,11 @@ class Trainer:
         """Validate, keep the best checkpoint; True when patience has run out."""
         result = self.validate()
         self.log({"update": self.position.update, "epoch": self.position.epoch, **result})
-        if self.best is None or result["valid_loss"] < self.best:
-            self.best, self.bad_validations = result["valid_loss"], 0
+        metric = self.config.best_checkpoint_metric
+        value = result[f"valid_{metric}"]
+        better = self.best is None or (value > self.best if metric == "bleu" else value < self.best)
+        if better:
+            self.best, self.bad_validations = value, 0
             self.save([run_files.BEST])
         else:
             self.bad_validations += 1
@@ -314,6 +336,7 @@ class Trainer:
                 break
         final = self.validate()
         self.save([run_files.LAST])
+        self._finish_files(final)
         seconds = time.perf_counter() - started
         return {
             "updates": self.position.update,
@@ -323,9 +346,26 @@ class Trainer:
             "target_tokens_per_s": round(seen_tokens / seconds, 1) if seconds else 0.0,
             "data_share": round(self.data_seconds / seconds, 4) if seconds else 0.0,
             "skipped_too_long": self.skipped,
-            "best_valid_loss": self.best,
+            f"best_valid_{self.config.best_checkpoint_metric}": self.best,
             **final,
         }
+
+    def _finish_files(self, final: dict[str, float]) -> None:
+        """Beside the checkpoints, on the first rank: the learning curves (SVG and their
+        points as JSON) and, with --average-last, the averaged checkpoint."""
+        last = learning_curve.point({"update": self.position.update, **final})
+        if last is not None and (not self.history or self.history[-1] != last):
+            self.history.append(last)
+        if not self.ranks.main:
+            return
+        title = f"{self.config.arch} on {self.config.data}"
+        fsio.write_bytes(
+            self._url(run_files.CURVES_SVG), learning_curve.plot_svg(self.history, title)
+        )
+        fsio.write_bytes(self._url(run_files.CURVES_JSON), json.dumps(self.history).encode())
+        if self.config.average_last:
+            out, averaged = write_average(self.config.save_dir, self.config.average_last)
+            self.log({"averaged": [url.rsplit("/", 1)[-1] for url in averaged], "into": out})
 
 
 def _memory(device: torch.device) -> dict[str, float]:

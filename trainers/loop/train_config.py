@@ -8,6 +8,8 @@ from typing import Any
 
 from nmtpipe.transforms.errors import ConfigError
 
+BEST_METRICS = ("loss", "bleu")
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -34,6 +36,10 @@ class TrainConfig:
     validate_interval_updates: int = 0  # 0: at the end of each epoch
     save_interval_updates: int = 0  # 0: at the end of each epoch
     keep_interval_updates: int = 5
+    average_last: int = 0  # at the end, average the last N numbered checkpoints; 0: no
+    best_checkpoint_metric: str = "loss"  # or "bleu": what checkpoint_best.pt and patience follow
+    eval_bleu: bool = False  # BLEU of beam search on the validation split at each validation
+    eval_bleu_beam: int = 4
     patience: int = 0  # stop after this many validations without improvement; 0: never
     log_interval: int = 50
     format: str | None = None
@@ -46,5 +52,22 @@ class TrainConfig:
         for name in ("max_tokens", "max_update", "update_freq", "log_interval"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.best_checkpoint_metric not in BEST_METRICS:
+            raise ConfigError(
+                f"--best-checkpoint-metric is one of {', '.join(BEST_METRICS)}, "
+                f"not {self.best_checkpoint_metric!r}"
+            )
+        if self.eval_bleu_beam < 1:
+            raise ConfigError("--eval-bleu-beam must be at least 1")
+        if not 0 <= self.average_last <= self.keep_interval_updates:
+            raise ConfigError(
+                f"--average-last {self.average_last} needs that many numbered checkpoints "
+                f"kept: raise --keep-interval-updates ({self.keep_interval_updates})"
+            )
         if not 0 <= self.label_smoothing < 1:
             raise ConfigError("--label-smoothing must be in [0, 1)")
+
+    @property
+    def evaluates_bleu(self) -> bool:
+        """Whether each validation translates the validation split and scores it."""
+        return self.eval_bleu or self.best_checkpoint_metric == "bleu"

@@ -37,9 +37,11 @@ through the same code.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -191,6 +193,21 @@ class BeamSearch:
                 beams.keep(keep, k)
                 cache.keep_sources(keep)
         return results
+
+    def translate(
+        self,
+        sources: Sequence[np.ndarray],
+        device: torch.device,
+        autocast: AbstractContextManager | None = None,
+    ) -> list[list[Hypothesis]]:
+        """The n-best of each source (id arrays ending in EOS, of any lengths), searched
+        as one right-padded batch on `device`."""
+        if not sources:
+            return []
+        src = torch.full((len(sources), max(s.size for s in sources)), self.layout.pad)
+        for row, ids in enumerate(sources):
+            src[row, : ids.size] = torch.from_numpy(ids.astype(np.int64, copy=False))
+        return self(src.to(device), autocast)
 
     def _finish(self, beams: _Beams, length: int, cand_logp: Tensor, is_eos: Tensor,
                 source_rows: Tensor) -> None:  # fmt: skip

@@ -35,6 +35,9 @@ class SpmConfig:
     num_threads: int = 4
     seed: int = 0
     max_sentence_length: int = 4192
+    # Characters the pieces do not cover become their UTF-8 bytes (<0xE4> ...), so any
+    # text encodes and decodes without `<unk>` (256 byte pieces join the vocabulary).
+    byte_fallback: bool = False
 
     def __post_init__(self) -> None:
         if self.model_type not in MODEL_TYPES:
@@ -60,6 +63,7 @@ def trainer_options(config: SpmConfig) -> dict[str, object]:
         "shuffle_input_sentence": False,
         "num_threads": config.num_threads,
         "max_sentence_length": config.max_sentence_length,
+        "byte_fallback": config.byte_fallback,
         "minloglevel": 2,
     }
 

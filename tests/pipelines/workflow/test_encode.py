@@ -35,7 +35,7 @@ def inputs(tmp_path_factory):
     """A prepared corpus (3 train shards; 16 test shards, 5 of them empty) and two
     vocabularies of it: joined T2T subwords and per-language SentencePiece BPE."""
     folder = tmp_path_factory.mktemp("encode")
-    prepared = prepare_example(folder, 8, num_shards=3, test_shards=16, test_fraction=0.01)
+    prepared = prepare_example(folder, 16, num_shards=3, test_shards=16, test_fraction=0.01)
     t2t, bpe = str(folder / "t2t"), str(folder / "bpe")
     run_vocab(VocabConfig(prepared, t2t, vocab_size=1500, joined=True), IN_MEMORY)
     run_vocab(

@@ -27,7 +27,7 @@ from nmtpipe.transforms.text.t2t_tokenizer import count_tokens
 from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
 
-EN, ZH = example_lines("tatoeba-cmn", "en")[::10], example_lines("tatoeba-cmn", "zh")[::10]
+EN, ZH = example_lines("tatoeba-cmn", "en")[::20], example_lines("tatoeba-cmn", "zh")[::20]
 THIRD = len(EN) // 3
 
 

@@ -16,10 +16,12 @@ from tests.helpers import IN_MEMORY, example_lines, write_pair
 
 def config(tmp_path: Path, **changes) -> Path:
     """A small workflow: 1 in 20 example pairs, a 1,000-entry vocabulary, 4 updates."""
-    corpus = tmp_path / "train"
+    corpus, held_out = tmp_path / "train", tmp_path / "news"
     if not corpus.with_suffix(".en").exists():  # written once: its identity is an input
-        write_pair(corpus, example_lines("tatoeba-cmn", "en")[::20],
-                   example_lines("tatoeba-cmn", "zh")[::20])  # fmt: skip
+        write_pair(corpus, example_lines("tatoeba-cmn", "en")[::40],
+                   example_lines("tatoeba-cmn", "zh")[::40])  # fmt: skip
+        write_pair(held_out, example_lines("ntrex128-enzh", "en", 5),
+                   example_lines("ntrex128-enzh", "zh", 5))  # fmt: skip
     doc = {
         "root": str(tmp_path / "root"),
         "beam": IN_MEMORY,
@@ -29,6 +31,7 @@ def config(tmp_path: Path, **changes) -> Path:
         "encode": {"formats": ["arrow"]},
         "train": {"max_tokens": 1024, "max_update": 4, "warmup_updates": 2},
         "decode": {"beam": 2, "max_len_a": 0, "max_len_b": 4},
+        "evaluate": {"news": {"input": f"{held_out}.en", "reference": f"{held_out}.zh"}},
     }  # fmt: skip
     for key, value in changes.items():
         step, _, option = key.partition("__")
@@ -42,7 +45,7 @@ def table(stdout: str) -> dict[str, str]:
     """step → status, from the summary table at the end of the output."""
     lines = stdout.splitlines()
     start = max(i for i, line in enumerate(lines) if line.startswith("step "))
-    return {line.split()[0]: line.split()[1] for line in lines[start + 1 :]}
+    return {line.split()[0]: line.split()[1] for line in lines[start + 1 : start + 6]}
 
 
 def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
@@ -53,6 +56,14 @@ def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     root = tmp_path / "root"
     scores = json.loads((root / "decoded" / "scores.json").read_text())
     assert "chrf" in scores and scores["sentences"] > 0
+    # The extra test set, and what the run says of the test sets: sacreBLEU's lines and
+    # five translations to read.
+    news = json.loads((root / "decoded" / "news" / "scores.json").read_text())
+    assert news["sentences"] == 5 and news["input"] == [f"{tmp_path}/news.en"]
+    assert f"test ({scores['sentences']:,} sentences): {scores['bleu_line']}" in first
+    assert f"news (5 sentences): {news['bleu_line']}" in first and "|tok:zh|" in first
+    report = first[first.index("5 translations of the test split:") :].splitlines()[1:16]
+    assert [line.split()[0] for line in report] == ["source", "reference", "hypothesis"] * 5
     assert json.loads((root / "checkpoints" / "train_summary.json").read_text())["updates"] == 4
     assert main(["run", str(path)]) == 0
     assert set(table(capsys.readouterr().out).values()) == {"cached"}

@@ -18,7 +18,7 @@ from tests.helpers import IN_MEMORY, MULTI_PROCESS, prepare_example
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory):
-    return prepare_example(tmp_path_factory.mktemp("vocab"), 4, num_shards=3)
+    return prepare_example(tmp_path_factory.mktemp("vocab"), 8, num_shards=3)
 
 
 def vocab(prepared, output, beam_args=IN_MEMORY, force=False, **options):

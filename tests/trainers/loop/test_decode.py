@@ -29,7 +29,7 @@ SHORT = ["--max-len-a", "1", "--max-len-b", "5"]  # keeps an untrained model's b
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("decode")
-    prepared = prepare_example(folder, 6, valid_fraction=0.02, test_fraction=0.01)
+    prepared = prepare_example(folder, 12, valid_fraction=0.02, test_fraction=0.01)
     vocab, encoded = str(folder / "vocab"), str(folder / "encoded")
     run_vocab(VocabConfig(prepared, vocab, vocab_size=1000, joined=True), IN_MEMORY)
     run_encode(EncodeConfig(prepared, vocab, encoded), IN_MEMORY)

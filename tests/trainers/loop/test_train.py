@@ -12,6 +12,7 @@ import pytest
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
+from nmtpipe.trainers.loop import checkpoint
 from tests.helpers import IN_MEMORY, prepare_example
 
 UPDATES, SAVE_AT = 24, 12
@@ -21,7 +22,7 @@ NMTPIPE = [sys.executable, "-m", "nmtpipe"]
 @pytest.fixture(scope="module")
 def encoded(tmp_path_factory):
     folder = tmp_path_factory.mktemp("train")
-    prepared = prepare_example(folder, 6, valid_fraction=0.03)
+    prepared = prepare_example(folder, 12, valid_fraction=0.03)
     vocab, out = str(folder / "vocab"), str(folder / "encoded")
     run_vocab(VocabConfig(prepared, vocab, vocab_size=1000, joined=True), IN_MEMORY)
     run_encode(EncodeConfig(prepared, vocab, out), IN_MEMORY)
@@ -56,7 +57,7 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess:
 def ddp(encoded, tmp_path_factory):
     """An uninterrupted two-process gloo run (through `--nproc 2`, i.e. torchrun)."""
     save_dir = tmp_path_factory.mktemp("ddp") / "ckpt"
-    return run([*NMTPIPE, *train_args(encoded, save_dir, "--nproc", "2")]).stdout
+    return run([*NMTPIPE, *train_args(encoded, save_dir, "--nproc", "2", "--eval-bleu")]).stdout
 
 
 def test_two_process_ddp_learns_and_equals_one_process(encoded, ddp, tmp_path):
@@ -65,7 +66,11 @@ def test_two_process_ddp_learns_and_equals_one_process(encoded, ddp, tmp_path):
     summary = next(r["summary"] for r in records(ddp) if "summary" in r)
     assert summary["updates"] == UPDATES and summary["valid_loss"] < 0.75 * curve[1]
     # One process with two micro-batches per update sees the same global batches.
-    single = run([*NMTPIPE, *train_args(encoded, tmp_path / "single", "--update-freq", "2")])
+    args = train_args(encoded, tmp_path / "single", "--update-freq", "2", "--eval-bleu")
+    single = run([*NMTPIPE, *args])
+    # BLEU: each rank translates its share of the validation split, the statistics summed.
+    single_summary = next(r["summary"] for r in records(single.stdout) if "summary" in r)
+    assert single_summary["valid_bleu"] == pytest.approx(summary["valid_bleu"], abs=1.0)
     single_curve = losses(single.stdout)
     assert sorted(single_curve) == sorted(curve)
     for update, loss in single_curve.items():
@@ -188,8 +193,42 @@ def test_early_stopping_and_checkpoints_on_s3(encoded, tmp_path, capsys, s3):
     import s3fs
 
     names = sorted(p.rsplit("/", 1)[-1] for p in s3fs.S3FileSystem().ls("nmtpipe-test/ckpt"))
-    assert names == ["checkpoint_best.pt", "checkpoint_last.pt", "train_summary.json"]
+    assert names == [
+        "checkpoint_best.pt", "checkpoint_last.pt", "learning_curve.json", "learning_curve.svg",
+        "train_summary.json",
+    ]  # fmt: skip
     # Resuming from S3 continues where it stopped (patience already ran out: no update).
     assert main(args) == 0
     summary = next(r["summary"] for r in records(capsys.readouterr().out) if "summary" in r)
     assert summary["resumed"] and summary["updates"] == 3
+
+
+def test_bleu_picks_the_best_checkpoint_and_the_run_leaves_curves_and_an_average(
+    encoded, tmp_path, capsys
+):
+    save_dir = tmp_path / "c"
+    args = [*train_args(encoded, save_dir), "--max-update", "12", "--save-interval-updates", "6",
+            "--validate-interval-updates", "6", "--best-checkpoint-metric", "bleu",
+            "--average-last", "2"]  # fmt: skip
+    assert main(args) == 0
+    out = records(capsys.readouterr().out)
+    bleu = {r["update"]: r["valid_bleu"] for r in out if "valid_bleu" in r}
+    assert sorted(bleu) == [6, 12] and all(0 <= b <= 100 for b in bleu.values())
+    best = checkpoint.load(str(save_dir / "checkpoint_best.pt"))
+    assert best["best_metric"] == "bleu" and best["best"] == max(bleu.values())
+    summary = next(r["summary"] for r in out if "summary" in r)
+    assert summary["best_valid_bleu"] == max(bleu.values())
+    # The learning curves: the points of every log and validation, and their drawing.
+    points = json.loads((save_dir / "learning_curve.json").read_text())
+    assert [p["update"] for p in points if "valid_bleu" in p] == [6, 12]
+    assert {p["update"] for p in points if "loss" in p} == set(range(1, 13))
+    svg = (save_dir / "learning_curve.svg").read_text()
+    assert svg.startswith("<?xml") and "<svg" in svg
+    for panel in ("loss", "learning rate", "validation BLEU"):
+        assert panel in svg
+    # The average of the last two numbered checkpoints decodes like any checkpoint.
+    averaged = checkpoint.load(str(save_dir / "checkpoint_avg.pt"))
+    assert averaged["averaged"] == ["checkpoint1_6.pt", "checkpoint1_12.pt"]
+    decode = ["decode", "--checkpoint", str(save_dir / "checkpoint_avg.pt"), "--output",
+              str(tmp_path / "decoded"), "--max-len-a", "0", "--max-len-b", "4"]  # fmt: skip
+    assert main(decode) == 0

@@ -48,7 +48,8 @@ def test_decode_puts_spaces_back_between_alphanumeric_tokens():
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_counts_equal_t2t_on_the_normalised_example_corpus(lang):
-    lines = Normalizer(NormalizeConfig()).batch(example_lines("tatoeba-cmn", lang))
+    # The golden counts were made from every other line of the corpus (16,014 pairs).
+    lines = Normalizer(NormalizeConfig()).batch(example_lines("tatoeba-cmn", lang)[::2])
     assert t2t_tokenizer.count_tokens(lines) == golden_counts(f"t2t-counts-tatoeba.{lang}.tsv.gz")
 
 

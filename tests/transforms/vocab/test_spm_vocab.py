@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import sentencepiece as spm
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nmtpipe.transforms.vocab import spm_vocab
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS
@@ -63,3 +65,38 @@ def test_piece_counts():
     assert sum(counts) == len(sp.encode("hello world")) + len(sp.encode("hello"))
     lines = sentences(50)
     assert spm_vocab.piece_counts(model, lines, batch=7) == spm_vocab.piece_counts(model, lines)
+
+
+_BYTE_FALLBACK = SpmConfig(vocab_size=900, byte_fallback=True, normalization_rule_name="identity")
+
+
+@pytest.fixture(scope="module")
+def byte_fallback_model() -> spm.SentencePieceProcessor:
+    return spm_vocab.processor(spm_vocab.train(sentences(), _BYTE_FALLBACK))
+
+
+# What SentencePiece does to any text before its pieces: spaces are the piece boundary
+# (collapsed, stripped; U+2581 is their escape), so the property is over text without
+# leading, trailing or repeated spaces.
+_TEXT = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters=" \u2581\x00"), min_size=1
+).map(lambda s: " ".join(s.split(" ")))
+
+
+@given(text=st.lists(_TEXT, min_size=1, max_size=3).map(" ".join))
+@settings(max_examples=200, deadline=None)
+def test_byte_fallback_round_trips_any_unicode(byte_fallback_model, text):
+    ids = byte_fallback_model.encode(text)
+    assert byte_fallback_model.unk_id() not in ids
+    assert byte_fallback_model.decode(ids) == text
+
+
+def test_byte_fallback_leaves_no_unknown_in_chinese(byte_fallback_model):
+    """An English-only model meets Chinese: every character becomes its bytes."""
+    plain = spm_vocab.processor(spm_vocab.train(sentences(), SpmConfig(vocab_size=900)))
+    text = "他在在的的的。Tom 喜欢吃苹果。"
+    assert plain.unk_id() in plain.encode(text)  # without it, <unk> (decoded as ⁇)
+    pieces = byte_fallback_model.encode(text, out_type=str)
+    assert (
+        "<0xE4>" in pieces and byte_fallback_model.decode(byte_fallback_model.encode(text)) == text
+    )

@@ -1,0 +1,52 @@
+"""`nmtpipe average` on the command line: average checkpoints' weights into one."""
+
+from __future__ import annotations
+
+import argparse
+
+from nmtpipe.trainers.loop import checkpoint
+from nmtpipe.trainers.loop.average import average, write_average
+from nmtpipe.transforms.errors import ConfigError
+
+SUMMARY = "average the weights of the last checkpoints of a run (or of given ones)"
+DESCRIPTION = """\
+Average the weights of several checkpoints into one (fairseq's average_checkpoints.py,
+T2T's avg_checkpoints): the last N numbered checkpoints of a --save-dir
+(checkpoint{epoch}_{update}.pt, by update), or the --checkpoints given. The result,
+checkpoint_avg.pt by default, is for decoding; training does not resume from it.
+`nmtpipe train --average-last N` does the same at the end of a run.
+"""
+EPILOG = """\
+examples:
+  nmtpipe average --save-dir runs/checkpoints --last 5
+  nmtpipe average --checkpoints a.pt b.pt c.pt --output s3://bucket/avg.pt
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    main = parser.add_argument_group("averaging")
+    main.add_argument("--save-dir", metavar="URL", help="a run's --save-dir")
+    main.add_argument("--last", type=int, default=5, metavar="N",
+                      help="how many of its newest numbered checkpoints (default: 5)")  # fmt: skip
+    main.add_argument("--checkpoints", nargs="+", metavar="URL", help="these checkpoints instead")
+    main.add_argument(
+        "--output", metavar="URL", help="where it goes (default: SAVE_DIR/checkpoint_avg.pt)"
+    )
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if beam_args:
+        raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
+    if bool(args.save_dir) == bool(args.checkpoints):
+        raise ConfigError("give --save-dir (with --last N) or --checkpoints")
+    if args.checkpoints:
+        if not args.output:
+            raise ConfigError("--checkpoints needs --output")
+        out, urls = args.output, args.checkpoints
+        checkpoint.save(out, average(urls))
+    else:
+        if args.last < 1:
+            raise ConfigError("--last must be at least 1")
+        out, urls = write_average(args.save_dir, args.last, args.output)
+    print(f"averaged {len(urls)} checkpoint(s) into {out}: " + ", ".join(urls), flush=True)
+    return 0
