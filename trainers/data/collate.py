@@ -2,8 +2,8 @@
 
 Every stored sentence ends in EOS. The decoder's input is the target shifted right with
 EOS in front (fairseq's `prev_output_tokens`); the target keeps its EOS, so the model
-learns to stop. Widths are padded to a multiple of 8 (tensor-core friendly shapes, and
-the widths the batcher budgeted for); padding is on the right.
+learns to stop. Widths are padded to a multiple of `pad_to` (8 on GPUs: tensor-core
+shapes, and the widths the batcher budgeted for); padding is on the right.
 """
 
 from __future__ import annotations

@@ -106,6 +106,8 @@ class Trainer:
         self.progress: Progress | None = None
         self._warnings: list[str] = []
         self.autocast = ranks.autocast()
+        # Widths in multiples of 8 suit GPU tensor cores; on a CPU they are only padding.
+        self.pad_to = 8 if ranks.device.type == "cuda" else 1
 
     # --- checkpoints ----------------------------------------------------------------
 
@@ -170,7 +172,7 @@ class Trainer:
     def _collate(self, split: SplitData, indices: np.ndarray) -> Batch:
         started = time.perf_counter()
         pairs = [split[int(i)] for i in indices]
-        batch = collate(pairs, self.pad, self.eos).to(self.ranks.device)
+        batch = collate(pairs, self.pad, self.eos, self.pad_to).to(self.ranks.device)
         self.data_seconds += time.perf_counter() - started
         return batch
 
@@ -180,6 +182,12 @@ class Trainer:
         kept = learning_curve.point(record)
         if kept is not None:
             self.history.append(kept)
+
+    def _losses(self, model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The batch's summed smoothed loss and NLL, logits computed at real tokens only."""
+        keep = batch.tgt != self.pad
+        logits = model(batch.src, batch.prev_tgt, keep)
+        return label_smoothed_nll(logits, batch.tgt[keep], self.config.label_smoothing, self.pad)
 
     def step(self, micro: list[np.ndarray]) -> dict[str, float]:
         """One update over this rank's micro-batches; the global loss per target token."""
@@ -193,10 +201,7 @@ class Trainer:
             last = k == len(batches) - 1
             sync = contextlib.nullcontext() if last or self.ranks.world == 1 else self.ddp.no_sync()
             with sync, self.autocast:
-                logits = self.ddp(batch.src, batch.prev_tgt)
-                loss, nll = label_smoothed_nll(
-                    logits, batch.tgt, self.config.label_smoothing, self.pad
-                )
+                loss, nll = self._losses(self.ddp, batch)
                 (loss * self.ranks.world / global_tokens).backward()
             loss_sum, nll_sum = loss_sum + loss.detach(), nll_sum + nll.detach()
         if self.config.clip_norm > 0:
@@ -222,10 +227,7 @@ class Trainer:
         for indices in batches:
             batch = self._collate(self.valid_split, indices)
             with self.autocast:
-                loss, nll = label_smoothed_nll(
-                    self.model(batch.src, batch.prev_tgt), batch.tgt, self.config.label_smoothing,
-                    self.pad,
-                )  # fmt: skip
+                loss, nll = self._losses(self.model, batch)
             loss_sum, nll_sum, tokens = (
                 loss_sum + loss.item(),
                 nll_sum + nll.item(),

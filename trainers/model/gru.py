@@ -114,13 +114,17 @@ class GruSeq2Seq(nn.Module):
             return F.linear(x, self.tgt_embed.weight)
         return self.output(x)
 
-    def forward(self, src: Tensor, prev_tgt: Tensor) -> Tensor:
-        """Logits [batch, tgt_len, tgt_vocab] for every target position (teacher forcing)."""
+    def forward(self, src: Tensor, prev_tgt: Tensor, keep: Tensor | None = None) -> Tensor:
+        """Logits [batch, tgt_len, tgt_vocab] for every target position (teacher forcing),
+        or [positions, tgt_vocab] for the positions `keep` marks (the real tokens)."""
         memory, mask = self.encode(src)
         states, _ = self.decoder(
             self.dropout(self.tgt_embed(prev_tgt)), self._initial_state(memory, mask)
         )
-        return self._logits(states, self._attend(states, memory, mask))
+        context = self._attend(states, memory, mask)
+        if keep is not None:
+            states, context = states[keep], context[keep]
+        return self._logits(states, context)
 
     def start_decoding(self, memory: Tensor, mask: Tensor, group: int = 1) -> GruCache:
         """A decoder state for `group` hypotheses per source (beam search's beam size)."""

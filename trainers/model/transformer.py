@@ -280,13 +280,15 @@ class Transformer(nn.Module):
             return F.linear(x, self.tgt_embed.weight)
         return self.output(x)
 
-    def forward(self, src: Tensor, prev_tgt: Tensor) -> Tensor:
-        """Logits [batch, tgt_len, tgt_vocab] for every target position (teacher forcing)."""
+    def forward(self, src: Tensor, prev_tgt: Tensor, keep: Tensor | None = None) -> Tensor:
+        """Logits [batch, tgt_len, tgt_vocab] for every target position (teacher forcing),
+        or [positions, tgt_vocab] for the positions `keep` marks (the real tokens: the
+        output layer, the largest, then does no work for padding)."""
         memory, mask = self.encode(src)
         x = self._embed(self.tgt_embed, prev_tgt)
         for layer in self.decoder:
             x = layer(x, layer.cross_attention.project_kv(memory), mask)
-        return self._logits(x)
+        return self._logits(x if keep is None else x[keep])
 
     def start_decoding(self, memory: Tensor, mask: Tensor, group: int = 1) -> DecoderCache:
         """An empty decoder state over encoder output `memory`, for `group` hypotheses
