@@ -1,7 +1,9 @@
 """The training objective: fairseq's `label_smoothed_cross_entropy`.
 
 Epsilon is spread over the whole vocabulary and padding is ignored; the loss is summed,
-so that the caller can divide by the target tokens of the global batch.
+so that the caller can divide by the target tokens of the global batch. torch's own
+`cross_entropy` computes it without full-vocabulary temporaries beyond the one
+log-softmax it keeps for the backward pass.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ def label_smoothed_nll(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(smoothed loss, plain NLL), both summed over non-pad target tokens.
 
-    fairseq: loss = (1 - eps - eps/(V-1)) * nll + eps/(V-1) * sum_v(-log p_v).
+    fairseq: loss = (1 - eps - eps/(V-1)) * nll + eps/(V-1) * sum_v(-log p_v), which is
+    torch's `(1 - a) * nll + a/V * sum_v(-log p_v)` for a = eps * V / (V - 1).
     """
-    lprobs = F.log_softmax(logits.float(), dim=-1).view(-1, logits.size(-1))
-    target = target.reshape(-1)
-    keep = target != pad
-    lprobs, target = lprobs[keep], target[keep]
-    nll = -lprobs.gather(1, target[:, None]).squeeze(1)
-    smooth = -lprobs.sum(dim=-1)
-    eps_i = epsilon / (logits.size(-1) - 1)
-    loss = (1.0 - epsilon - eps_i) * nll + eps_i * smooth
-    return loss.sum(), nll.sum()
+    vocab = logits.size(-1)
+    flat, target = logits.reshape(-1, vocab), target.reshape(-1)
+    smoothing = epsilon * vocab / (vocab - 1)
+    loss = F.cross_entropy(
+        flat, target, ignore_index=pad, reduction="sum", label_smoothing=smoothing
+    )
+    with torch.no_grad():  # reported only: no graph, its temporary freed at once
+        nll = F.cross_entropy(flat, target, ignore_index=pad, reduction="sum")
+    return loss, nll

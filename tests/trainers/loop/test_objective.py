@@ -32,6 +32,30 @@ def test_label_smoothing_matches_fairseqs_formula():
     torch.testing.assert_close(plain, nll)
 
 
+def _fairseq_loss(logits: torch.Tensor, target: torch.Tensor, eps: float, pad: int):
+    """fairseq's label_smoothed_nll_loss, written out with its full-vocabulary sums."""
+    lprobs = torch.log_softmax(logits.double(), -1).view(-1, logits.size(-1))
+    keep = target.reshape(-1) != pad
+    lprobs, gold = lprobs[keep], target.reshape(-1)[keep]
+    nll = -lprobs.gather(1, gold[:, None]).squeeze(1)
+    eps_i = eps / (logits.size(-1) - 1)
+    return ((1 - eps - eps_i) * nll + eps_i * -lprobs.sum(-1)).sum()
+
+
+def test_label_smoothing_equals_fairseqs_loss_and_gradient_at_a_real_vocabulary_size():
+    torch.manual_seed(1)
+    logits = torch.randn(4, 9, 32000, requires_grad=True)
+    target = torch.randint(4, 32000, (4, 9))
+    target[:, 6:] = 1
+    loss, _ = label_smoothed_nll(logits, target, epsilon=0.1, pad=1)
+    (grad,) = torch.autograd.grad(loss, logits)
+    reference = _fairseq_loss(logits, target, 0.1, pad=1)
+    (expected,) = torch.autograd.grad(reference, logits)
+    torch.testing.assert_close(loss.double(), reference, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(grad, expected, rtol=1e-4, atol=1e-6)  # float32 rounding
+    assert not grad[:, 6:].any()  # padding takes no part
+
+
 def test_collate_shifts_the_target_and_pads_to_eight():
     pairs = [(np.array([5, 6, 2]), np.array([7, 8, 9, 2])), (np.array([4, 2]), np.array([3, 2]))]
     batch = collate(pairs, pad=1, eos=2)
