@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import re
 import sys
-import unicodedata
 from collections import Counter
 
 import numpy as np
@@ -25,6 +24,7 @@ import pyarrow.compute as pc
 # checks every code point). It is far faster than an explicit class of ~700 ranges.
 _RUNS = re.compile(r"[^\W_]+|[\W_]+")
 _ALNUM = re.compile(r"[^\W_]")
+_ALNUM_RUNS = re.compile(r"[^\W_]+")
 
 
 def is_alnum(char: str) -> bool:
@@ -57,11 +57,16 @@ def decode(tokens: list[str]) -> str:
 
 @functools.cache
 def _alnum_table() -> np.ndarray:
-    """T2T's alphanumeric set as a lookup table over all code points."""
+    """T2T's alphanumeric set as a lookup table over all code points.
+
+    Built from the alphanumeric runs of one string of every code point (about 700
+    runs, found in C) rather than a Python loop over 1.1M characters, which took longer
+    than preparing a small corpus, in every process that tokenises.
+    """
+    every = np.arange(sys.maxunicode + 1, dtype="<u4").tobytes()
     table = np.zeros(sys.maxunicode + 1, dtype=bool)
-    for cp in range(sys.maxunicode):  # T2T's range, which leaves out sys.maxunicode
-        if unicodedata.category(chr(cp))[0] in "LN":
-            table[cp] = True
+    for run in _ALNUM_RUNS.finditer(every.decode("utf-32-le", "surrogatepass")):
+        table[run.start() : run.end()] = True
     return table
 
 
