@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -81,12 +82,24 @@ def add_counts(acc: dict[str, int], part: Mapping[str, int]) -> dict[str, int]:
 
 
 def char_counts(counts: Mapping[str, int]) -> dict[str, int]:
-    """How often each character occurs in the counted tokens: T2T's alphabet, weighted."""
-    chars: Counter[str] = Counter()
-    for token, count in counts.items():
-        for char in token:
-            chars[char] += count
-    return dict(chars)
+    """How often each character occurs in the counted tokens: T2T's alphabet, weighted.
+
+    Summed with numpy over the code points of all tokens at once: a loop over every
+    character of every distinct token cost a small corpus more than its cleaning.
+    """
+    tokens = list(counts)
+    lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+    weights = np.repeat(np.fromiter(counts.values(), np.int64, len(tokens)), lengths)
+    text = "".join(tokens).encode("utf-32-le", "surrogatepass")
+    points = np.frombuffer(text, dtype=np.uint32)
+    if points.size == 0:
+        return {}
+    order = np.argsort(points, kind="stable")
+    points, weights = points[order], weights[order]
+    starts = np.flatnonzero(np.r_[True, points[1:] != points[:-1]])
+    sums = np.add.reduceat(weights, starts)
+    chars = points[starts].tobytes().decode("utf-32-le", "surrogatepass")
+    return dict(zip(chars, sums.tolist(), strict=True))
 
 
 def canonical_rows(counts: Mapping[str, int]) -> list[tuple[str, int]]:

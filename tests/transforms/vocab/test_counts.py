@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import apache_beam as beam
@@ -72,6 +73,21 @@ def test_char_counts_weight_by_token_count(tmp_path):
         {"side": "en", "char": "b", "count": 1},
         {"side": "zh", "char": "你", "count": 3},
     ]
+
+
+def test_char_counts_match_a_loop_over_every_character():
+    rng = random.Random(0)
+    alphabet = "ab 你好\U0001f600é\u0301"
+    counts = {
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))): rng.randint(1, 10**12)
+        for _ in range(2000)
+    }
+    expected: Counter[str] = Counter()
+    for token, count in counts.items():
+        for char in token:
+            expected[char] += count
+    assert char_counts(counts) == dict(expected)
+    assert char_counts({}) == char_counts({"": 4}) == {}
 
 
 def test_token_tally_folds_and_matches_a_counter(monkeypatch):
