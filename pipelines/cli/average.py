@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from nmtpipe.trainers.loop import checkpoint
-from nmtpipe.trainers.loop.average import average, write_average
 from nmtpipe.transforms.errors import ConfigError
 
 SUMMARY = "average the weights of the last checkpoints of a run (or of given ones)"
@@ -35,6 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    # torch only here: every command's parser is built from this module, and importing
+    # torch would cost each of them seconds.
+    from nmtpipe.trainers.loop import checkpoint
+    from nmtpipe.trainers.loop.average import average, write_average
+
     if beam_args:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
     if bool(args.save_dir) == bool(args.checkpoints):
