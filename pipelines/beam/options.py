@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.util
 import os
 import sys
@@ -36,6 +37,10 @@ from nmtpipe.transforms.errors import ConfigError, NmtpipeError
 # DirectRunner's first attempt to download and start the Prism runner (Beam >= 2.68),
 # which costs time and fails on machines without internet access.
 DEFAULT_RUNNER = "FnApiRunner"
+# Up to this much input a local run stays in the driver's process: starting, feeding and
+# stopping one worker process per core costs a few seconds, more than the work saves
+# (benchmarks/RESULTS.md, issue 19, measures where the two meet).
+IN_PROCESS_BYTES = 48 << 20
 LOCAL_RUNNERS = {"FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner"}
 PACKAGED_RUNNERS = {"DataflowRunner", "FlinkRunner", "SparkRunner"}
 
@@ -45,8 +50,10 @@ class _Parser(_BeamArgumentParser):
         raise ConfigError(f"Beam option: {message}")
 
 
+@functools.cache
 def beam_parser() -> argparse.ArgumentParser:
-    """Beam's own parser for every registered PipelineOptions class."""
+    """Beam's own parser for every registered PipelineOptions class (built once: it has
+    hundreds of options, and each driver checks its arguments more than once)."""
     parser = _Parser(allow_abbrev=False, add_help=False, prog="Beam pipeline options")
     seen = {}
     for cls in PipelineOptions.__subclasses__():
@@ -110,11 +117,16 @@ def _given(args: list[str], flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in args)
 
 
-def pipeline_options(args: list[str]) -> PipelineOptions:
+def pipeline_options(
+    args: list[str], input_bytes: int | None = None, in_process_bytes: int = IN_PROCESS_BYTES
+) -> PipelineOptions:
     """PipelineOptions for `args` with nmtpipe's defaults filled in and checked.
 
-    Local runs default to the FnApiRunner with one worker process per core; remote
-    runners get a worker package built from this source tree's pyproject.toml.
+    Local runs default to the FnApiRunner: in this process when `input_bytes` (the
+    work's input, when the caller knows it) is at most `in_process_bytes`, else one
+    worker process per core; the user's own `--direct_running_mode` or
+    `--direct_num_workers` win. Remote runners get a worker package built from this
+    source tree's pyproject.toml. The graph is the same whatever is chosen.
     """
     check_beam_args(args)
     args = list(args)
@@ -124,10 +136,7 @@ def pipeline_options(args: list[str]) -> PipelineOptions:
         runner = DEFAULT_RUNNER
         args.append(f"--runner={runner}")
     if runner in LOCAL_RUNNERS:
-        if not _given(args, "--direct_num_workers"):
-            args.append(f"--direct_num_workers={os.cpu_count() or 1}")
-        if not _given(args, "--direct_running_mode"):
-            args.append("--direct_running_mode=multi_processing")
+        args += _local_defaults(args, input_bytes, in_process_bytes)
     if runner == "DataflowRunner":
         _check_dataflow(options)
     environment = options.view_as(PortableOptions).environment_type
@@ -138,18 +147,43 @@ def pipeline_options(args: list[str]) -> PipelineOptions:
     return PipelineOptions(args)
 
 
+def _local_defaults(args: list[str], input_bytes: int | None, in_process_bytes: int) -> list[str]:
+    """The local runner's mode and workers, where the user chose neither."""
+    mode, workers = _given(args, "--direct_running_mode"), _given(args, "--direct_num_workers")
+    if not mode and not workers and input_bytes is not None and input_bytes <= in_process_bytes:
+        return ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
+    return ([] if workers else [f"--direct_num_workers={os.cpu_count() or 1}"]) + (
+        [] if mode else ["--direct_running_mode=multi_processing"]
+    )
+
+
 def runs_locally(options: PipelineOptions) -> bool:
     """Whether every worker runs on this machine (one of Beam's local runners)."""
     return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
 
 
-def describe(options: PipelineOptions) -> str:
-    """`FnApiRunner (2 workers, multi_processing)` and the like, for progress messages."""
+_MODES = {"multi_processing": "worker processes", "multi_threading": "worker threads"}
+
+
+def describe(options: PipelineOptions, input_bytes: int | None = None) -> str:
+    """`FnApiRunner (in-process, 3 MB input)`, `FnApiRunner (2 worker processes, 107 MB
+    input)` and the like, for the first line a command prints."""
     runner = options.view_as(StandardOptions).runner
-    if runner in LOCAL_RUNNERS:
-        direct = options.view_as(DirectOptions)
-        return f"{runner} ({direct.direct_num_workers} workers, {direct.direct_running_mode})"
-    return str(runner)
+    if runner not in LOCAL_RUNNERS:
+        return str(runner)
+    direct = options.view_as(DirectOptions)
+    mode = direct.direct_running_mode
+    how = (
+        "in-process"
+        if mode == "in_memory"
+        else f"{direct.direct_num_workers} {_MODES.get(mode, mode + ' workers')}"
+    )
+    size = "" if input_bytes is None else f", {_megabytes(input_bytes)} input"
+    return f"{runner} ({how}{size})"
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.0f} MB" if size >= 1e6 else f"{size / 1e6:.1f} MB"
 
 
 def _installed(module: str) -> bool:

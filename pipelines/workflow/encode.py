@@ -26,7 +26,7 @@ from nmtpipe.pipelines.beam.summary import read_summary
 from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
 from nmtpipe.transforms.formats.encode_part import EncodeSpec, EncodeTask
 from nmtpipe.transforms.formats.encoded_dataset import ARROW, FAIRSEQ, FORMATS, KIND
-from nmtpipe.transforms.formats.prepared import read_prepared
+from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
 from nmtpipe.transforms.formats.shard_names import fairseq_prefix
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, StepOutcome, commit, reuse_committed
@@ -251,6 +251,11 @@ class EncodeRun:
         self.spaces = _id_spaces(vocab, langs)
         self.summary_url = fsio.join(self.out, STAGING, f"summary-{uuid.uuid4().hex}.json")
 
+    @property
+    def input_bytes(self) -> int:
+        """The size of the prepared pair shards this run reads (what picks the runner mode)."""
+        return pair_bytes(self.prepared)
+
     def describe(self) -> str:
         shards = sum(len(info["files"]) for info in self.prepared["splits"].values())
         return (
@@ -336,13 +341,14 @@ def run_encode(
 ) -> StepOutcome:
     """Encode into `config.output` unless it already holds this exact result."""
     started = time.perf_counter()
-    options = pipeline_options(beam_args)
+    pipeline_options(beam_args)  # fail early on bad Beam options
     run = start_encode(config, force, replace, log)
     if not isinstance(run, EncodeRun):
         committed, stats = run
         out = fsio.canonical_url(config.output)
         return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
-    runner = describe(options)
+    options = pipeline_options(beam_args, run.input_bytes)
+    runner = describe(options, run.input_bytes)
     log(f"encoding {run.describe()} on {runner}")
     ((committed, stats),) = encode_runs([run], options, quiet)
     return StepOutcome(run.out, False, committed, stats, time.perf_counter() - started, runner)

@@ -183,14 +183,15 @@ def run_prepare(
     `quiet` keeps local Beam workers from writing to the terminal (see `run_pipeline`).
     """
     started = time.perf_counter()
-    options = pipeline_options(beam_args)
+    pipeline_options(beam_args)  # fail early on bad Beam options
     plan = make_plan(config)
     out = plan.output
     committed = reuse_committed(out, KIND, plan.fingerprint, force, log, replace)
     if committed is not None:
         stats = json.loads(fsio.read_bytes(fsio.join(out, STATS_FILE)))
         return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
-    runner = describe(options)
+    options = pipeline_options(beam_args, plan.input_bytes)
+    runner = describe(options, plan.input_bytes)
     log(f"preparing {len(plan.inputs)} input(s) into {out} on {runner}")
     ((committed, stats),) = prepare_plans([plan], options, quiet)
     return StepOutcome(out, False, committed, stats, time.perf_counter() - started, runner)

@@ -99,6 +99,11 @@ class PreparePlan:
     def splits(self) -> tuple[str, ...]:
         return self.clean.split.splits()
 
+    @property
+    def input_bytes(self) -> int:
+        """The inputs' estimated uncompressed size (what picks shards and runner mode)."""
+        return _estimated_bytes(self.identities)
+
     def shard_counts(self) -> dict[str, int]:
         return dict(self.clean.split.shards)
 

@@ -24,7 +24,7 @@ from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import pipeline_options, run_branches
 from nmtpipe.pipelines.beam.sample_graph import SampleTrainText
 from nmtpipe.transforms.errors import ConfigError, InputError
-from nmtpipe.transforms.formats.prepared import read_prepared
+from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import file_entry
@@ -135,13 +135,15 @@ class _Build:
         langs = parts[0][1]["options"]["languages"]
         self.columns = {langs["src"]: ["src"], langs["tgt"]: ["tgt"], JOINED: ["src", "tgt"]}
         self.train_shards = _train_shards(parts)
+        self.input_bytes = sum(pair_bytes(doc, "train") for _, doc in parts)
 
     def sample(self, selector: IdSample | BudgetSample, side: str) -> list[str]:
         """Lines of `side`'s training text chosen in Beam, column by column, shard by shard."""
         folder = fsio.join(self.staging, f"sample-{side}")
         columns = self.columns[side]
         graph = SampleTrainText(self.train_shards, selector, columns, folder)
-        run_branches(pipeline_options(self.beam_args), "SampleTrainText", [graph], self.quiet)
+        options = pipeline_options(self.beam_args, self.input_bytes)
+        run_branches(options, "SampleTrainText", [graph], self.quiet)
         lines = []
         for column in columns:
             chosen = sample_lines(folder, column, len(self.train_shards))

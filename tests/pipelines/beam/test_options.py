@@ -16,7 +16,12 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.portability.stager import Stager
 
-from nmtpipe.pipelines.beam.options import check_beam_args, pipeline_options
+from nmtpipe.pipelines.beam.options import (
+    IN_PROCESS_BYTES,
+    check_beam_args,
+    describe,
+    pipeline_options,
+)
 from nmtpipe.transforms.errors import ConfigError
 
 DATAFLOW = [
@@ -35,6 +40,29 @@ def test_local_defaults_one_worker_process_per_core():
     assert direct.direct_running_mode == "multi_processing"
     mine = pipeline_options(["--direct_num_workers=3", "--direct_running_mode=in_memory"])
     assert mine.view_as(DirectOptions).direct_num_workers == 3
+
+
+def test_local_mode_chosen_by_input_size_unless_the_user_chose():
+    small = pipeline_options([], input_bytes=IN_PROCESS_BYTES)
+    direct = small.view_as(DirectOptions)
+    assert (direct.direct_running_mode, direct.direct_num_workers) == ("in_memory", 1)
+    assert describe(small, 3_400_000) == "FnApiRunner (in-process, 3 MB input)"
+    large = pipeline_options([], input_bytes=IN_PROCESS_BYTES + 1)
+    assert large.view_as(DirectOptions).direct_running_mode == "multi_processing"
+    workers = os.cpu_count() or 1
+    assert describe(large, 107_000_000) == f"FnApiRunner ({workers} worker processes, 107 MB input)"
+    assert (
+        describe(pipeline_options([], input_bytes=5), 5) == "FnApiRunner (in-process, 0.0 MB input)"
+    )
+    # The user's own choice wins, either way; so does a smaller threshold.
+    for flags in (["--direct_running_mode=multi_processing"], ["--direct_num_workers=2"]):
+        chosen = pipeline_options(flags, input_bytes=1).view_as(DirectOptions)
+        assert chosen.direct_running_mode == "multi_processing"
+    threads = pipeline_options(["--direct_running_mode=multi_threading"], input_bytes=1)
+    assert describe(threads) == f"FnApiRunner ({workers} worker threads)"
+    forced = pipeline_options([], input_bytes=1, in_process_bytes=0)
+    assert forced.view_as(DirectOptions).direct_running_mode == "multi_processing"
+    assert describe(pipeline_options(DATAFLOW), 10**9) == "DataflowRunner"
 
 
 def test_unknown_and_malformed_options():

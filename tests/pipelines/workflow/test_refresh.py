@@ -380,8 +380,8 @@ def test_small_changes_run_in_process_on_local_runners(tmp_path, capsys):
     path.write_text(yaml.safe_dump(doc))
     assert main(["refresh", str(path)]) == 0
     err = capsys.readouterr().err
-    assert "preparing 1 new input(s) of 1 on FnApiRunner (1 workers, in_memory)" in err
-    assert "encoding 1 part(s) on FnApiRunner (1 workers, in_memory)" in err
+    assert "preparing 1 new input(s) of 1 on FnApiRunner (in-process)" in err
+    assert "encoding 1 part(s) on FnApiRunner (in-process)" in err
     doc["refresh"]["in_process_bytes"] = 0  # every input is "large": the configured runner
     path.write_text(yaml.safe_dump(doc))
     job = Refresh(load_config(str(path)), print, quiet=True)
