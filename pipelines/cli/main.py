@@ -88,7 +88,10 @@ def show_step(step: str, result: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     logs.configure(verbose="-v" in argv or "--verbose" in argv)
-    from nmtpipe.pipelines.beam import options  # Beam, only now that logging is set up
+    from nmtpipe.pipelines.beam.lean_import import import_beam
+
+    import_beam()  # only now that logging is set up, and without what nmtpipe never uses
+    from nmtpipe.pipelines.beam import options
 
     parser = build_parser()
     args, beam_args = parser.parse_known_args(argv)

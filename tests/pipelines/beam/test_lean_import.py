@@ -1,0 +1,49 @@
+"""Beam imported for the command line, without the integrations nmtpipe never uses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+# In a fresh interpreter: Beam and pyarrow work, and the unused libraries stay unloaded
+# and look uninstalled, even where pyarrow would otherwise import pandas.
+CHECK = """
+import sys
+import numpy as np
+from nmtpipe.pipelines.beam.lean_import import UNUSED, import_beam
+beam = import_beam()
+import pyarrow as pa
+assert pa.array(["a", None]).null_count == 1 and len(pa.array(np.arange(3))) == 3
+assert beam.Create([1]).label == "Create" and import_beam() is beam
+loaded = [name for name in UNUSED if name in sys.modules]
+assert not loaded, loaded
+try:
+    import pandas.core
+except ModuleNotFoundError as e:
+    assert e.name == "pandas", e.name
+else:
+    raise AssertionError("pandas was importable")
+print("ok")
+"""
+
+
+def test_beam_without_unused_integrations():
+    done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_a_small_prepare_imports_neither_torch_nor_pandas(tmp_path):
+    corpus = tmp_path / "c"
+    corpus.with_suffix(".en").write_text("Hello there.\nGood night.\n" * 20)
+    corpus.with_suffix(".zh").write_text("你好。\n晚安。\n" * 20)
+    code = (
+        "import sys\n"
+        "from nmtpipe.pipelines.cli.main import main\n"
+        f"assert main(['prepare', '-s', 'en', '-t', 'zh', '--trainpref', {str(corpus)!r},"
+        f" '--output', {str(tmp_path / 'out')!r}]) == 0\n"
+        "assert not {'torch', 'pandas'} & set(sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "on FnApiRunner (in-process, 0.0 MB input)" in done.stderr
