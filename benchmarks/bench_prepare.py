@@ -9,17 +9,24 @@ tokens:
   tokenizer code);
 - hf: Hugging Face `datasets`, `load_dataset("text")` then `map(batched=True, num_proc=W)`;
 - nmtpipe: `nmtpipe prepare` on the local Beam runner with W worker processes, which also
-  filters, deduplicates, splits, shards and writes Parquet.
+  filters, deduplicates, splits, shards and writes Parquet;
+- nmtpipe-auto: the same command without runner flags: nmtpipe picks in-process or W
+  worker processes by input size (`pipelines/beam/options.py`).
+
+`--example` runs them on the bundled Tatoeba corpus (32k pairs, gzipped) instead of a
+generated one: there the whole command's fixed cost is what counts.
 
 Every contender runs in its own process, watched by psutil for wall time and peak
 resident memory (per process, so that Beam's worker processes show separately).
 
     python benchmarks/bench_prepare.py --pairs 1000000 --pairs 4000000 --workers 2
+    python benchmarks/bench_prepare.py --example --contenders loop,nmtpipe-auto,nmtpipe --repeat 5
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import platform
@@ -35,6 +42,7 @@ import psutil
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
+EXAMPLE = HERE.parent / "pipelines" / "example" / "tatoeba-cmn"  # .en.gz, .zh.gz
 
 
 def corpus(pairs: int) -> Path:
@@ -69,7 +77,8 @@ def run_loop(prefix: str, tokenizer: str) -> dict:
     normalize = spm_normalizer().normalize
     counts = {"src": Counter(), "tgt": Counter()}
     pairs = 0
-    with open(f"{prefix}.en", "rb") as en, open(f"{prefix}.zh", "rb") as zh:
+    suffix, opener = (".gz", gzip.open) if prefix == str(EXAMPLE) else ("", open)
+    with opener(f"{prefix}.en{suffix}", "rb") as en, opener(f"{prefix}.zh{suffix}", "rb") as zh:
         for src, tgt in zip(en, zh, strict=True):
             counts["src"].update(encode(normalize(src.rstrip(b"\n").decode())))
             counts["tgt"].update(encode(normalize(tgt.rstrip(b"\n").decode())))
@@ -147,7 +156,7 @@ def watch(cmd: list[str]) -> dict:
 
 
 def _command(name: str, prefix: str, pairs: int, workers: int) -> list[str]:
-    if name != "nmtpipe":
+    if not name.startswith("nmtpipe"):
         return [
             sys.executable,
             __file__,
@@ -158,17 +167,24 @@ def _command(name: str, prefix: str, pairs: int, workers: int) -> list[str]:
             "--workers",
             str(workers),
         ]
-    return [
-        sys.executable, "-m", "nmtpipe", "prepare", "-s", "en", "-t", "zh",
-        "--trainpref", prefix, "--output", str(WORK / f"prepared-{pairs}"), "--force",
+    data = (
+        ["--example"] if prefix == str(EXAMPLE) else ["-s", "en", "-t", "zh", "--trainpref", prefix]
+    )
+    runner = [] if name == "nmtpipe-auto" else [
         "--runner=FnApiRunner", f"--direct_num_workers={workers}",
         "--direct_running_mode=multi_processing",
     ]  # fmt: skip
+    return [
+        sys.executable, "-m", "nmtpipe", "prepare", *data,
+        "--output", str(WORK / f"prepared-{pairs}"), "--force", *runner,
+    ]  # fmt: skip
 
 
-def bench(pairs: int, workers: int, contenders: list[str], repeat: int) -> list[dict]:
+def bench(
+    pairs: int, workers: int, contenders: list[str], repeat: int, example: bool = False
+) -> list[dict]:
     """Round-robin over the contenders `repeat` times; report each run and the medians."""
-    prefix = str(corpus(pairs))
+    prefix = str(EXAMPLE) if example else str(corpus(pairs))
     runs: dict[str, list[dict]] = {name: [] for name in contenders}
     for round_ in range(repeat):
         for name in contenders:
@@ -220,7 +236,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=1, help="rounds; medians are reported")
     parser.add_argument(
-        "--contenders", default="loop,hf,nmtpipe", help="comma-separated: loop,t2t-loop,hf,nmtpipe"
+        "--contenders",
+        default="loop,hf,nmtpipe",
+        help="comma-separated: loop,t2t-loop,hf,nmtpipe,nmtpipe-auto",
+    )
+    parser.add_argument(
+        "--example", action="store_true", help="the bundled Tatoeba corpus, not a generated one"
     )
     parser.add_argument("--t2t-tools", help="shared/tools folder, for the t2t-loop contender")
     parser.add_argument("--json", help="write all results here")
@@ -237,7 +258,9 @@ def main() -> None:
         os.environ["T2T_TOOLS"] = args.t2t_tools
     print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
     rows = []
-    for pairs in args.pairs or [1_000_000]:
+    if args.example:
+        rows += bench(32_028, args.workers, args.contenders.split(","), args.repeat, example=True)
+    for pairs in args.pairs or ([] if args.example else [1_000_000]):
         rows += bench(pairs, args.workers, args.contenders.split(","), args.repeat)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
