@@ -2,14 +2,13 @@
 
 `import apache_beam` loads every integration whose library happens to be installed:
 pandas for Beam DataFrames, pymongo's `bson` for MongoDB IO, boto3 for Beam's own S3
-filesystem. pyarrow, too, imports pandas when it is installed, at its first conversion
-of Python or numpy data (to recognise pandas objects), and tries again at later ones.
-nmtpipe reads and writes through fsspec and Arrow and never uses pandas, MongoDB or
-Beam's S3 filesystem, yet these imports took longer than a small `prepare` takes with
-its data (benchmarks/RESULTS.md, issue 19). Beam and pyarrow treat each of them as
-optional (`except ImportError`), so the `nmtpipe` command runs as if they were not
-installed. Library users who import nmtpipe's modules are not affected, nor are Beam's
-worker processes (they import Beam themselves).
+filesystem. nmtpipe reads and writes through fsspec and Arrow and never uses Beam's
+DataFrames, MongoDB IO or S3 filesystem, yet these imports were about 40% of Beam's
+import time, which every command paid before any work (benchmarks/RESULTS.md, issue
+19). Beam treats each as optional (`except ImportError`), so the `nmtpipe` command has
+them look uninstalled while it imports Beam; afterwards they import normally (pyarrow
+and torch's helpers may import pandas later, as they would anyway). Library users who
+import nmtpipe's modules are not affected, nor are Beam's worker processes.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import importlib.abc
 import sys
 from types import ModuleType
 
-# Top-level modules Beam and pyarrow import only for integrations nmtpipe does not use.
+# Top-level modules Beam imports only for integrations nmtpipe does not use.
 UNUSED = ("pandas", "bson", "boto3")
 
 
@@ -36,10 +35,14 @@ class _Hider(importlib.abc.MetaPathFinder):
 
 
 def import_beam(unused: tuple[str, ...] = UNUSED) -> ModuleType:
-    """`apache_beam`, with `unused` looking uninstalled in this process from now on.
+    """`apache_beam`, imported with `unused` looking uninstalled meanwhile.
 
-    Modules imported already stay as they are, Beam included (with its integrations).
+    A no-op if Beam is imported already (with its integrations); modules imported
+    already are left alone.
     """
-    if not any(isinstance(finder, _Hider) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _Hider(tuple(n for n in unused if n not in sys.modules)))
-    return importlib.import_module("apache_beam")
+    hider = _Hider(tuple(name for name in unused if name not in sys.modules))
+    sys.meta_path.insert(0, hider)
+    try:
+        return importlib.import_module("apache_beam")
+    finally:
+        sys.meta_path.remove(hider)

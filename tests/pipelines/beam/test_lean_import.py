@@ -5,24 +5,18 @@ from __future__ import annotations
 import subprocess
 import sys
 
-# In a fresh interpreter: Beam and pyarrow work, and the unused libraries stay unloaded
-# and look uninstalled, even where pyarrow would otherwise import pandas.
+# In a fresh interpreter: Beam works, the unused libraries were not loaded with it, and
+# they import normally afterwards.
 CHECK = """
-import sys
-import numpy as np
+import importlib.util, sys
 from nmtpipe.pipelines.beam.lean_import import UNUSED, import_beam
 beam = import_beam()
-import pyarrow as pa
-assert pa.array(["a", None]).null_count == 1 and len(pa.array(np.arange(3))) == 3
-assert beam.Create([1]).label == "Create" and import_beam() is beam
 loaded = [name for name in UNUSED if name in sys.modules]
 assert not loaded, loaded
-try:
-    import pandas.core
-except ModuleNotFoundError as e:
-    assert e.name == "pandas", e.name
-else:
-    raise AssertionError("pandas was importable")
+assert beam.Create([1]).label == "Create" and import_beam() is beam
+for name in UNUSED:
+    if importlib.util.find_spec(name) is not None:
+        __import__(name)
 print("ok")
 """
 
@@ -33,7 +27,7 @@ def test_beam_without_unused_integrations():
     assert done.stdout.strip() == "ok"
 
 
-def test_a_small_prepare_imports_neither_torch_nor_pandas(tmp_path):
+def test_a_small_prepare_does_not_import_torch(tmp_path):
     corpus = tmp_path / "c"
     corpus.with_suffix(".en").write_text("Hello there.\nGood night.\n" * 20)
     corpus.with_suffix(".zh").write_text("你好。\n晚安。\n" * 20)
@@ -42,7 +36,7 @@ def test_a_small_prepare_imports_neither_torch_nor_pandas(tmp_path):
         "from nmtpipe.pipelines.cli.main import main\n"
         f"assert main(['prepare', '-s', 'en', '-t', 'zh', '--trainpref', {str(corpus)!r},"
         f" '--output', {str(tmp_path / 'out')!r}]) == 0\n"
-        "assert not {'torch', 'pandas'} & set(sys.modules)\n"
+        "assert 'torch' not in sys.modules\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
