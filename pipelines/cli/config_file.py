@@ -32,7 +32,7 @@ from nmtpipe.pipelines.workflow.run_config import (
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.storage import fsio
 
-EXAMPLE = "example.yaml"
+EXAMPLES = ("example", "tatoeba")  # the demo; the 30-minute recipe
 _TOP_LEVEL = {"root", "beam", "refresh", "evaluate", *STEPS}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -42,9 +42,9 @@ def example_folder() -> str:
     return str(resources.files("nmtpipe.pipelines") / "example")
 
 
-def example_config() -> str:
-    """The bundled example config (`nmtpipe run --example`)."""
-    return f"{example_folder()}/{EXAMPLE}"
+def example_config(name: str = "example") -> str:
+    """A bundled config (`nmtpipe run --example [NAME]`)."""
+    return f"{example_folder()}/{name}.yaml"
 
 
 class _Parser(argparse.ArgumentParser):

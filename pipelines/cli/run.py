@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from nmtpipe.pipelines.cli import logs
-from nmtpipe.pipelines.cli.config_file import example_config, load_config
+from nmtpipe.pipelines.cli.config_file import EXAMPLES, example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.workflow import step_outputs
 from nmtpipe.pipelines.workflow.run import run_workflow, summary_table
@@ -25,6 +25,7 @@ it. Ends with a table of what each step did.
 EPILOG = """\
 examples:
   nmtpipe run --example
+  nmtpipe run --example tatoeba
   nmtpipe run corpus.yaml --until encode
   nmtpipe run corpus.yaml --from train
 """
@@ -32,7 +33,9 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", nargs="?", metavar="CONFIG", help="a workflow config (YAML)")
-    parser.add_argument("--example", action="store_true", help="the bundled example config")
+    parser.add_argument("--example", nargs="?", const="example", choices=EXAMPLES, metavar="NAME",
+                        help="a bundled config: example (the five-minute demo; the default) or "
+                        "tatoeba (the 30-minute recipe)")  # fmt: skip
     parser.add_argument("--from", dest="first", choices=STEPS, default=STEPS[0])
     parser.add_argument("--until", dest="last", choices=STEPS, default=STEPS[-1])
 
@@ -40,11 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}; Beam options go in beam:")
-    if bool(args.config) == args.example:
+    if bool(args.config) == bool(args.example):
         raise ConfigError("give a CONFIG file or --example")
     if STEPS.index(args.first) > STEPS.index(args.last):
         raise ConfigError(f"--from {args.first} comes after --until {args.last}")
-    config = load_config(example_config() if args.example else args.config)
+    config = load_config(example_config(args.example) if args.example else args.config)
     results = run_workflow(
         config, args.first, args.last, logs.progress, show_step, quiet=not args.verbose
     )

@@ -139,26 +139,29 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
         assert proc.returncode == 0, proc.stderr
         return proc
 
-    prepare = ["prepare", "--example", "--output", str(tmp_path / "prepared")]
+    prepare = ["prepare", "--example", "--split-key", "src", "--test-fraction", "0.02",
+               "--output", str(tmp_path / "prepared")]  # fmt: skip
     out = nmtpipe(*prepare).stdout
-    assert "kept" in out and "train" in out and "test 1,997" in out
+    assert "kept         32,015   train 31,044  valid 342  test 629" in out
     assert nmtpipe(*prepare).stdout.startswith("cached:")
     vocab = nmtpipe(
-        "vocab", "--prepared", str(tmp_path / "prepared"), "--vocab-size", "8192", "--joined",
+        "vocab", "--prepared", str(tmp_path / "prepared"), "--model", "unigram",
+        "--vocab-size", "4000", "--joined", "--byte-fallback", "--normalization-rule", "identity",
         "--output", str(tmp_path / "vocab"),
     )  # fmt: skip
-    assert vocab.stdout.splitlines()[1].split()[:2] == ["joined", "t2t"]
+    assert vocab.stdout.splitlines()[1].split()[:4] == ["joined", "unigram", "4,000", "entries"]
     assert sorted(p.name for p in (tmp_path / "vocab").iterdir()) == [
         "dict.en.txt",
         "dict.zh.txt",
         "manifest.json",
-        "vocab.subwords",
+        "spm.model",
+        "spm.vocab",
     ]
     encode = nmtpipe(
         "encode", "--prepared", str(tmp_path / "prepared"), "--vocab", str(tmp_path / "vocab"),
         "--output", str(tmp_path / "encoded"),
     )  # fmt: skip
-    assert "test       1,997 pairs" in encode.stdout
+    assert "test         629 pairs" in encode.stdout and "(0.0% <unk>" in encode.stdout
     bins = sorted(p.name for p in (tmp_path / "encoded" / "fairseq").glob("*.bin"))
     assert bins[:2] == ["test.en-zh.en.bin", "test.en-zh.zh.bin"] and len(bins) == 6
     assert len(list((tmp_path / "encoded" / "arrow").glob("*.arrow"))) == 3
@@ -173,10 +176,10 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
         "decode", "--checkpoint", str(tmp_path / "ckpt" / "checkpoint_last.pt"),
         "--output", str(tmp_path / "decoded"), "--max-len-a", "0", "--max-len-b", "6",
     )  # fmt: skip
-    assert "translated 1,997 sentences" in decode.stderr
+    assert "translated 629 sentences" in decode.stderr
     assert "BLEU = " in decode.stderr and "chrF2 = " in decode.stderr
     hypotheses = (tmp_path / "decoded" / "hypotheses.txt").read_text(encoding="utf-8")
-    assert hypotheses.count("\n") == 1997
+    assert hypotheses.count("\n") == 629
 
 
 def test_vocab_errors_are_one_line(capsys, tmp_path):

@@ -130,6 +130,12 @@ def test_broken_files_and_the_bundled_example(tmp_path, capsys):
     assert (encode.prepared, encode.vocab, encode.output) == (
         "runs/example/prepared", "runs/example/vocab", "runs/example/encoded",
     )  # fmt: skip
+    assert example.vocab.spm.byte_fallback and example.nproc == {"train": 2, "decode": 2}
+    (news,) = example.evaluate  # the out-of-domain set, from the bundled folder
+    assert news.name == "ntrex128" and all(Path(p).is_file() for p in news.inputs + news.references)
+    recipe = load_config(example_config("tatoeba"))  # nmtpipe run --example tatoeba
+    assert recipe.decode_checkpoint() == "runs/tatoeba/checkpoints/checkpoint_avg.pt"
+    assert recipe.train.best_checkpoint_metric == "bleu" and recipe.evaluate == example.evaluate
 
 
 def _digests(root: Path, step: str) -> dict[str, str]:
