@@ -14,7 +14,7 @@ import contextlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import apache_beam as beam
@@ -30,7 +30,7 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.runner import PipelineState
 
-from nmtpipe.transforms.errors import ConfigError, NmtpipeError
+from nmtpipe.transforms.errors import ConfigError, NmtpipeError, unknown_options
 
 # The FnApiRunner is the engine behind Beam's DirectRunner. Naming it directly skips the
 # DirectRunner's first attempt to download and start the Prism runner (Beam >= 2.68),
@@ -56,14 +56,18 @@ def beam_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check_beam_args(args: list[str]) -> None:
-    """Raise ConfigError naming every argument that is neither ours nor Beam's."""
+def beam_flags() -> list[str]:
+    """Every option string Beam's parser knows (`--runner`, `--direct_num_workers`, ...)."""
+    return [flag for action in beam_parser()._actions for flag in action.option_strings]
+
+
+def check_beam_args(args: list[str], ours: Iterable[str] = ()) -> None:
+    """Raise ConfigError naming the first argument that is neither ours nor Beam's, with
+    the nearest option of either (`ours`: the command's own option strings)."""
     _, unknown = beam_parser().parse_known_args(args)
-    flags = [a for a in unknown if a.startswith("-")]
-    if flags or unknown:
-        raise ConfigError(
-            f"unknown option(s): {' '.join(flags or unknown)} (see --help and --help-beam)"
-        )
+    error = unknown_options(unknown, [*ours, *beam_flags()], "see --help and --help-beam")
+    if error is not None:
+        raise error
 
 
 def _project_file() -> Path | None:

@@ -12,7 +12,6 @@ knows their parsers.
 from __future__ import annotations
 
 import argparse
-import difflib
 from importlib import import_module, resources
 from typing import Any
 
@@ -21,7 +20,7 @@ import yaml
 from nmtpipe.pipelines.cli.main import COMMANDS
 from nmtpipe.pipelines.workflow.refresh import check_settings
 from nmtpipe.pipelines.workflow.run_config import STEPS, TORCH_STEPS, WIRING, RunConfig, wiring
-from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.errors import ConfigError, InputError, did_you_mean
 from nmtpipe.transforms.storage import fsio
 
 EXAMPLE = "example.yaml"
@@ -60,8 +59,7 @@ def _to_argv(step: str, options: dict[str, Any], parser: _Parser, source: str) -
             raise ConfigError(f"{where}: set by the workflow (from root), not by the config")
         action = actions.get(key)
         if action is None:
-            near = difflib.get_close_matches(key, list(actions), n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
+            hint = did_you_mean(key, actions)
             raise ConfigError(f"{where}: not an option of nmtpipe {step}{hint}")
         flag = action.option_strings[-1]
         if action.nargs == 0:  # a switch

@@ -10,6 +10,7 @@ from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.encoded_dataset import FORMATS
 from nmtpipe.transforms.storage.commit import StepOutcome
 
+TAKES_BEAM = True  # options it does not know go to Beam (main.py)
 SUMMARY = "encode the prepared pairs with the vocabulary: Arrow and fairseq mmap shards"
 DESCRIPTION = """\
 Encode a prepared dataset (`nmtpipe prepare`'s --output) with a vocabulary (`nmtpipe
@@ -46,22 +47,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--formats",
         default=",".join(FORMATS),
         metavar="LIST",
-        help="comma-separated, from %(default)s (default: both)",
+        help="comma-separated, from %(default)s",
     )
     main.add_argument(
         "--batch-size",
         type=int,
         default=EncodeConfig.batch_size,
         metavar="N",
-        help="pairs per encode batch and Arrow record batch (default: %(default)s)",
+        help="pairs per encode batch and Arrow record batch",
     )
     main.add_argument(
         "--rows-per-task",
         type=int,
         default=EncodeConfig.rows_per_task,
         metavar="N",
-        help="pairs per Beam task and output file, in whole Parquet row groups "
-        "(default: %(default)s)",
+        help="pairs per Beam task and output file, in whole Parquet row groups ",
     )
     logs.add_rebuild_flags(main)
 
@@ -96,7 +96,7 @@ def report(outcome: StepOutcome) -> str:
 
 
 def show(outcome: StepOutcome) -> None:
-    print(report(outcome), flush=True)
+    logs.show("encode", logs.outcome_result(outcome), report(outcome))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:

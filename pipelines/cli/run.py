@@ -32,13 +32,15 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", nargs="?", metavar="CONFIG", help="a workflow config (YAML)")
     parser.add_argument("--example", action="store_true", help="the bundled example config")
-    parser.add_argument("--from", dest="first", choices=STEPS, default=STEPS[0])
-    parser.add_argument("--until", dest="last", choices=STEPS, default=STEPS[-1])
+    parser.add_argument(
+        "--from", dest="first", choices=STEPS, default=STEPS[0], help="the first step to run"
+    )
+    parser.add_argument(
+        "--until", dest="last", choices=STEPS, default=STEPS[-1], help="the last step to run"
+    )
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    if beam_args:
-        raise ConfigError(f"unknown option(s): {' '.join(beam_args)}; Beam options go in beam:")
     if bool(args.config) == args.example:
         raise ConfigError("give a CONFIG file or --example")
     if STEPS.index(args.first) > STEPS.index(args.last):
@@ -47,7 +49,11 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     results = run_workflow(
         config, args.first, args.last, logs.progress, show_step, quiet=not args.verbose
     )
-    print(summary_table(results), flush=True)
+    steps = [
+        {"step": r.step, "status": r.status, "seconds": round(r.seconds, 1), "figures": r.figures}
+        for r in results
+    ]
+    logs.show("run", {"steps": steps}, summary_table(results))
     failed = results[-1]
     if failed.error is not None:
         line, code = error_line(failed.step, failed.error, args.verbose)

@@ -8,7 +8,6 @@ jobs call torchrun directly with its rendezvous options (see the README).
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from nmtpipe.pipelines.cli import logs
@@ -43,26 +42,64 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     main = parser.add_argument_group("training")
     main.add_argument("--data", metavar="URL", help="a committed `nmtpipe encode` output")
     main.add_argument("--save-dir", metavar="URL", help="where checkpoints go")
-    main.add_argument("--arch", choices=list(PRESETS), default="transformer_tiny")
-    main.add_argument("--nproc", type=int, default=1, help="processes on this machine")
-    main.add_argument("--format", choices=["arrow", "fairseq"], help="shards to read")
-    main.add_argument("--cache-dir", metavar="DIR", help="local cache for remote shards")
+    main.add_argument(
+        "--arch", choices=list(PRESETS), default="transformer_tiny", help="the model preset"
+    )
+    main.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        help="processes on this machine (torchrun --standalone when above 1)",
+    )
+    main.add_argument(
+        "--format",
+        choices=["arrow", "fairseq"],
+        help="shards to read (default: the first the data has)",
+    )
+    main.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="local cache for remote shards (default: ~/.cache/nmtpipe/shards)",
+    )
     numbers = {
-        "--max-tokens": (int, 4096), "--max-update": (int, 1000), "--max-epoch": (int, 0),
-        "--update-freq": (int, 1), "--lr": (float, 5e-4), "--warmup-updates": (int, 4000),
-        "--label-smoothing": (float, 0.1), "--clip-norm": (float, 0.0),
-        "--adam-eps": (float, 1e-8), "--weight-decay": (float, 0.0), "--seed": (int, 1),
-        "--validate-interval-updates": (int, 0), "--save-interval-updates": (int, 0),
-        "--keep-interval-updates": (int, 5), "--patience": (int, 0), "--log-interval": (int, 50),
-    }  # fmt: skip
-    for flag, (kind, default) in numbers.items():
-        main.add_argument(flag, type=kind, default=default, help=f"default: {default}")
-    main.add_argument("--lr-scheduler", choices=SCHEDULES, default="inverse_sqrt")
-    main.add_argument("--adam-betas", default="(0.9, 0.98)", help="default: (0.9, 0.98)")
-    main.add_argument("--dropout", type=float, help="default: the preset's")
+        "--max-tokens": (int, 4096, "tokens per batch and rank (fairseq's --max-tokens)"),
+        "--max-update": (int, 1000, "stop after this many updates"),
+        "--max-epoch": (int, 0, "stop after this many epochs (0: no limit)"),
+        "--update-freq": (int, 1, "batches per update (gradient accumulation)"),
+        "--lr": (float, 5e-4, "peak learning rate (inverse_sqrt) or T2T's constant (rsqrt)"),
+        "--warmup-updates": (int, 4000, "linear warm-up updates"),
+        "--label-smoothing": (float, 0.1, "label smoothing of the cross entropy"),
+        "--clip-norm": (float, 0.0, "clip gradients to this norm (0: off)"),
+        "--adam-eps": (float, 1e-8, "Adam's epsilon"),
+        "--weight-decay": (float, 0.0, "Adam's weight decay"),
+        "--seed": (int, 1, "seed of the model's initialisation, dropout and batch order"),
+        "--validate-interval-updates": (int, 0, "validate every N updates (0: every epoch)"),
+        "--save-interval-updates": (int, 0, "save a checkpoint every N updates (0: every epoch)"),
+        "--keep-interval-updates": (int, 5, "numbered checkpoints kept"),
+        "--patience": (int, 0, "stop after N validations without improvement (0: never)"),
+        "--log-interval": (int, 50, "a JSON line on stdout every N updates"),
+    }
+    for flag, (kind, default, text) in numbers.items():
+        main.add_argument(flag, type=kind, default=default, metavar="N", help=text)
+    main.add_argument(
+        "--lr-scheduler",
+        choices=SCHEDULES,
+        default="inverse_sqrt",
+        help="warm-up then 1/sqrt(step): fairseq's or T2T's",
+    )
+    main.add_argument("--adam-betas", default="(0.9, 0.98)", help="Adam's betas")
+    main.add_argument("--dropout", type=float, help="dropout (default: the preset's)")
     main.add_argument("--pre-norm", action="store_true", help="layer norm before each block")
     main.add_argument("--compile", action="store_true", help="torch.compile the model")
     main.add_argument("--tensorboard-logdir", metavar="DIR", help="write TensorBoard scalars")
+    main.add_argument(
+        "--reset-data",
+        "--reset-dataloader",
+        dest="reset_data",
+        action="store_true",
+        help="continue the checkpoint in --save-dir on other data than it was trained on "
+        "(from the start of the new data; without it, a change of data is refused)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
@@ -79,7 +116,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         "warmup_updates", "label_smoothing", "clip_norm", "adam_eps", "weight_decay",
         "dropout", "pre_norm", "seed", "validate_interval_updates", "save_interval_updates",
         "keep_interval_updates", "patience", "log_interval", "format", "cache_dir", "compile",
-        "tensorboard_logdir",
+        "tensorboard_logdir", "reset_data",
     ]  # fmt: skip
     return TrainConfig(
         data=args.data, save_dir=args.save_dir, arch=args.arch, adam_betas=betas,
@@ -87,15 +124,23 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     )  # fmt: skip
 
 
-def show(summary: dict[str, Any]) -> None:
-    """The summary as a JSON line on stdout, and one line for the user on stderr."""
-    print(json.dumps({"summary": summary}), flush=True)
-    logs.progress(
+def report(summary: dict[str, Any]) -> str:
+    if summary.get("already_done"):
+        return (
+            f"already trained: {summary['updates']} updates reached --max-update "
+            f"{summary['max_update']} (validation loss {summary['valid_loss']:.3f}); raise "
+            "--max-update to train on"
+        )
+    return (
         f"trained to update {summary['updates']} (epoch {summary['epoch']}) in "
         f"{summary['seconds']} s, {summary['target_tokens_per_s']:,.0f} target tokens/s, "
         f"data loading {100 * summary['data_share']:.1f}% of the time; validation loss "
         f"{summary['valid_loss']:.3f}, perplexity {summary['valid_ppl']:.1f}"
     )
+
+
+def show(summary: dict[str, Any]) -> None:
+    logs.show("train", summary, report(summary))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:

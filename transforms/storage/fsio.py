@@ -73,6 +73,23 @@ def read_bytes(url: str) -> bytes:
     return retrying(lambda: fs.cat_file(path), f"read {url}")
 
 
+def read_bytes_hashed(url: str) -> tuple[bytes, str]:
+    """A whole file and the sha256 of its bytes, hashed block by block as they arrive
+    (one pass; the read is retried as a whole)."""
+    fs, path = url_to_fs(url)
+
+    def read() -> tuple[bytes, str]:
+        h = hashlib.sha256()
+        blocks = []
+        with fs.open(path, "rb") as f:
+            for block in iter(lambda: f.read(_COPY_BLOCK), b""):
+                h.update(block)
+                blocks.append(block)
+        return b"".join(blocks), h.hexdigest()
+
+    return retrying(read, f"read {url}")
+
+
 def size(url: str) -> int:
     fs, path = url_to_fs(url)
     return int(retrying(lambda: fs.size(path), f"look at {url}"))
@@ -228,10 +245,23 @@ def atomic_write(url: str) -> Iterator[AtomicFile]:
 
 
 def write_parquet(url: str, table: pa.Table, row_group_size: int = 65536) -> WrittenFile:
-    """Write `table` as a zstd Parquet file, atomically: encoded in memory, one write."""
+    """Write `table` as a zstd Parquet file, atomically: encoded in memory, one write.
+
+    Every page carries a CRC32 (`write_page_checksum`), which `read_parquet` checks: a
+    reader of some row groups verifies exactly the pages it reads."""
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd", row_group_size=row_group_size)
+    pq.write_table(
+        table, sink, compression="zstd", row_group_size=row_group_size, write_page_checksum=True
+    )
     return write_bytes(url, sink.getvalue())
+
+
+def parquet_file(source: Any) -> pq.ParquetFile:
+    """A Parquet file opened so that every page read is checked against its CRC32 (pages
+    written without one, by older nmtpipe versions, are read unchecked)."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        source = pa.BufferReader(source)
+    return pq.ParquetFile(source, page_checksum_verification=True)
 
 
 def write_bytes(url: str, data: bytes | pa.Buffer) -> WrittenFile:
@@ -256,10 +286,7 @@ def read_parquet(
     fs, path = url_to_fs(url)
 
     def read_from(source: Any) -> pa.Table:
-        parquet = pq.ParquetFile(source)
-        if row_groups is None:
-            return parquet.read(columns=columns)
-        return parquet.read_row_groups(row_groups, columns=columns)
+        return read_row_groups(parquet_file(source), columns, row_groups)
 
     def read() -> pa.Table:
         if isinstance(fs, LocalFileSystem):
@@ -268,6 +295,15 @@ def read_parquet(
             return read_from(f)
 
     return retrying(read, f"read {url}")
+
+
+def read_row_groups(
+    parquet: pq.ParquetFile, columns: list[str] | None, row_groups: list[int] | None
+) -> pa.Table:
+    """All of `parquet`, or the row groups `row_groups`, as one table."""
+    if row_groups is None:
+        return parquet.read(columns=columns)
+    return parquet.read_row_groups(row_groups, columns=columns)
 
 
 def parquet_row_groups(url: str) -> list[int]:
