@@ -78,8 +78,8 @@ def plan_tasks(
     entries = {f["path"]: f for f in prepared["files"]}
     paths = [path for info in prepared["splits"].values() for path in info["files"]]
     with ThreadPoolExecutor(max_workers=16) as pool:
-        urls = [fsio.join(root, path) for path in paths]
-        groups = dict(zip(paths, pool.map(fsio.parquet_row_groups, urls), strict=True))
+        found = pool.map(lambda path: manifest.parquet_row_groups(root, entries[path]), paths)
+        groups = dict(zip(paths, found, strict=True))
     tasks = []
     for split, info in prepared["splits"].items():
         runs = [(path, run) for path in info["files"] for run in _runs(groups[path], rows_per_task)]

@@ -38,7 +38,7 @@ def run_job(config: JobConfig, nproc: int = 1, verbose: bool = False) -> dict[st
     In this process when `nproc` is 1 or when this process is already a torchrun rank
     (the job then spans the ranks torchrun started)."""
     if nproc <= 1 or "LOCAL_RANK" in os.environ:
-        return _run_here(config, verbose)
+        return _run_here(config)
     with tempfile.TemporaryDirectory(prefix="nmtpipe-job-") as folder:
         payload = os.path.join(folder, "job.pickle")
         failure = os.path.join(folder, "failure.json")
@@ -94,18 +94,14 @@ def _torchrun(failure: str, verbose: bool, argv: list[str]) -> int:
     return 0
 
 
-def _run_here(config: JobConfig, verbose: bool) -> dict[str, Any]:
+def _run_here(config: JobConfig) -> dict[str, Any]:
     if isinstance(config, TrainConfig):
         from nmtpipe.trainers.loop.train import train
 
         return train(config)
     from nmtpipe.trainers.loop.decode import decode
 
-    return decode(config, log=_progress if verbose else lambda _: None)
-
-
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    return decode(config)
 
 
 def result_of(config: JobConfig) -> dict[str, Any]:
@@ -140,7 +136,7 @@ def _rank_main(payload: str) -> int:
     config, verbose = job["config"], job["verbose"]
     progress.configure(quiet=job["quiet"])
     try:
-        _run_here(config, verbose)
+        _run_here(config)
     except Exception as exc:
         line, code = error_line(job_name(config), exc, verbose)
         print(line, file=sys.stderr, flush=True)

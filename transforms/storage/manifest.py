@@ -217,6 +217,13 @@ def read_parquet_entry(
     return _parsed(url, root, entry, lambda: fsio.read_parquet(url, columns, row_groups))
 
 
+def parquet_row_groups(root: str, entry: Mapping[str, Any]) -> list[int]:
+    """The rows of each row group of a listed Parquet file (its footer only: what a
+    reader of its row groups plans with; a damaged footer is an IntegrityError)."""
+    url = file_url(root, entry)
+    return _parsed(url, root, entry, lambda: fsio.parquet_row_groups(url))
+
+
 def iter_parquet_entry(
     root: str, entry: Mapping[str, Any], columns: list[str]
 ) -> Iterator[pa.RecordBatch]:

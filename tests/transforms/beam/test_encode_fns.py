@@ -24,13 +24,14 @@ LANGS = {"src": "en", "tgt": "zh"}
 def t2t_vocabulary(folder) -> Vocabulary:
     """A joined T2T vocabulary folder as `nmtpipe vocab` lays it out (golden T2T file)."""
     text = gzip.decompress((DATA / "golden" / "t2t-vocab-tatoeba.zh.8192.txt.gz").read_bytes())
-    (folder / "vocab.subwords").write_bytes(text)
     subtokens = SubwordTextEncoder.from_text(text.decode()).subtokens
+    files = {"vocab.subwords": text}
     for lang in LANGS.values():
-        (folder / f"dict.{lang}.txt").write_text(
-            dict_text(subtokens[2:], [1] * (len(subtokens) - 2))
-        )
+        files[f"dict.{lang}.txt"] = dict_text(subtokens[2:], [1] * (len(subtokens) - 2)).encode()
+    root = str(folder)
+    written = [fsio.write_bytes(fsio.join(root, name), data) for name, data in files.items()]
     doc = {
+        "files": [manifest.file_entry(root, w, "vocab", 0) for w in written],
         "model": "t2t",
         "fingerprint": "f" * 64,
         "languages": LANGS,
