@@ -59,7 +59,13 @@ class Progress:
     """
 
     def __init__(
-        self, what: str, total: int | None, unit: str = "it", initial: int = 0, enabled=True
+        self,
+        what: str,
+        total: int | None,
+        unit: str = "it",
+        initial: int = 0,
+        enabled: bool = True,
+        stream: TextIO | None = None,
     ) -> None:
         self.what, self.total, self.unit = what, total, unit
         self.n = initial
@@ -67,12 +73,12 @@ class Progress:
         self._figures: dict[str, Any] = {}
         self._bar: tqdm | None = None
         self._plain = False
+        self._stream = stream or _stream()
         if not enabled or _SETTINGS.quiet:
             return
-        stream = _stream()
-        if stream.isatty():
+        if self._stream.isatty():
             self._bar = tqdm(
-                total=total, initial=initial, desc=what, unit=unit, file=stream,
+                total=total, initial=initial, desc=what, unit=unit, file=self._stream,
                 dynamic_ncols=True, leave=False,
             )  # fmt: skip
         else:
@@ -91,7 +97,7 @@ class Progress:
 
     def _line(self) -> None:
         self._last = time.monotonic()
-        print(self.line(self._last - self._started), file=_stream(), flush=True)
+        print(self.line(self._last - self._started), file=self._stream, flush=True)
 
     def line(self, elapsed: float) -> str:
         """The plain line: `what: n/total unit [elapsed<eta, rate unit/s] figures`."""
@@ -121,19 +127,22 @@ class Progress:
 
 @contextmanager
 def heartbeat(
-    what: str, done: Callable[[], int] | None = None, total: int | None = None
+    what: str,
+    done: Callable[[], int] | None = None,
+    total: int | None = None,
+    stream: TextIO | None = None,
 ) -> Iterator[None]:
     """While the body runs (a Beam pipeline, which reports nothing until it ends), show
     `what` with the elapsed time and, given `done`, how many of `total` units are done
-    (polled once per interval; `done` must be cheap and must not raise)."""
+    (polled once per interval), on `stream` (default: stderr)."""
     if _SETTINGS.quiet:
         yield
         return
-    progress = Progress(what, total, "task" if done else "s")
+    progress = Progress(what, total, "task" if done else "s", stream=stream)
     stop = threading.Event()
 
     def poll() -> None:
-        period = 1.0 if progress._bar is not None else _SETTINGS.interval
+        period = 1.0 if progress._bar is not None else max(_SETTINGS.interval, 1.0)
         while not stop.wait(period):
             progress.update(_advance(done, progress.n))
 
