@@ -110,19 +110,22 @@ class Progress:
         figures = ", ".join(f"{k}={v}" for k, v in self._figures.items())
         return f"{text} {figures}".rstrip()
 
-    def close(self) -> None:
+    def close(self, finished: bool = True) -> None:
+        """End the display; in plain mode a last line shows where a finished step ended
+        (a failed one ends with its error instead)."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
         elif self._plain:
-            self._line()
+            if finished:
+                self._line()
             self._plain = False
 
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, *exc: object) -> None:
+        self.close(finished=kind is None)
 
 
 @contextmanager
@@ -148,13 +151,15 @@ def heartbeat(
 
     thread = threading.Thread(target=poll, name=f"progress: {what}", daemon=True)
     thread.start()
+    finished = False
     try:
         yield
+        finished = True
     finally:
         stop.set()
         thread.join()
         progress.update(_advance(done, progress.n))
-        progress.close()
+        progress.close(finished)
 
 
 def _advance(done: Callable[[], int] | None, shown: int) -> int:

@@ -47,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--formats",
         default=",".join(FORMATS),
         metavar="LIST",
-        help="comma-separated, from %(default)s",
+        help="comma-separated: arrow, fairseq or both",
     )
     main.add_argument(
         "--batch-size",

@@ -79,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--reserved-tokens",
         default=",".join(RESERVED_TOKENS),
         metavar="T,...",
-        help="reserved tokens, starting with %(default)s",
+        help="reserved tokens, which must start with T2T's <pad>,<EOS>",
     )
     t2t.add_argument(
         "--min-count-range",
