@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
-from nmtpipe.transforms.storage.retry import retrying
+from nmtpipe.transforms.storage.retry import policy_for, retrying
 
 _COPY_BLOCK = 8 << 20
 
@@ -65,12 +65,12 @@ def relative_to(root: str, url: str) -> str:
 
 def exists(url: str) -> bool:
     fs, path = url_to_fs(url)
-    return retrying(lambda: fs.exists(path), f"look for {url}")
+    return retrying(lambda: fs.exists(path), f"look for {url}", policy_for(fs))
 
 
 def read_bytes(url: str) -> bytes:
     fs, path = url_to_fs(url)
-    return retrying(lambda: fs.cat_file(path), f"read {url}")
+    return retrying(lambda: fs.cat_file(path), f"read {url}", policy_for(fs))
 
 
 def read_bytes_hashed(url: str) -> tuple[bytes, str]:
@@ -87,12 +87,12 @@ def read_bytes_hashed(url: str) -> tuple[bytes, str]:
                 blocks.append(block)
         return b"".join(blocks), h.hexdigest()
 
-    return retrying(read, f"read {url}")
+    return retrying(read, f"read {url}", policy_for(fs))
 
 
 def size(url: str) -> int:
     fs, path = url_to_fs(url)
-    return int(retrying(lambda: fs.size(path), f"look at {url}"))
+    return int(retrying(lambda: fs.size(path), f"look at {url}", policy_for(fs)))
 
 
 def sha256_of(url: str) -> str:
@@ -106,13 +106,13 @@ def sha256_of(url: str) -> str:
                 h.update(block)
         return h.hexdigest()
 
-    return retrying(digest, f"read {url}")
+    return retrying(digest, f"read {url}", policy_for(fs))
 
 
 def find(url: str) -> list[str]:
     """The URLs of every file under the folder `url` (none if it does not exist)."""
     fs, path = url_to_fs(url)
-    found = retrying(lambda: fs.find(path, withdirs=False), f"list {url}")
+    found = retrying(lambda: fs.find(path, withdirs=False), f"list {url}", policy_for(fs))
     return sorted(canonical_url(fs.unstrip_protocol(p)) for p in found)
 
 
@@ -124,7 +124,7 @@ def remove(url: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             fs.rm_file(path)
 
-    retrying(rm, f"delete {url}")
+    retrying(rm, f"delete {url}", policy_for(fs))
 
 
 def remove_tree(url: str) -> None:
@@ -135,7 +135,7 @@ def remove_tree(url: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             fs.rm(path, recursive=True)
 
-    retrying(rm, f"delete {url}")
+    retrying(rm, f"delete {url}", policy_for(fs))
 
 
 def file_identity(url: str) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def file_identity(url: str) -> dict[str, Any]:
     what fingerprints use to notice new or changed inputs without reading them.
     """
     fs, path = url_to_fs(url)
-    info = retrying(lambda: fs.info(path), f"look at {url}")
+    info = retrying(lambda: fs.info(path), f"look at {url}", policy_for(fs))
     version = None
     for key in ("ETag", "etag", "md5Hash", "generation", "mtime", "LastModified", "created"):
         if info.get(key) is not None:
@@ -273,7 +273,7 @@ def write_bytes(url: str, data: bytes | pa.Buffer) -> WrittenFile:
         assert f.written is not None
         return f.written
 
-    return retrying(write, f"write {url}")
+    return retrying(write, f"write {url}", policy_for(url_to_fs(url)[0]))
 
 
 def read_parquet(
@@ -294,7 +294,7 @@ def read_parquet(
         with fs.open(path, "rb") as f:
             return read_from(f)
 
-    return retrying(read, f"read {url}")
+    return retrying(read, f"read {url}", policy_for(fs))
 
 
 def read_row_groups(
@@ -315,7 +315,7 @@ def parquet_row_groups(url: str) -> list[int]:
             meta = pq.ParquetFile(f).metadata
             return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
 
-    return retrying(read, f"read {url}")
+    return retrying(read, f"read {url}", policy_for(fs))
 
 
 def upload(local_path: str, url: str) -> WrittenFile:
@@ -327,7 +327,7 @@ def upload(local_path: str, url: str) -> WrittenFile:
         assert f.written is not None
         return f.written
 
-    return retrying(copy, f"write {url}")
+    return retrying(copy, f"write {url}", policy_for(url_to_fs(url)[0]))
 
 
 @contextlib.contextmanager
