@@ -23,6 +23,10 @@ the split's targets or --reference files.
 Writes to --output (any fsspec URL): hypotheses.txt (the best translation per input
 line), nbest.jsonl (n-best lists with scores), scores.json (scores and speed; last).
 
+Integrity: the shards of --data are checked against their manifest's sha256 once per
+file and machine when opened (not on every read), the checkpoint against its own
+digest, the prepared texts page by page (Parquet CRCs) as they are read.
+
 Search: Tensor2Tensor's by default (--alpha, GNMT length penalty, T2T's stopping
 rule); --lenpen switches to fairseq's (score / length^lenpen, stop at --beam finished).
 """

@@ -29,6 +29,12 @@ the prepared shards): one Beam task and one file (Arrow) or file pair (fairseq) 
 Every sentence ends in EOS. Arrow ids are the vocabulary's own (T2T: <pad>=0 <EOS>=1;
 SentencePiece: <s>=0 <pad>=1 </s>=2 <unk>=3), fairseq ids are fairseq's dictionary ids;
 the manifest records both layouts. Python: transforms.encoded_dataset.open_dataset(URL).
+
+Integrity: a task that reads a whole prepared shard checks its sha256 while reading it;
+a task that reads some of its row groups checks the pages it reads against their CRC32s
+(Parquet page checksums, which prepare writes), so no task reads more than its share.
+The vocabulary's files are checked against their sha256 as they are read. A damaged file
+stops the step with one line naming it and the command that rebuilds it.
 """
 EPILOG = """\
 examples:

@@ -25,7 +25,14 @@ cross entropy, Adam with warm-up, and checkpoints in --save-dir (any fsspec URL)
 checkpoint_last.pt, checkpoint_best.pt, checkpoint{epoch}_{update}.pt. Re-running the
 same command resumes from checkpoint_last.pt at the exact batch it stopped at.
 
-Progress is printed as JSON lines (update, loss, nll_loss, lr, tokens/s, validation).
+Progress is printed as JSON lines on stdout (update, loss, nll_loss, lr, tokens/s,
+validation), the last one the result; a progress bar (or a line per interval) on stderr.
+
+Integrity: every shard is checked against the sha256 its manifest records once per file
+and machine, when the data is opened (the first rank of each machine reads each file
+once before mapping it; the others wait), not on every read: a check per batch would
+cost more than the training step. Checkpoints carry their own sha256 and are checked
+whenever they are loaded. A damaged file stops the job with one line naming it.
 """
 EPILOG = """\
 examples:
@@ -34,7 +41,7 @@ examples:
   nmtpipe train --data s3://bucket/encoded --arch transformer_base --max-tokens 8192 \\
       --max-update 100000 --save-dir s3://bucket/ckpt --nproc 8
   torchrun --nnodes 2 --node_rank 0 --nproc_per_node 8 --rdzv_backend c10d \\
-      --rdzv_endpoint head:29500 -m pipelines.cli train --data ... --save-dir ...
+      --rdzv_endpoint head:29500 -m nmtpipe train --data ... --save-dir ...
 """
 
 

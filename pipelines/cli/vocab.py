@@ -24,6 +24,8 @@ the driver, and write to --output:
   manifest.json           written last: files, sizes, sha256, options, the bisection
 
 --joined builds one vocabulary for both languages (like fairseq's --joined-dictionary).
+The token-count files are checked against their sha256 as they are read: a damaged
+one stops the step with one line naming it.
 """
 EPILOG = """\
 examples:
