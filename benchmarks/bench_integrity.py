@@ -91,6 +91,14 @@ def main() -> None:
     model = Transformer(preset("transformer_base", src_vocab=32000, tgt_vocab=32000, pad=0))
     checkpoint.save(ckpt, {"model": model.state_dict()})
 
+    def unchecked_counts() -> dict[str, int]:  # the same dict, read without the sha256
+        found: dict[str, int] = {}
+        for c in count_files:
+            table = pq.read_table(manifest.file_url(c.root, c.entry))
+            tokens, numbers = table["token"].to_pylist(), table["count"].to_pylist()
+            found.update(zip(tokens, numbers, strict=True))
+        return found
+
     def by_group(verify: bool) -> None:
         parquet = pq.ParquetFile(shard_url, page_checksum_verification=verify)
         for g in range(groups):
@@ -102,10 +110,7 @@ def main() -> None:
             lambda: manifest.read_parquet_entry(root, shard),
         ),
         "prepared shard, by row group": (lambda: by_group(False), lambda: by_group(True)),
-        "token counts": (
-            lambda: [pq.read_table(manifest.file_url(c.root, c.entry)) for c in count_files],
-            lambda: counts.read_counts(count_files),
-        ),
+        "token counts": (unchecked_counts, lambda: counts.read_counts(count_files)),
         "encoded open, fairseq": (
             lambda: open_dataset(str(encoded), "fairseq", verify="size"),
             lambda: open_dataset(str(encoded), "fairseq", verify="sha256"),

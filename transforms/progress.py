@@ -52,7 +52,8 @@ def note(message: str) -> None:
 
 
 class Progress:
-    """Progress of `what` over `total` units (None: unknown), drawn as the module says.
+    """Progress of `what` over `total` units (None: unknown), drawn as the module says;
+    with no `unit`, only the time it has been running.
 
     `update(n, **figures)` advances it; figures (a loss, say) are shown beside the
     count. Closing prints a last line in plain mode, so a log shows where it ended.
@@ -80,6 +81,7 @@ class Progress:
             self._bar = tqdm(
                 total=total, initial=initial, desc=what, unit=unit, file=self._stream,
                 dynamic_ncols=True, leave=False,
+                bar_format=None if unit else "{desc}: {elapsed} elapsed",
             )  # fmt: skip
         else:
             self._plain = True
@@ -101,6 +103,8 @@ class Progress:
 
     def line(self, elapsed: float) -> str:
         """The plain line: `what: n/total unit [elapsed<eta, rate unit/s] figures`."""
+        if not self.unit:  # nothing to count: how long it has been running
+            return f"{self.what}: {tqdm.format_interval(elapsed)} elapsed"
         done = self.n - self._initial
         rate = done / elapsed if elapsed > 0 else None
         text = tqdm.format_meter(
@@ -141,7 +145,7 @@ def heartbeat(
     if _SETTINGS.quiet:
         yield
         return
-    progress = Progress(what, total, "task" if done else "s", stream=stream)
+    progress = Progress(what, total, "task" if done else "", stream=stream)
     stop = threading.Event()
 
     def poll() -> None:
@@ -158,7 +162,8 @@ def heartbeat(
     finally:
         stop.set()
         thread.join()
-        progress.update(_advance(done, progress.n))
+        if done is not None:
+            progress.update(_advance(done, progress.n))
         progress.close(finished)
 
 

@@ -57,10 +57,14 @@ def test_a_terminal_gets_a_bar_and_quiet_gets_nothing():
 def test_heartbeat_reports_what_is_done_and_survives_a_failing_probe():
     progress.configure(quiet=False, interval=0.0)
     log = io.StringIO()
-    done = iter([1, 3])
-    with progress.heartbeat("encode", lambda: next(done), total=3, stream=log):
-        pass
+    done = [0]
+    with progress.heartbeat("encode", lambda: done[0], total=3, stream=log):
+        done[0] = 3  # the work the body does, as the probe sees it
     assert "3/3" in log.getvalue().splitlines()[-1]
+    log = io.StringIO()
+    with progress.heartbeat("Prepare on FnApiRunner", stream=log):
+        pass
+    assert log.getvalue() == "Prepare on FnApiRunner: 00:00 elapsed\n"
 
     def broken() -> int:
         raise OSError("listing failed")

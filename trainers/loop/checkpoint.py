@@ -57,24 +57,23 @@ def with_digest(data: bytes) -> bytes:
     return data[:-2] + len(comment).to_bytes(2, "little") + comment
 
 
-def checked(url: str, data: bytes) -> bytes:
-    """The bytes `torch.save` wrote, after checking them against the digest they carry
-    (checkpoints without one, from older versions, are passed to torch as they are)."""
-    end = len(data) - _COMMENT_SIZE - _EOCD_SIZE
+def check(url: str, data: bytes) -> None:
+    """Check `torch.save`'s bytes against the digest they carry (checkpoints without
+    one, from older versions, are left to torch). The comment stays: torch reads past it."""
     if data[-_EOCD_SIZE : -_EOCD_SIZE + 4] == _EOCD and data[-2:] == b"\0\0":
-        return data  # no comment: an older nmtpipe's checkpoint
-    record = data[end : end + _EOCD_SIZE]
-    comment = data[end + _EOCD_SIZE :]
+        return  # no comment: an older nmtpipe's checkpoint
+    end = len(data) - _COMMENT_SIZE - _EOCD_SIZE
+    record, comment = data[end : end + _EOCD_SIZE], data[end + _EOCD_SIZE :]
     expected = comment.removeprefix(_DIGEST_TAG).decode("ascii", "replace")
-    original = data[: end + _EOCD_SIZE - 2] + b"\0\0"
-    actual = hashlib.sha256(original).hexdigest()
+    digest = hashlib.sha256(memoryview(data)[: end + _EOCD_SIZE - 2])  # no copy of the file
+    digest.update(b"\0\0")  # the comment's length as torch.save wrote it: none
+    actual = digest.hexdigest()
     if record[:4] != _EOCD or not comment.startswith(_DIGEST_TAG) or actual != expected:
         raise IntegrityError(
             f"{url} is corrupted: its sha256 is {actual}, the digest it was saved with is "
             f"{expected if comment.startswith(_DIGEST_TAG) else 'unreadable'}; use another "
             "checkpoint (checkpoint_best.pt, a numbered one) or train again"
         )
-    return original
 
 
 def save(url: str, state: dict[str, Any]) -> None:
@@ -88,9 +87,10 @@ def load(url: str) -> dict[str, Any]:
     """A checkpoint, checked against its digest and loaded without running any pickled
     code (`weights_only=True`)."""
     try:
-        data = checked(url, fsio.read_bytes(url))
+        data = fsio.read_bytes(url)
     except FileNotFoundError:
         raise InputError(f"no checkpoint at {url}") from None
+    check(url, data)
     try:
         return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as e:
