@@ -55,8 +55,9 @@ def config(tmp_path: Path, root: str | None = None, **refresh) -> Path:
 
 
 def refresh(path: Path, capsys, *args: str) -> str:
+    """The report a refresh printed for people (on stderr; stdout holds its JSON)."""
     assert main(["refresh", str(path), *args]) == 0
-    return capsys.readouterr().out
+    return capsys.readouterr().err
 
 
 def texts(url: str) -> dict[str, set[tuple[str, str]]]:

@@ -11,7 +11,7 @@ import yaml
 from nmtpipe.pipelines.cli.config_file import example_config, load_config
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.transforms.errors import ConfigError
-from tests.helpers import IN_MEMORY, example_lines, write_pair
+from tests.helpers import IN_MEMORY, command_result, example_lines, write_pair
 
 
 def config(tmp_path: Path, **changes) -> Path:
@@ -39,10 +39,8 @@ def config(tmp_path: Path, **changes) -> Path:
 
 
 def table(stdout: str) -> dict[str, str]:
-    """step → status, from the summary table at the end of the output."""
-    lines = stdout.splitlines()
-    start = max(i for i, line in enumerate(lines) if line.startswith("step "))
-    return {line.split()[0]: line.split()[1] for line in lines[start + 1 :]}
+    """step → status, from the result the command printed on stdout."""
+    return {s["step"]: s["status"] for s in command_result(stdout)["steps"]}
 
 
 def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
