@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from nmtpipe.pipelines.cli import logs
-from nmtpipe.pipelines.cli.torch_jobs import run_torch_job
+from nmtpipe.pipelines.cli.torch_jobs import add_numbers, run_torch_job
 from nmtpipe.trainers.loop.decode_config import DecodeConfig
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import ConfigError
@@ -93,8 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-repeat-ngram-size": (int, 0, "forbid repeating n-grams of this size (0: off)"),
         "--unk-penalty": (float, 0.0, "subtracted from <unk>'s score"),
     }
-    for flag, (kind, default, text) in numbers.items():
-        search.add_argument(flag, type=kind, default=default, metavar="N", help=text)
+    add_numbers(search, numbers)
     search.add_argument(
         "--lenpen", type=float, help="fairseq's length penalty and stopping rule (default: T2T's)"
     )

@@ -1,5 +1,6 @@
-"""What `nmtpipe train` and `nmtpipe decode` share on the command line: the job on
-`--nproc` processes (or on this torchrun rank), its result shown once."""
+"""What `nmtpipe train` and `nmtpipe decode` share on the command line: their many
+numeric options, the job on `--nproc` processes (or on this torchrun rank), its result
+shown once."""
 
 from __future__ import annotations
 
@@ -8,6 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 from nmtpipe.trainers.loop.launch import JobConfig, finish, is_main_rank, run_job
+
+
+def add_numbers(
+    group: argparse._ArgumentGroup, numbers: dict[str, tuple[type, int | float, str]]
+) -> None:
+    """Options `flag: (type, default, help)`, each shown as N with its default."""
+    for flag, (kind, default, text) in numbers.items():
+        group.add_argument(flag, type=kind, default=default, metavar="N", help=text)
 
 
 def run_torch_job(

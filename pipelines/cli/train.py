@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from nmtpipe.pipelines.cli import logs
-from nmtpipe.pipelines.cli.torch_jobs import run_torch_job
+from nmtpipe.pipelines.cli.torch_jobs import add_numbers, run_torch_job
 from nmtpipe.trainers.loop.schedule import SCHEDULES
 from nmtpipe.trainers.loop.train_config import TrainConfig
 from nmtpipe.trainers.model.config import PRESETS
@@ -86,8 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--patience": (int, 0, "stop after N validations without improvement (0: never)"),
         "--log-interval": (int, 50, "a JSON line on stdout every N updates"),
     }
-    for flag, (kind, default, text) in numbers.items():
-        main.add_argument(flag, type=kind, default=default, metavar="N", help=text)
+    add_numbers(main, numbers)
     main.add_argument(
         "--lr-scheduler",
         choices=SCHEDULES,
