@@ -85,7 +85,10 @@ def _torchrun(failure: str, verbose: bool, argv: list[str]) -> int:
     try:
         run(parse_args(argv))
     except ChildFailedError as e:
-        rank, first = e.get_first_failure()
+        # A rank killed by a signal is the cause; the others then fail on their broken
+        # connections, and may have recorded that earlier than torchrun saw the kill.
+        killed = sorted(r for r, f in e.failures.items() if f.exitcode < 0)
+        rank, first = (killed[0], e.failures[killed[0]]) if killed else e.get_first_failure()
         signal = first.signal_name() if first.exitcode < 0 else ""
         record = {"rank": rank, "exitcode": first.exitcode, "signal": signal}
         with open(failure, "w") as f:
