@@ -12,7 +12,6 @@ knows their parsers.
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 from importlib import import_module, resources
 from typing import Any
@@ -29,7 +28,7 @@ from nmtpipe.pipelines.workflow.run_config import (
     RunConfig,
     wiring,
 )
-from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.errors import ConfigError, InputError, did_you_mean
 from nmtpipe.transforms.storage import fsio
 
 EXAMPLES = ("example", "tatoeba")  # the demo; the 30-minute recipe
@@ -74,8 +73,7 @@ def _to_argv(step: str, options: dict[str, Any], parser: _Parser, source: str) -
             raise ConfigError(f"{where}: set by the workflow (from root), not by the config")
         action = actions.get(key)
         if action is None:
-            near = difflib.get_close_matches(key, list(actions), n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
+            hint = did_you_mean(key, actions)
             raise ConfigError(f"{where}: not an option of nmtpipe {step}{hint}")
         flag = action.option_strings[-1]
         if action.nargs == 0:  # a switch

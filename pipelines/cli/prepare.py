@@ -14,6 +14,7 @@ from nmtpipe.transforms.storage.inputs import parse_columns
 from nmtpipe.transforms.text.filters import REASONS, FilterConfig
 from nmtpipe.transforms.text.normalize import FORMS, NormalizeConfig
 
+TAKES_BEAM = True  # options it does not know go to Beam (main.py)
 SUMMARY = "clean, deduplicate, split and shard raw parallel corpora; count tokens"
 DESCRIPTION = """\
 Read raw parallel corpora (pairs of line-aligned files, plain or .gz/.bz2/.xz/.zst,
@@ -99,7 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tsv-columns",
         default="0,1",
         metavar="S,T",
-        help="TSV columns of source and target (default: 0,1)",
+        help="TSV columns of source and target",
     )
     data.add_argument(
         "--example",
@@ -127,11 +128,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_shards,
         default=1,
         metavar="N",
-        help="validation shards (default: 1)",
+        help="validation shards",
     )
-    out.add_argument(
-        "--test-shards", type=_shards, default=1, metavar="N", help="test shards (default: 1)"
-    )
+    out.add_argument("--test-shards", type=_shards, default=1, metavar="N", help="test shards")
     logs.add_rebuild_flags(out)
 
     split = parser.add_argument_group("splitting")
@@ -140,33 +139,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.01,
         metavar="F",
-        help="share of the training data carved out as validation set when no --validpref "
-        "is given (default: 0.01)",
+        help="share of the training data carved out as validation set when no --validpref is given",
     )
     split.add_argument(
         "--test-fraction",
         type=float,
         default=0.01,
         metavar="F",
-        help="likewise for the test set (default: 0.01)",
+        help="likewise for the test set",
     )
     split.add_argument(
         "--split-key",
         choices=("pair", "src", "tgt"),
         default="pair",
-        help="what the split hash covers; 'src' keeps all translations of a sentence in one "
-        "split (default: pair)",
+        help="what the split hash covers; 'src' keeps all translations of a sentence in one split",
     )
-    split.add_argument(
-        "--seed", type=int, default=0, help="salt of the split and shard hash (default: 0)"
-    )
+    split.add_argument("--seed", type=int, default=0, help="salt of the split and shard hash")
 
     clean = parser.add_argument_group("cleaning")
     clean.add_argument(
         "--normalize",
         choices=FORMS,
         default="nmt_nfkc",
-        help="Unicode normalisation; nmt_nfkc is SentencePiece's (default: nmt_nfkc)",
+        help="Unicode normalisation; nmt_nfkc is SentencePiece's",
     )
     clean.add_argument(
         "--q2b",
@@ -183,22 +178,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=FilterConfig.max_chars,
         metavar="N",
-        help="reject pairs with a side longer than N characters (default: %(default)s)",
+        help="reject pairs with a side longer than N characters",
     )
     clean.add_argument(
         "--max-t2t-tokens",
         type=int,
         default=FilterConfig.max_tokens,
         metavar="N",
-        help="reject pairs with a side of more than N Tensor2Tensor tokens (default: %(default)s)",
+        help="reject pairs with a side of more than N Tensor2Tensor tokens",
     )
     clean.add_argument(
         "--max-length-ratio",
         type=float,
         default=FilterConfig.max_length_ratio,
         metavar="R",
-        help="reject pairs whose character lengths differ by more than R times "
-        "(default: %(default)s)",
+        help="reject pairs whose character lengths differ by more than R times ",
     )
     clean.add_argument(
         "--keep-copies", action="store_true", help="keep pairs whose target equals the source"
@@ -210,7 +204,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_shards,
         default=5000,
         metavar="N",
-        help="lines per Beam element when reading (default: %(default)s)",
+        help="lines per Beam element when reading",
     )
     perf.add_argument(
         "--count-buckets",
@@ -223,7 +217,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         metavar="URL",
         help="where cleaned batches are handed to the shard writers: a directory every "
-        "worker can reach, or 'none' for Beam's shuffle (default: auto, the local temp "
+        "worker can reach, or 'none' for Beam's shuffle ('auto': the local temp "
         "directory with the local runners, Beam's shuffle otherwise)",
     )
     perf.add_argument(
@@ -231,7 +225,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_shards,
         default=4,
         metavar="N",
-        help="hot-key fan-out of the token-count combiner (default: %(default)s)",
+        help="hot-key fan-out of the token-count combiner",
     )
 
 
@@ -301,7 +295,7 @@ def report(outcome: StepOutcome) -> str:
 
 
 def show(outcome: StepOutcome) -> None:
-    print(report(outcome), flush=True)
+    logs.show("prepare", logs.outcome_result(outcome), report(outcome))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:

@@ -36,13 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--example", nargs="?", const="example", choices=EXAMPLES, metavar="NAME",
                         help="a bundled config: example (the five-minute demo; the default) or "
                         "tatoeba (the 30-minute recipe)")  # fmt: skip
-    parser.add_argument("--from", dest="first", choices=STEPS, default=STEPS[0])
-    parser.add_argument("--until", dest="last", choices=STEPS, default=STEPS[-1])
+    parser.add_argument(
+        "--from", dest="first", choices=STEPS, default=STEPS[0], help="the first step to run"
+    )
+    parser.add_argument(
+        "--until", dest="last", choices=STEPS, default=STEPS[-1], help="the last step to run"
+    )
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    if beam_args:
-        raise ConfigError(f"unknown option(s): {' '.join(beam_args)}; Beam options go in beam:")
     if bool(args.config) == bool(args.example):
         raise ConfigError("give a CONFIG file or --example")
     if STEPS.index(args.first) > STEPS.index(args.last):
@@ -51,9 +53,16 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     results = run_workflow(
         config, args.first, args.last, logs.progress, show_step, quiet=not args.verbose
     )
-    print(summary_table(results), flush=True)
+    steps = [
+        {"step": r.step, "status": r.status, "seconds": round(r.seconds, 1), "figures": r.figures}
+        for r in results
+    ]
+    result: dict = {"steps": steps}
+    report = summary_table(results)
     if any(r.step == "decode" and r.status in ("ran", "cached") for r in results):
-        print(evaluation_report(config), flush=True)
+        result["scores"] = dict(step_outputs.evaluations(config))
+        report += "\n" + evaluation_report(config)
+    logs.show("run", result, report)
     failed = results[-1]
     if failed.error is not None:
         line, code = error_line(failed.step, failed.error, args.verbose)

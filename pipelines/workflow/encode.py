@@ -75,20 +75,18 @@ def plan_tasks(
     Only Parquet footers are read (in parallel: on object storage each is a request).
     Empty shards give no task: fairseq cannot map an empty `.bin`.
     """
-    urls = {
-        split: [fsio.join(root, path) for path in info["files"]]
-        for split, info in prepared["splits"].items()
-    }
+    entries = {f["path"]: f for f in prepared["files"]}
+    paths = [path for info in prepared["splits"].values() for path in info["files"]]
     with ThreadPoolExecutor(max_workers=16) as pool:
-        all_urls = [url for split_urls in urls.values() for url in split_urls]
-        groups = dict(zip(all_urls, pool.map(fsio.parquet_row_groups, all_urls), strict=True))
+        found = pool.map(lambda path: manifest.parquet_row_groups(root, entries[path]), paths)
+        groups = dict(zip(paths, found, strict=True))
     tasks = []
-    for split, split_urls in urls.items():
-        runs = [(url, run) for url in split_urls for run in _runs(groups[url], rows_per_task)]
-        tasks += [
-            EncodeTask(split, k, len(runs), url, run, fairseq_prefix(split, k, langs))
-            for k, (url, run) in enumerate(runs)
-        ]
+    for split, info in prepared["splits"].items():
+        runs = [(path, run) for path in info["files"] for run in _runs(groups[path], rows_per_task)]
+        for k, (path, run) in enumerate(runs):
+            whole = len(run) == len(groups[path])
+            prefix = fairseq_prefix(split, k, langs)
+            tasks.append(EncodeTask(split, k, len(runs), root, entries[path], run, whole, prefix))
     return tasks
 
 
@@ -151,7 +149,7 @@ def finalize_stats(partial: dict[str, Any], splits: list[str], langs: dict[str, 
 def _copy_dicts(vocab: Vocabulary, out: str, langs: dict[str, str]) -> list[dict[str, Any]]:
     entries = []
     for lang in langs.values():
-        text = fsio.read_bytes(vocab.dict_url(lang))
+        text = vocab.read(vocab.dict_url(lang))
         written = fsio.write_bytes(fsio.join(out, FAIRSEQ, f"dict.{lang}.txt"), text)
         entries.append(file_entry(out, written, "fairseq-dict", text.count(b"\n"), lang=lang))
     return entries

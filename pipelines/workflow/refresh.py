@@ -430,7 +430,8 @@ def train_latest(
     if fsio.exists(record) and json.loads(fsio.read_bytes(record))["version"] >= number:
         log(f"{save_dir} has trained on version {number:06d} already")
         return False
-    job = dataclasses.replace(config.train, data=data, save_dir=save_dir)
+    # Each version is new data for the same model: continue it (fairseq's reset).
+    job = dataclasses.replace(config.train, data=data, save_dir=save_dir, reset_data=True)
     updates = config.refresh.get("train_updates")
     if updates:
         summary = fsio.join(save_dir, SUMMARY)

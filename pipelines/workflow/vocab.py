@@ -25,6 +25,7 @@ from nmtpipe.pipelines.beam.options import pipeline_options, run_branches
 from nmtpipe.pipelines.beam.sample_graph import SampleTrainText
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.prepared import read_prepared
+from nmtpipe.transforms.progress import Progress, heartbeat
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import file_entry
@@ -179,7 +180,12 @@ class _Build:
             raise InputError(f"the training split has no tokens for {side}")
         config = self.config
         builder = SubwordBuilder(counts, config.max_subtoken_length, config.reserved_tokens)
-        vocab, trace = builder.build_to_target_size(config.vocab_size, *config.min_count_bounds)
+        lo, hi = config.min_count_bounds
+        # A bisection over [lo, hi] builds at most this many times.
+        with Progress(f"vocab {side}", (hi - lo + 1).bit_length(), "build") as shown:
+            vocab, trace = builder.build_to_target_size(
+                config.vocab_size, lo, hi, lambda m, n: shown.update(1, min_count=m, size=n)
+            )
         report["bisection"] = [{"min_count": m, "vocab_size": n} for m, n in trace.steps]
         report["min_count"] = trace.chosen
         largest = max(n for _, n in trace.steps)
@@ -201,7 +207,8 @@ class _Build:
             raise InputError(f"the training split has no sentences for {side}")
         spm_config = dataclasses.replace(self.config.spm, vocab_size=self.config.vocab_size)
         try:
-            model = spm_vocab.train(sentences, spm_config)
+            with heartbeat(f"SentencePiece {side} on {len(sentences):,} sentences"):
+                model = spm_vocab.train(sentences, spm_config)
         except RuntimeError as e:
             raise ConfigError(f"SentencePiece could not train on {side}: {e}") from e
         return model, spm_vocab.piece_counts(model, sentences)

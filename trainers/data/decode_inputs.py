@@ -21,6 +21,7 @@ from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.formats.encoded_dataset import SplitData
 from nmtpipe.transforms.formats.prepared import read_prepared
 from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.storage.manifest import parquet_row_groups, read_parquet_entry
 from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
 from nmtpipe.transforms.vocab import id_layout
 from nmtpipe.transforms.vocab.vocabulary import Vocabulary
@@ -124,14 +125,14 @@ def _prepared_texts(encode_doc: dict[str, Any], split: str) -> Iterator[tuple[st
         if doc["fingerprint"] != info["fingerprint"]:
             return None
         if split in doc["splits"]:
-            found.append((root, doc["splits"][split]["files"]))
+            found.append((root, doc, doc["splits"][split]["files"]))
 
     def rows() -> Iterator[tuple[str, str]]:
-        for root, paths in found:
+        for root, doc, paths in found:
+            entries = {f["path"]: f for f in doc["files"]}
             for path in paths:
-                url = fsio.join(root, path)
-                for group in range(len(fsio.parquet_row_groups(url))):
-                    table = fsio.read_parquet(url, ["src", "tgt"], [group])
+                for group in range(len(parquet_row_groups(root, entries[path]))):
+                    table = read_parquet_entry(root, entries[path], ["src", "tgt"], [group])
                     yield from zip(
                         table.column("src").to_pylist(),
                         table.column("tgt").to_pylist(),

@@ -20,7 +20,7 @@ import contextlib
 import itertools
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ from nmtpipe.trainers.loop.distributed import Ranks, open_on_ranks
 from nmtpipe.trainers.loop.run_files import HYPOTHESES, NBEST, SCORES
 from nmtpipe.trainers.loop.scoring import CorpusScores, default_tokenize
 from nmtpipe.trainers.model.beam_search import BeamSearch
+from nmtpipe.transforms import progress as display
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc
 from nmtpipe.transforms.formats.prepared import read_prepared
@@ -83,8 +84,8 @@ class _Outputs:
 class Decoder:
     """One rank's share of a decoding job."""
 
-    def __init__(self, config: DecodeConfig, ranks: Ranks, log: Callable[[str], None]) -> None:
-        self.config, self.ranks, self.log = config, ranks, log
+    def __init__(self, config: DecodeConfig, ranks: Ranks) -> None:
+        self.config, self.ranks = config, ranks
         state = checkpoint.load(config.checkpoint)
         train_config = state.get("train_config", {})
         self.data_url = config.data or train_config.get("data")
@@ -208,9 +209,13 @@ class Decoder:
         scores_url = fsio.join(self.config.output, SCORES)
         if self.ranks.main and fsio.exists(scores_url):
             fsio.remove(scores_url)  # the commit mark of an earlier run's outputs
+        total = len(self.dataset[self.config.split]) if self.dataset is not None else None
         with contextlib.ExitStack() as stack:
             outputs = _Outputs(stack, self.config.output) if self.ranks.main else None
-            for number, window in enumerate(self._windows()):
+            shown = stack.enter_context(
+                display.Progress("decode", total, "sentence", enabled=self.ranks.main)
+            )
+            for window in self._windows():
                 gathered = self.ranks.gather_to_main(self._decode_window(window))
                 if outputs is None:
                     continue
@@ -219,10 +224,7 @@ class Decoder:
                 counts.add(_count(records))
                 outputs.write(records)
                 self._score(window, records)
-                self.log(
-                    f"window {number + 1}: {counts.sentences:,} sentences translated, "
-                    f"{counts.sentences / (time.perf_counter() - started):,.1f}/s"
-                )
+                shown.update(len(records))
         seconds = time.perf_counter() - started
         summary = self._summary(counts, seconds)
         if self.ranks.main:
@@ -279,11 +281,11 @@ def _count(records: list[dict[str, Any]]) -> _Counts:
     return counts
 
 
-def decode(config: DecodeConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
+def decode(config: DecodeConfig) -> dict[str, Any]:
     """Decode on this process's rank; returns the summary (complete on the first rank)."""
     ranks = Ranks()
     try:
-        summary = Decoder(config, ranks, log if ranks.main else lambda _: None).run()
+        summary = Decoder(config, ranks).run()
         ranks.sum(0)  # every rank done before the group goes
         return summary
     finally:

@@ -139,6 +139,8 @@ class EncodedDataset:
         self.vocab_sizes: dict[str, int] = doc["vocab_sizes"][fmt]  # ids per language
         self.joined: bool = doc["joined"]  # one vocabulary for both languages
         self.vocab_fingerprint: str = doc["vocab"]["fingerprint"]
+        # What training resumes must match: the encode output's, or a version's parts'.
+        self.data_fingerprint: str = doc.get("data_fingerprint", doc["fingerprint"])
         self._splits = splits
 
     @property
@@ -292,6 +294,7 @@ def _version_manifest(url: str) -> tuple[dict[str, Any], list[str]]:
         "version": {"root": root, "number": number},
         "prepared": [d["prepared"] for d in docs],
         "splits": splits,
+        "data_fingerprint": manifest.fingerprint([d["fingerprint"] for d in docs]),
     }
     return merged, parts
 

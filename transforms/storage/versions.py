@@ -186,6 +186,11 @@ def lock(root: str, break_lock: bool = False) -> Iterator[dict[str, Any]]:
         fsio.remove(url)
         if not _create(url, me):
             raise OutputError(f"another refresh took {url} at the same moment; try again")
+    if _holder(url).get("token") != me["token"]:  # a store that overwrote instead of refusing
+        raise OutputError(
+            f"{url} was overwritten by another refresh: this store did not honour exclusive "
+            "create; install the storage extra's supported versions (pip install 'nmtpipe[s3]')"
+        )
     try:
         yield me
     finally:

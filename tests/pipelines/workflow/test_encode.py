@@ -15,6 +15,7 @@ from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.transforms.errors import (
     ConfigError,
     InputError,
+    IntegrityError,
     ManifestError,
     StorageError,
     find_user_error,
@@ -215,7 +216,9 @@ def test_damaged_shards_are_named(t2t_output, tmp_path):
     with pytest.raises(ManifestError, match=r"train1\.en-zh\.zh\.bin has \d+ bytes, the manifest"):
         open_dataset(str(out), "fairseq")
     shard.write_bytes(data[:-2] + b"\xff\xff")  # same size, other bytes
-    with pytest.raises(ManifestError, match=r"train1\.en-zh\.zh\.bin does not match its sha256"):
+    digests = r"its sha256 is [0-9a-f]{64}, its manifest says [0-9a-f]{64}"
+    rebuild = rf"rebuild it: nmtpipe encode \.\.\. --output {out} --force$"
+    with pytest.raises(IntegrityError, match=rf"zh\.bin is corrupted: {digests}; {rebuild}"):
         open_dataset(str(out), "fairseq")
     open_dataset(str(out), "arrow")  # the other format is intact
     index = out / "fairseq" / "valid.en-zh.en.idx"

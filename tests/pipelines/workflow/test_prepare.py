@@ -193,3 +193,20 @@ def test_s3_input_and_output_match_local_disk(small_corpus, tmp_path, s3):
             read_split(str(tmp_path / "local"), local, split)
         )
     assert not fs.exists(f"{s3.removeprefix('s3://')}/prepared/.nmtpipe")
+
+
+def test_origins_are_the_inputs_as_given_so_outputs_are_portable(
+    small_corpus, tmp_path, monkeypatch
+):
+    # The same corpus under two folders, named relatively: the same bytes, no home paths.
+    copy = tmp_path / "elsewhere" / "corpus"
+    copy.mkdir(parents=True)
+    for lang in ("en", "zh"):
+        (copy / f"train.{lang}").write_bytes((small_corpus.parent / f"train.{lang}").read_bytes())
+    outcomes = []
+    for folder in (small_corpus.parent.parent, tmp_path / "elsewhere"):
+        monkeypatch.chdir(folder)
+        outcomes.append(prepare(Path("corpus/train"), folder / "out"))
+        rows = read_split(str(folder / "out"), outcomes[-1], "train")
+        assert {r["origin"] for r in rows} == {"corpus/train.{en,zh}"}
+    assert file_hashes(outcomes[0]) == file_hashes(outcomes[1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -55,8 +56,9 @@ def config(tmp_path: Path, root: str | None = None, **refresh) -> Path:
 
 
 def refresh(path: Path, capsys, *args: str) -> str:
+    """The report a refresh printed for people (on stderr; stdout holds its JSON)."""
     assert main(["refresh", str(path), *args]) == 0
-    return capsys.readouterr().out
+    return capsys.readouterr().err
 
 
 def texts(url: str) -> dict[str, set[tuple[str, str]]]:
@@ -184,6 +186,32 @@ def test_changed_options_make_a_new_version_and_leave_the_old_one_whole(tmp_path
     doc["vocab"]["vocab_size"] = 900
     path.write_text(yaml.safe_dump(doc))
     assert "vocab    new" in refresh(path, capsys)
+
+
+def test_a_corrupted_part_stops_the_refresh_with_the_file_named_and_how_to_rebuild(
+    tmp_path, capsys
+):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    path, root = config(tmp_path), tmp_path / "root"
+    refresh(path, capsys)
+    part = root / versions.read_version(str(root), 1)["parts"][0]["prepared"]
+    shard = sorted(part.glob("train-*.parquet"))[0]
+    damaged = bytearray(shard.read_bytes())
+    damaged[len(damaged) // 2] ^= 0x10  # same size: only the sha256 (or a page CRC) tells
+    shard.write_bytes(bytes(damaged))
+    doc = yaml.safe_load(path.read_text())
+    doc["encode"]["formats"] = ["arrow"]  # new encode options: the part is encoded again
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["refresh", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert f"{shard} is corrupted: " in err[-1] and "Traceback" not in "".join(err)
+    assert err[-1].endswith(f"delete {part} and run nmtpipe refresh again, which rebuilds it")
+    assert versions.published(str(root)) == [1]
+    shutil.rmtree(part)  # what the line says to do
+    assert "prepared 1 part(s), encoded 1" in refresh(path, capsys)
+    assert versions.published(str(root)) == [1, 2]
 
 
 def test_retention_keeps_the_newest_versions_and_what_they_need(tmp_path, capsys):

@@ -39,7 +39,7 @@ def test_joined_t2t_vocabulary_from_prepares_counts(prepared, tmp_path):
     encoder = SubwordTextEncoder.from_file(str(out / "vocab.subwords"))
     # The same vocabulary the builder makes from the counts prepare committed.
     prep = manifest.read_manifest(prepared, "nmtpipe.prepare")
-    counts = counts_lib.read_counts([f"{prepared}/{p}" for p in prep["counts"]["joined"]])
+    counts = counts_lib.read_counts(counts_lib.count_files(str(prepared), prep, "joined")[0])
     expected, _ = SubwordBuilder(counts).build_to_target_size(2000)
     assert list(encoder.subtokens) == expected
     info = doc["vocabularies"]["joined"]
