@@ -26,6 +26,7 @@ COMMANDS = {
     "decode": "nmtpipe.pipelines.cli.decode",
     "run": "nmtpipe.pipelines.cli.run",
     "refresh": "nmtpipe.pipelines.cli.refresh",
+    "report": "nmtpipe.pipelines.cli.report",
 }
 
 DESCRIPTION = """\
@@ -39,6 +40,7 @@ Steps available in this version:
   decode    a checkpoint + a split or text -> translations (beam search), BLEU/chrF
   run       all of the above from one YAML config, skipping what is already built
   refresh   publish a new dataset version from new or changed inputs, incrementally
+  report    a self-contained HTML page about a prepared or encoded dataset or a version
 
 Every step also takes Beam's pipeline options (--runner, --direct_num_workers,
 --direct_running_mode, Dataflow's --project/--region/--temp_location, Flink's

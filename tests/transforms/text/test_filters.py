@@ -45,7 +45,7 @@ def test_details_say_which_side_and_how_much():
     (empty,) = check_pairs([""], [""], FilterConfig()).values()
     assert empty.detail == "src and tgt empty after normalisation"
     (ratio,) = check_pairs(["a" * 20], ["b"], FilterConfig(max_length_ratio=3)).values()
-    assert ratio.detail == "20 vs 1 characters, ratio 20.0 (limit 3)"
+    assert ratio.detail == "20 vs 1 weighted characters, ratio 20.0 (limit 3)"
 
 
 def test_empty_wins_over_everything_and_copies_can_be_kept():

@@ -1,0 +1,205 @@
+"""Is each line in the language its side declares? Script evidence first, a model after.
+
+A model alone is both slow and rash on short lines ("I'll do it." is Italian to it,
+"Cheers!" Dutch), so a line goes through three stages, each cheaper than the next:
+
+1. Scripts (`scripts.py`, vectorised). Letters are counted per script and weighted the
+   way the length-ratio filter weighs them (a Han character carries about as much as
+   three Latin letters). A line with no letters has nothing to judge and is kept.
+2. Positive evidence, per declared language. Chinese: Han and no kana or Hangul;
+   Japanese: kana; Korean: Hangul; a Latin-script language: one of its function words
+   and none that only a confusable language uses (`function_words.py`). Such a line is
+   accepted without a model: almost every line of a clean corpus is. Chinese with two
+   or more characters only colloquial Cantonese writes (嘅, 咗, 喺, 佢, ...) is
+   Cantonese, a rule no model here knows.
+3. The rest are suspects, judged by lingua (offline, its models in the wheel) among the
+   candidates of the line's dominant script: English, German, French, Spanish, Italian,
+   Dutch and Portuguese for Latin; Chinese, Japanese and Korean for Han, kana and
+   Hangul; Russian and Ukrainian for Cyrillic. A suspect is wrong-language only if the
+   model names another language with at least `threshold` confidence and the line has
+   the evidence for a verdict: `min_letters` letters when it is written in Latin letters
+   (names, numbers, "OK." and two-word exclamations are kept for want of evidence), two
+   letters in any other script (the script itself is evidence). A line dominated by a
+   script no candidate writes (Greek, Arabic, Thai, ... on a side declared otherwise) is
+   `und` with its share of letters as confidence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from nmtpipe.transforms.text import function_words, scripts
+
+# Declared language → (lingua's name for it, its script group). Codes are matched by
+# their first subtag, lower-cased: zh-TW, zh_Hant, cmn and zho are all Chinese.
+_LINGUA = {
+    "en": "ENGLISH", "de": "GERMAN", "fr": "FRENCH", "es": "SPANISH", "it": "ITALIAN",
+    "nl": "DUTCH", "pt": "PORTUGUESE", "zh": "CHINESE", "ja": "JAPANESE", "ko": "KOREAN",
+    "ru": "RUSSIAN", "uk": "UKRAINIAN",
+}  # fmt: skip
+_ALIASES = {
+    "eng": "en", "deu": "de", "ger": "de", "fra": "fr", "fre": "fr", "spa": "es",
+    "ita": "it", "nld": "nl", "dut": "nl", "por": "pt", "zho": "zh", "chi": "zh",
+    "cmn": "zh", "jpn": "ja", "kor": "ko", "rus": "ru", "ukr": "uk",
+}  # fmt: skip
+LATIN_GROUP, CJK_GROUP, CYRILLIC_GROUP, OTHER_GROUP = range(4)
+_GROUP_NAMES = ("Latin", "CJK", "Cyrillic", "other")
+_GROUP_OF = {
+    **dict.fromkeys(function_words.LANGUAGES, LATIN_GROUP),
+    "zh": CJK_GROUP, "yue": CJK_GROUP, "ja": CJK_GROUP, "ko": CJK_GROUP,
+    "ru": CYRILLIC_GROUP, "uk": CYRILLIC_GROUP,
+}  # fmt: skip
+CANDIDATES = {
+    LATIN_GROUP: function_words.LANGUAGES,
+    CJK_GROUP: ("zh", "ja", "ko"),
+    CYRILLIC_GROUP: ("ru", "uk"),
+}
+KNOWN = tuple(sorted(_GROUP_OF))
+_CODE = {name: code for code, name in _LINGUA.items()}
+CANTONESE_MIN = 2
+# What a model may name for a declared language without making it wrong: written
+# Cantonese shares most of its text with standard Chinese, which no model here tells apart.
+_SAME = {"yue": {"zh"}}
+_SUBTAG = re.compile(r"[-_]")
+
+
+def canonical(code: str) -> str | None:
+    """The language `code` names, as this module knows it, or None if it does not."""
+    head = _SUBTAG.split(code.lower(), maxsplit=1)[0]
+    head = _ALIASES.get(head, head)
+    return head if head in _GROUP_OF else None
+
+
+@dataclass(frozen=True)
+class LangIdConfig:
+    """Which sides are checked (their languages, canonical; None: not checked) and how
+    sure the model must be."""
+
+    src: str | None = None
+    tgt: str | None = None
+    threshold: float = 0.9
+    min_letters: int = 16
+
+    def __post_init__(self) -> None:
+        if not 0.5 <= self.threshold <= 1:
+            raise ValueError("the language identification threshold must be in [0.5, 1]")
+        if self.min_letters < 1:
+            raise ValueError("the minimum number of letters must be at least 1")
+        for code in (self.src, self.tgt):
+            if code is not None and code not in _GROUP_OF:
+                raise ValueError(f"language identification does not know {code!r}")
+
+    @property
+    def enabled(self) -> bool:
+        return self.src is not None or self.tgt is not None
+
+
+class Detection(NamedTuple):
+    """What a line was found to be instead: a language code, how sure, and why."""
+
+    language: str
+    confidence: float
+    evidence: str
+
+
+def _groups(counts: np.ndarray) -> np.ndarray:
+    """Weighted letters per script group: (n, 4), columns as the *_GROUP constants."""
+    cjk = sum(counts[:, s] * w for s, w in scripts.WEIGHTS.items())
+    return np.stack(
+        [counts[:, scripts.LATIN], cjk, counts[:, scripts.CYRILLIC], counts[:, scripts.OTHER]],
+        axis=1,
+    ).astype(np.float64)
+
+
+def _accepted(lang: str, counts: np.ndarray, lines: list[str]) -> np.ndarray:
+    """Lines with positive evidence of `lang` (stage 2), as a boolean mask."""
+    kana, hangul, han = (counts[:, s] for s in (scripts.KANA, scripts.HANGUL, scripts.HAN))
+    if lang in ("zh", "yue"):
+        return (han > 0) & (kana == 0) & (hangul == 0)
+    if lang == "ja":
+        return (kana > 0) & (hangul == 0)
+    if lang == "ko":
+        return (hangul > 0) & (kana == 0)
+    if lang in ("ru", "uk"):
+        return np.ones(len(lines), dtype=bool)  # no confusable Cyrillic language is weighed
+    hits = function_words.hits(lines)
+    own = function_words.LANGUAGES.index(lang)
+    others = np.delete(hits, own, axis=1).sum(axis=1)
+    return (hits[:, own] > 0) & (others == 0)
+
+
+class LanguageIdentifier:
+    """Finds the lines that are not in their declared language; build once per worker
+    (lingua's models load on first use, per script group)."""
+
+    def __init__(self, threshold: float = 0.9, min_letters: int = 16) -> None:
+        self.threshold, self.min_letters = threshold, min_letters
+        self._detectors: dict[int, Any] = {}
+
+    def wrong(
+        self, lines: list[str], lang: str, counts: np.ndarray | None = None
+    ) -> dict[int, Detection]:
+        """Detections for the lines of `lines` that are not in `lang`, by index
+        (`counts`: their `scripts.count`, if already made)."""
+        counts = scripts.count(lines) if counts is None else counts
+        weighted = _groups(counts)
+        letters = weighted.sum(axis=1)
+        dominant = weighted.argmax(axis=1)
+        own = _GROUP_OF[lang]
+        suspect = (letters > 0) & ~((dominant == own) & _accepted(lang, counts, lines))
+        found: dict[int, Detection] = {}
+        if lang == "zh":
+            markers = counts[:, scripts.CANTONESE]
+            for i in np.flatnonzero(~suspect & (markers >= CANTONESE_MIN)).tolist():
+                found[i] = Detection("yue", 1.0, f"{markers[i]} Cantonese-only characters")
+        # A suspect is judged in its own script where it has a fair share of it (is the
+        # Han of this line Chinese?), else in its dominant script (is this English?).
+        share = weighted[:, own] / np.maximum(letters, 1)
+        group = np.where(share >= 0.2, own, dominant)
+        in_group = np.stack(
+            [counts[:, scripts.LATIN], counts[:, scripts.HAN] + counts[:, scripts.KANA]
+             + counts[:, scripts.HANGUL], counts[:, scripts.CYRILLIC], counts[:, scripts.OTHER]],
+            axis=1,
+        )[np.arange(len(lines)), group]  # fmt: skip
+        need = np.where(group == LATIN_GROUP, self.min_letters, 2)
+        for i in np.flatnonzero(suspect & (in_group >= need)).tolist():
+            detection = self._judge(lines[i], lang, int(group[i]), weighted[i], letters[i])
+            if detection is not None:
+                found[i] = detection
+        return found
+
+    def _judge(
+        self, line: str, lang: str, group: int, weighted: np.ndarray, letters: float
+    ) -> Detection | None:
+        """The verdict on one suspect line: a detection if it is not in `lang`."""
+        if group == OTHER_GROUP:
+            share = round(float(weighted[OTHER_GROUP] / letters), 3)
+            if share < self.threshold:
+                return None
+            return Detection("und", share, "letters of a script no candidate writes")
+        values = self._detector(group).compute_language_confidence_values(line)
+        scores = {_CODE[v.language.name]: float(v.value) for v in values}
+        top = max(scores, key=lambda c: (scores[c], c), default=None)
+        if top is None or scores[top] == 0:
+            return None  # the model cannot tell
+        accepted = {lang, *_SAME.get(lang, ())}
+        if accepted & set(CANDIDATES[group]):  # the model weighs `lang` itself
+            own = sum(scores.get(c, 0.0) for c in accepted)
+            if top in accepted or 1 - own < self.threshold:
+                return None
+            return Detection(top, round(scores[top], 3), f"model, {lang} {own:.3f}")
+        # Written in a script `lang` does not use: wrong whatever the model says; the
+        # model only names the language.
+        return Detection(top, round(scores[top], 3), f"{_GROUP_NAMES[group]} script")
+
+    def _detector(self, group: int) -> Any:
+        if group not in self._detectors:
+            from lingua import Language, LanguageDetectorBuilder  # loads a native library
+
+            langs = [getattr(Language, _LINGUA[c]) for c in CANDIDATES[group]]
+            self._detectors[group] = LanguageDetectorBuilder.from_languages(*langs).build()
+        return self._detectors[group]
