@@ -157,9 +157,12 @@ class LanguageIdentifier:
             for i in np.flatnonzero(~suspect & (markers >= CANTONESE_MIN)).tolist():
                 found[i] = Detection("yue", 1.0, f"{markers[i]} Cantonese-only characters")
         # A suspect is judged in its own script where it has a fair share of it (is the
-        # Han of this line Chinese?), else in its dominant script (is this English?).
+        # Han of this line Chinese? Chinese lines hold long Latin names), else in its
+        # dominant script (is this English?).
         share = weighted[:, own] / np.maximum(letters, 1)
-        group = np.where(share >= 0.2, own, dominant)
+        cjk = counts[:, scripts.HAN] + counts[:, scripts.KANA] + counts[:, scripts.HANGUL]
+        own_part = (share >= 0.2) | ((own == CJK_GROUP) & (cjk >= 2))  # names in Latin
+        group = np.where(own_part, own, dominant)
         in_group = np.stack(
             [counts[:, scripts.LATIN], counts[:, scripts.HAN] + counts[:, scripts.KANA]
              + counts[:, scripts.HANGUL], counts[:, scripts.CYRILLIC], counts[:, scripts.OTHER]],
