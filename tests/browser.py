@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -32,20 +33,32 @@ class Page:
     value: Any = None  # what the evaluated script returned
 
 
+def _high(fd: int) -> int:
+    """`fd` moved to 10 or above, clear of the 3 and 4 the browser is given."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
+
+
 class _Pipe:
     """One CDP session over --remote-debugging-pipe (fd 3: commands, fd 4: replies)."""
 
     def __init__(self, browser: str, profile: str) -> None:
-        to_browser, self._write = os.pipe()
-        self._read, from_browser = os.pipe()
+        to_browser, self._write = (_high(fd) for fd in os.pipe())
+        self._read, from_browser = (_high(fd) for fd in os.pipe())
+        args = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                "--remote-debugging-pipe", f"--user-data-dir={profile}",
+                "--window-size=1200,900", "about:blank"]  # fmt: skip
+        # The browser reads fd 3 and writes fd 4: bash puts the pipes there (dash takes
+        # only one-digit fds).
+        shell = f'exec "$@" 3<&{to_browser} 4>&{from_browser}'
         self.proc = subprocess.Popen(
-            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--remote-debugging-pipe", f"--user-data-dir={profile}", "--window-size=1200,900",
-             "about:blank"],
+            ["bash", "-c", shell, "bash", *args],
             pass_fds=(to_browser, from_browser),
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=lambda: (os.dup2(to_browser, 3), os.dup2(from_browser, 4)),
-        )  # fmt: skip
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_browser)
         os.close(from_browser)
         self._buffer = b""

@@ -10,6 +10,7 @@ import io
 from collections.abc import Mapping, Sequence
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -43,17 +44,19 @@ def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: s
 
 
 def histograms(
-    hists: Mapping[str, Mapping[float, int]],
+    hists: Mapping[str, Mapping[int, int]],
     xlabel: str,
+    step: float = 1.0,
     limit: float | None = None,
     limit_label: str = "",
 ) -> str:
-    """Step histograms (one per name) from {value: count}; `limit` drawn as a line."""
+    """Step histograms (one per name) from {bin: count}, bins `step` wide and empty
+    bins drawn as zero; `limit` drawn as a line."""
     fig, ax = plt.subplots(figsize=_SIZE)
     for name, hist in hists.items():
         if hist:
-            xs = sorted(hist)
-            ax.step(xs, [hist[x] for x in xs], where="mid", label=name)
+            bins = np.arange(min(hist), max(hist) + 1)
+            ax.step(bins * step, [hist.get(int(b), 0) for b in bins], where="mid", label=name)
     if limit is not None:
         ax.axvline(limit, color="crimson", linestyle="--", label=limit_label)
     ax.set_xlabel(xlabel)
