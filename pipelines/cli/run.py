@@ -8,7 +8,7 @@ import sys
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.config_file import example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
-from nmtpipe.pipelines.workflow.run import run_workflow, summary_table
+from nmtpipe.pipelines.workflow.run import run_workflow, summary_table, write_run_report
 from nmtpipe.pipelines.workflow.run_config import STEPS
 from nmtpipe.transforms.errors import ConfigError, error_line
 
@@ -19,7 +19,8 @@ holds the options of its command (`nmtpipe STEP --help`, with underscores); the
 workflow connects the steps under `root` ({root}/prepared, vocab, encoded, checkpoints,
 decoded). A step whose result is already there with the same inputs and options is
 reported as cached and not run again; a changed option runs that step and those after
-it. Ends with a table of what each step did.
+it. Ends with a table of what each step did and the path of the dataset's report
+(report.html beside the encoded data, see `nmtpipe report`).
 """
 EPILOG = """\
 examples:
@@ -48,6 +49,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         config, args.first, args.last, logs.progress, show_step, quiet=not args.verbose
     )
     print(summary_table(results), flush=True)
+    report = write_run_report(config)
+    if report is not None:
+        print(f"report: {report}", flush=True)
     failed = results[-1]
     if failed.error is not None:
         line, code = error_line(failed.step, failed.error, args.verbose)

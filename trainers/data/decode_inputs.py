@@ -124,19 +124,25 @@ def _prepared_texts(encode_doc: dict[str, Any], split: str) -> Iterator[tuple[st
         if doc["fingerprint"] != info["fingerprint"]:
             return None
         if split in doc["splits"]:
-            found.append((root, doc["splits"][split]["files"]))
+            # A version's parts come with the rows the version leaves out.
+            skip = set(info.get("excluded", {}).get(split, ()))
+            found.append((root, doc["splits"][split]["files"], skip))
 
     def rows() -> Iterator[tuple[str, str]]:
-        for root, paths in found:
+        for root, paths, skip in found:
+            row = 0
             for path in paths:
                 url = fsio.join(root, path)
                 for group in range(len(fsio.parquet_row_groups(url))):
                     table = fsio.read_parquet(url, ["src", "tgt"], [group])
-                    yield from zip(
+                    for pair in zip(
                         table.column("src").to_pylist(),
                         table.column("tgt").to_pylist(),
                         strict=True,
-                    )
+                    ):
+                        if row not in skip:
+                            yield pair
+                        row += 1
 
     return rows()
 

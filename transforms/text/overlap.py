@@ -70,12 +70,13 @@ class Protected:
     def exclude(
         self, table: pa.Table, split: str, keep_overlap: bool
     ) -> tuple[np.ndarray, list[Reject]]:
-        """Which rows of `table` (pairs of `split`, sorted) must go, and their rejects."""
+        """Which rows of `table` (pairs of `split`) must go, and their rejects, in row
+        order."""
         n = table.num_rows
         gone = np.zeros(n, dtype=bool)
-        rejects: list[Reject] = []
+        found: list[tuple[int, Reject]] = []
         if n == 0:
-            return gone, rejects
+            return gone, []
         keys = {"id": table["id"], "src": side_keys(table["src"]), "tgt": side_keys(table["tgt"])}
         for higher in PRIORITY[: PRIORITY.index(split)]:
             checks = [("id", DUPLICATE)]
@@ -94,9 +95,9 @@ class Protected:
                         if name == "id"
                         else f"{name} is also the {name} of {higher} pair {loc}"
                     )
-                    rejects.append(row_reject(table, i, reason, detail))
+                    found.append((i, row_reject(table, i, reason, detail)))
                 gone[rows] = True
-        return gone, rejects
+        return gone, [reject for _, reject in sorted(found, key=lambda f: f[0])]
 
 
 def row_reject(table: pa.Table, i: int, reason: str, detail: str) -> Reject:
