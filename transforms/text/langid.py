@@ -21,7 +21,9 @@ A model alone is both slow and rash on short lines ("I'll do it." is Italian to 
    (names, numbers, "OK." and two-word exclamations are kept for want of evidence), two
    letters in any other script (the script itself is evidence). A line dominated by a
    script no candidate writes (Greek, Arabic, Thai, ... on a side declared otherwise) is
-   `und` with its share of letters as confidence.
+   `und` with its share of letters as confidence. Where function words speak for the
+   model's choice (two or more German words and no English one), the model need only
+   prefer it; where the model cannot tell a line with kana or Hangul, the script does.
 """
 
 from __future__ import annotations
@@ -115,8 +117,9 @@ def _groups(counts: np.ndarray) -> np.ndarray:
     ).astype(np.float64)
 
 
-def _accepted(lang: str, counts: np.ndarray, lines: list[str]) -> np.ndarray:
-    """Lines with positive evidence of `lang` (stage 2), as a boolean mask."""
+def _accepted(lang: str, counts: np.ndarray, hits: np.ndarray | None) -> np.ndarray:
+    """Lines with positive evidence of `lang` (stage 2), as a boolean mask (`hits`: the
+    lines' function words, for a Latin-script `lang`)."""
     kana, hangul, han = (counts[:, s] for s in (scripts.KANA, scripts.HANGUL, scripts.HAN))
     if lang in ("zh", "yue"):
         return (han > 0) & (kana == 0) & (hangul == 0)
@@ -125,11 +128,29 @@ def _accepted(lang: str, counts: np.ndarray, lines: list[str]) -> np.ndarray:
     if lang == "ko":
         return (hangul > 0) & (kana == 0)
     if lang in ("ru", "uk"):
-        return np.ones(len(lines), dtype=bool)  # no confusable Cyrillic language is weighed
-    hits = function_words.hits(lines)
+        return np.ones(len(counts), dtype=bool)  # no confusable Cyrillic language is weighed
+    assert hits is not None
     own = function_words.LANGUAGES.index(lang)
     others = np.delete(hits, own, axis=1).sum(axis=1)
     return (hits[:, own] > 0) & (others == 0)
+
+
+def _backed(lang: str, hits: np.ndarray) -> frozenset[str]:
+    """The languages the function words of a line (`hits`) speak for, against `lang`."""
+    if lang not in function_words.LANGUAGES or hits[function_words.LANGUAGES.index(lang)]:
+        return frozenset()
+    return frozenset(c for c, n in zip(function_words.LANGUAGES, hits, strict=True) if n >= 2)
+
+
+def _by_script(lang: str, counts: np.ndarray) -> Detection | None:
+    """Japanese or Korean by their own letters, where the model cannot tell (lingua
+    gives up on some lines mixing kana with much Latin)."""
+    cjk = counts[scripts.HAN] + counts[scripts.KANA] + counts[scripts.HANGUL]
+    for code, script in (("ja", scripts.KANA), ("ko", scripts.HANGUL)):
+        if code != lang and counts[script] >= 2:
+            share = round(float(counts[script] / cjk), 3)
+            return Detection(code, share, f"{counts[script]} {scripts.NAMES[script]} letters")
+    return None
 
 
 class LanguageIdentifier:
@@ -150,7 +171,8 @@ class LanguageIdentifier:
         letters = weighted.sum(axis=1)
         dominant = weighted.argmax(axis=1)
         own = _GROUP_OF[lang]
-        suspect = (letters > 0) & ~((dominant == own) & _accepted(lang, counts, lines))
+        hits = function_words.hits(lines) if own == LATIN_GROUP else None
+        suspect = (letters > 0) & ~((dominant == own) & _accepted(lang, counts, hits))
         found: dict[int, Detection] = {}
         if lang == "zh":
             markers = counts[:, scripts.CANTONESE]
@@ -170,15 +192,22 @@ class LanguageIdentifier:
         )[np.arange(len(lines)), group]  # fmt: skip
         need = np.where(group == LATIN_GROUP, self.min_letters, 2)
         for i in np.flatnonzero(suspect & (in_group >= need)).tolist():
-            detection = self._judge(lines[i], lang, int(group[i]), weighted[i], letters[i])
+            backed = _backed(lang, hits[i]) if hits is not None else frozenset()
+            detection = self._judge(lines[i], lang, int(group[i]), counts[i], backed)
             if detection is not None:
                 found[i] = detection
         return found
 
     def _judge(
-        self, line: str, lang: str, group: int, weighted: np.ndarray, letters: float
+        self, line: str, lang: str, group: int, counts: np.ndarray, backed: frozenset[str]
     ) -> Detection | None:
-        """The verdict on one suspect line: a detection if it is not in `lang`."""
+        """The verdict on one suspect line: a detection if it is not in `lang`.
+
+        `backed`: languages two or more of whose function words the line holds, and
+        none of `lang`'s; the model need only prefer one of them (two signals agree).
+        """
+        weighted = _groups(counts[None, :])[0]
+        letters = float(weighted.sum())
         if group == OTHER_GROUP:
             share = round(float(weighted[OTHER_GROUP] / letters), 3)
             if share < self.threshold:
@@ -188,11 +217,12 @@ class LanguageIdentifier:
         scores = {_CODE[v.language.name]: float(v.value) for v in values}
         top = max(scores, key=lambda c: (scores[c], c), default=None)
         if top is None or scores[top] == 0:
-            return None  # the model cannot tell
+            return _by_script(lang, counts) if group == CJK_GROUP else None
         accepted = {lang, *_SAME.get(lang, ())}
         if accepted & set(CANDIDATES[group]):  # the model weighs `lang` itself
             own = sum(scores.get(c, 0.0) for c in accepted)
-            if top in accepted or 1 - own < self.threshold:
+            needed = 0.5 if top in backed else self.threshold
+            if top in accepted or 1 - own < needed:
                 return None
             return Detection(top, round(scores[top], 3), f"model, {lang} {own:.3f}")
         # Written in a script `lang` does not use: wrong whatever the model says; the
