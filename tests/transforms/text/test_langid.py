@@ -36,6 +36,30 @@ def test_a_german_line_is_not_english_and_an_english_one_is(identifier):
     assert list(found) == [0] and found[0].language == "de"
 
 
+def test_function_words_backing_the_model_lower_the_confidence_it_needs(identifier):
+    # lingua prefers French here but is only 0.48 sure; "que", "ne", "l'", "pas" agree.
+    french = "M. Merriweather affirme que Saint Martin ne l’a pas remplacé."
+    found = identifier.wrong(
+        [french, "Mr. Merriweather says Saint Martin did not replace him."], "en"
+    )
+    assert list(found) == [0] and found[0].language == "fr"
+
+
+def test_kana_decide_where_the_model_cannot_tell(identifier):
+    # NTREX-128, Japanese: lingua returns no confidence for these lines full of Latin names.
+    japanese = [
+        "L'Oreal、Maybelline、Burt's Beesなどの既存の製品も、Boots店で見るような"
+        "ブランドスペースでより多く場所を取ることができるだろう。",
+        "PBS、C-SPAN、Fox Business Networkなどの他の会社の数値はすぐには入手できなかった。",
+    ]
+    found = identifier.wrong(
+        [*japanese, "PBS、C-SPAN、Fox Business Network 等其他公司的数据无法立即获得。"], "zh"
+    )
+    assert sorted(found) == [0, 1]
+    assert {d.language for d in found.values()} == {"ja"}
+    assert all("kana" in d.evidence for d in found.values())
+
+
 def test_short_lines_idioms_names_and_numbers_are_kept_for_want_of_evidence(identifier):
     english = ["I'll do it.", "Cheers!", "OK.", "Tom.", "2019", "Hang in there.", "Break a leg!"]
     assert identifier.wrong(english, "en") == {}
