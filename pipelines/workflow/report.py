@@ -169,15 +169,13 @@ def _prepared_sections(stats: dict[str, Any], options: dict[str, Any], examples:
     out.append(
         _figure("sentence length, characters (kept pairs)", plots.histograms(hists, "characters"))
     )
-    ratio = {int(k) / RATIO_BINS: v for k, v in stats.get("length_ratio_hist", {}).items()}
+    ratio = {int(k): v for k, v in stats.get("length_ratio_hist", {}).items()}
     limit = options["filters"]["max_length_ratio"]
+    plot = plots.histograms(
+        {"pairs": ratio}, "longer side / shorter side", 1 / RATIO_BINS, limit, f"limit {limit:g}"
+    )
     out.append(
-        _figure(
-            "length ratio, script-weighted characters (every pair with two sides)",
-            plots.histograms(
-                {"pairs": ratio}, "longer side / shorter side", limit, f"limit {limit:g}"
-            ),
-        )
+        _figure("length ratio, script-weighted characters (every pair with two sides)", plot)
     )
     return "\n".join(out)
 

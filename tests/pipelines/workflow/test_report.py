@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from nmtpipe.pipelines.cli.main import main
+from nmtpipe.pipelines.workflow import report_plots as plots
 from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
@@ -60,6 +63,24 @@ def test_the_report_says_what_happened(encoded, capsys):
     # A prepared output alone gets the first half.
     assert main(["report", str(encoded / "prepared")]) == 0
     assert "fertility" not in (encoded / "prepared" / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_length_ratio_plot_draws_every_pair_in_its_bin(encoded, monkeypatch):
+    drawn = {}
+    real = plots.histograms
+
+    def spy(hists, xlabel, step=1.0, *args):
+        drawn[xlabel] = (hists, step)
+        return real(hists, xlabel, step, *args)
+
+    monkeypatch.setattr(plots, "histograms", spy)
+    main(["report", str(encoded / "prepared")])
+    hists, step = drawn["longer side / shorter side"]
+    ratios = hists["pairs"]  # bins of 1/step, as stats.json counts them
+    stats = json.loads((encoded / "prepared" / "stats.json").read_text(encoding="utf-8"))
+    expected = {int(k): v for k, v in stats["length_ratio_hist"].items()}
+    assert ratios == expected and step == 0.1
+    assert min(ratios) * step >= 1.0 and sum(ratios.values()) > 0
 
 
 def test_the_report_opens_in_a_browser_with_every_plot_drawn(encoded, tmp_path):
