@@ -4,7 +4,9 @@ A line of English with "the", "you" or "with" in it and no word that only German
 French, Spanish, Italian, Dutch or Portuguese use is English; no model needs to look
 at it. Each list holds frequent words of its language that the other listed languages
 do not use as words of their own: ambiguous ones ("a", "in", "die", "was", "is", "so",
-"me", "no", "de", "over") are left out, since they would only blur the evidence; a word
+"me", "no", "de", "over") are left out, since they would only blur the evidence, and so
+are foreign words that are English words too ("come", "met", "hat", "van", "per",
+"pour", "los", "um": English lines hold them, and each sends a line to the model); a word
 listed for two of the others ("como", "en") counts for both. Words are
 lower-case alphanumeric runs, as T2T's tokenizer cuts them ("don't" gives "don" and
 "t", neither of which is listed).
@@ -28,20 +30,22 @@ WORDS: dict[str, str] = {
     "for it be been does did not my there which who how why would could should about from "
     "by if when just very know like get going want one out up has have isn doesn didn "
     "can couldn wouldn shouldn these those our us its than then only after into "
-    "because never always something nothing anything everything think tell said",
-    "de": "der das und ist nicht ein eine einen einem ich sie mit auf für dem den des sich "
-    "auch wird werden von zu im noch nach wie aber oder bei aus wir ihr sind hat haben "
+    "because never always something nothing anything everything think tell said ll some "
+    "need maybe time nobody often make made heard thought bought yesterday tomorrow "
+    "tonight many much every really please sorry go went",
+    "de": "der das und ist nicht ein eine einen einem ich sie auf für dem den des sich "
+    "auch wird werden von zu im noch nach wie aber oder bei aus wir ihr sind haben "
     "kann können dass über nur schon sehr jetzt hier wenn dann mir mich dich uns",
-    "fr": "le la les et est des une du pas que qui dans pour sur avec ce il elle nous vous "
+    "fr": "le la les est des une du pas que qui dans sur avec ce il elle nous vous "
     "je sont au aux ne ses en mais cette été être avoir fait très tout tous ont leur "
     "comme où aussi bien",
-    "es": "el los las y es en por con una del al su lo como más pero para está esta este "
-    "sus muy también ya hay ser fue ha han cuando sobre yo tiene puede",
-    "it": "il di che è per sono della del nel gli questo questa anche più ma alla delle "
-    "dei degli ha hanno essere stato molto come sua suo loro cosa",
-    "nl": "het een en van ik niet op dat zijn met voor maar ook wat bij wordt werd heeft "
+    "es": "el las y es en por con una del su lo como más pero para está esta este "
+    "sus muy también hay ser fue han cuando sobre yo tiene puede",
+    "it": "il di che è sono della del nel gli questo questa anche più ma alla delle "
+    "dei degli hanno essere stato molto sua suo loro cosa",
+    "nl": "het een en ik niet op dat zijn voor maar ook wat bij wordt werd heeft "
     "hebben deze naar uit kan worden hun nog zij wij jullie geen",
-    "pt": "os um uma não em com por mais foi são ele ela está esta muito também já dos "
+    "pt": "os uma não em com por mais foi são ele ela está esta muito também já dos "
     "das seu sua pelo pela isso como mas ao você tem",
 }
 LANGUAGES = tuple(WORDS)
