@@ -10,8 +10,8 @@ A model alone is both slow and rash on short lines ("I'll do it." is Italian to 
    Japanese: kana; Korean: Hangul; a Latin-script language: one of its function words
    and none that only a confusable language uses (`function_words.py`). Such a line is
    accepted without a model: almost every line of a clean corpus is. Chinese with two
-   or more characters only colloquial Cantonese writes (嘅, 咗, 喺, 佢, ...) is
-   Cantonese, a rule no model here knows.
+   or more different characters only colloquial Cantonese writes (嘅, 咗, 喺, 佢, ...)
+   is Cantonese, a rule no model here knows.
 3. The rest are suspects, judged by lingua (offline, its models in the wheel) among the
    candidates of the line's dominant script: English, German, French, Spanish, Italian,
    Dutch and Portuguese for Latin; Chinese, Japanese and Korean for Han, kana and
@@ -64,7 +64,8 @@ CANDIDATES = {
 }
 KNOWN = tuple(sorted(_GROUP_OF))
 _CODE = {name: code for code, name in _LINGUA.items()}
-CANTONESE_MIN = 2
+CANTONESE_MIN = 2  # distinct characters only colloquial Cantonese writes
+_CANTONESE = frozenset(scripts.CANTONESE_CHARS)
 # What a model may name for a declared language without making it wrong: written
 # Cantonese shares most of its text with standard Chinese, which no model here tells apart.
 _SAME = {"yue": {"zh"}}
@@ -179,7 +180,10 @@ class LanguageIdentifier:
         if lang == "zh":
             markers = counts[:, scripts.CANTONESE]
             for i in np.flatnonzero(~suspect & (markers >= CANTONESE_MIN)).tolist():
-                found[i] = Detection("yue", 1.0, f"{markers[i]} Cantonese-only characters")
+                # Distinct ones: a Mandarin line may repeat the interjection 唔.
+                chars = sorted(set(lines[i]) & _CANTONESE)
+                if len(chars) >= CANTONESE_MIN:
+                    found[i] = Detection("yue", 1.0, f"Cantonese-only {''.join(chars)}")
         # A suspect is judged in its own script where it has a fair share of it (is the
         # Han of this line Chinese? Chinese lines hold long Latin names), else in its
         # dominant script (is this English?).

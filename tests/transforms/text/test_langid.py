@@ -68,7 +68,7 @@ def test_short_lines_idioms_names_and_numbers_are_kept_for_want_of_evidence(iden
 
 
 def test_cantonese_needs_several_of_its_own_characters(identifier):
-    found = identifier.wrong(["佢哋喺度食緊飯。", "倫敦在泰唔士河旁。"], "zh")
+    found = identifier.wrong(["佢哋喺度食緊飯。", "倫敦在泰唔士河旁。", "唔、唔，说啥"], "zh")
     assert list(found) == [0] and found[0].language == "yue"
     assert identifier.wrong(["佢哋喺度食緊飯。"], "yue") == {}
 
