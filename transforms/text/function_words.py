@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nmtpipe.transforms.text import t2t_tokenizer
+from nmtpipe.transforms.text import scripts, t2t_tokenizer
 
 WORDS: dict[str, str] = {
     "en": "the you your are were this that with what they them their she his him of and to "
@@ -101,13 +101,4 @@ def hits(lines: list[str]) -> np.ndarray:
     """Function words of each language per line: an (n, len(LANGUAGES)) int array.
 
     ASCII lines are looked at one byte per character, the others four."""
-    n = len(lines)
-    out = np.zeros((n, len(LANGUAGES)), dtype=np.int32)
-    is_ascii = np.fromiter(map(str.isascii, lines), dtype=bool, count=n)
-    for mask in (is_ascii, ~is_ascii):
-        rows = np.flatnonzero(mask)
-        if rows.size == n:
-            out[:] = _hits("\n".join(lines), n)
-        elif rows.size:
-            out[rows] = _hits("\n".join([lines[i] for i in rows.tolist()]), rows.size)
-    return out
+    return scripts.ascii_apart(lines, len(LANGUAGES), _hits)

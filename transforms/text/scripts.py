@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+from collections.abc import Callable
 
 import numpy as np
 
@@ -112,18 +113,28 @@ def count(lines: list[str]) -> np.ndarray:
     The Han column includes the Cantonese characters; lines must not contain `\n`.
     ASCII lines (most lines of a Latin-script side) take one byte per character.
     """
+    out = ascii_apart(lines, _COLUMNS, _count)
+    out[:, HAN] += out[:, CANTONESE]
+    return out
+
+
+def ascii_apart(
+    lines: list[str], columns: int, per_text: Callable[[str, int], np.ndarray]
+) -> np.ndarray:
+    """`per_text(text, n)` (an (n, columns) array for the `n` lines of `\n`-joined
+    `text`) over the ASCII lines and over the others apart, rows back in line order: a
+    text that is all ASCII is looked at one byte per character, not four."""
     n = len(lines)
-    out = np.zeros((n, _COLUMNS), dtype=np.int32)
+    out = np.zeros((n, columns), dtype=np.int32)
     if n == 0:
         return out
     is_ascii = np.fromiter(map(str.isascii, lines), dtype=bool, count=n)
     for mask in (is_ascii, ~is_ascii):
         rows = np.flatnonzero(mask)
         if rows.size == n:
-            out[:] = _count("\n".join(lines), n)
+            out[:] = per_text("\n".join(lines), n)
         elif rows.size:
-            out[rows] = _count("\n".join([lines[i] for i in rows.tolist()]), rows.size)
-    out[:, HAN] += out[:, CANTONESE]
+            out[rows] = per_text("\n".join([lines[i] for i in rows.tolist()]), rows.size)
     return out
 
 
