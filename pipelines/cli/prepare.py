@@ -233,9 +233,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--langid",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="wrong-language: check that each side is in its language (script evidence, "
-        "function words, then lingua for the unclear lines); on by default for the "
-        f"languages it knows ({', '.join(KNOWN)})",
+        help="wrong-language: check that each side of the training input is in its "
+        "language (script evidence, function words, then lingua for the unclear lines); "
+        f"on by default for the languages it knows ({', '.join(KNOWN)}); sets given with "
+        "--validpref/--testpref are kept whole",
     )
     filters.add_argument(
         "--langid-threshold",

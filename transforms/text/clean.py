@@ -153,7 +153,9 @@ class ChunkCleaner:
         counts = (scripts.count(src), scripts.count(tgt))
         verdicts = filters.check_pairs(src, tgt, self.config.filters, counts)
         out.ratio_hist = _ratio_hist(src, tgt, counts)
-        if self._langid is not None:
+        # A valid or test set the user gave is a reference set (scores are compared on
+        # all of it, as sacreBLEU's are): the model does not second-guess its languages.
+        if self._langid is not None and chunk.role == "train":
             self._identify(sides, counts, early.keys() | verdicts.keys(), verdicts)
         for i in sorted(early.keys() | verdicts.keys()):
             if i in early:

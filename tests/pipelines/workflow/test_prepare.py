@@ -216,7 +216,8 @@ def test_a_noisy_corpus_loses_its_wrong_languages_and_its_leaked_test_pairs(tmp_
         + [test_zh[9].rstrip("。") + "！"],
     )  # fmt: skip
     valid = write_pair(tmp_path / "valid", [en[0], test_en[8]], [zh[0], test_zh[8]])
-    test = write_pair(tmp_path / "test", test_en, test_zh)
+    # A given test set is kept whole, whatever its languages: scores are compared on all of it.
+    test = write_pair(tmp_path / "test", [*test_en, test_en[0]], [*test_zh, sample("kor")[0]])
     out = tmp_path / "out"
     outcome = run_prepare(
         PrepareConfig("en", "zh", str(out), trainpref=(str(train),), validpref=(str(valid),),
@@ -231,7 +232,7 @@ def test_a_noisy_corpus_loses_its_wrong_languages_and_its_leaked_test_pairs(tmp_
         for k in ("src", "tgt"):
             assert not {r[k] for r in rows[lower]} & {r[k] for r in rows[higher]}, (lower, k)
     stats = outcome.stats
-    assert stats["splits"] == {"train": len(en) - 1, "valid": 1, "test": 10}
+    assert stats["splits"] == {"train": len(en) - 1, "valid": 1, "test": 11}
     # 5 Japanese targets, 10 German and 10 French sources; as duplicates the two leaked
     # test pairs, valid's first pair in train and valid's copy of a test pair; a test
     # pair with other punctuation as overlap.
@@ -244,4 +245,4 @@ def test_a_noisy_corpus_loses_its_wrong_languages_and_its_leaked_test_pairs(tmp_
     inputs = stats["inputs"]
     assert inputs[f"{train}.{{en,zh}}"]["read"] == len(en) + 28
     assert inputs[f"{valid}.{{en,zh}}"] == {"read": 2, "kept": 1, "rejects": {"duplicate": 1}}
-    assert inputs[f"{test}.{{en,zh}}"] == {"read": 10, "kept": 10, "rejects": {}}
+    assert inputs[f"{test}.{{en,zh}}"] == {"read": 11, "kept": 11, "rejects": {}}
