@@ -79,7 +79,10 @@ def _to_argv(step: str, options: dict[str, Any], parser: _Parser, source: str) -
         if action.nargs == 0:  # a switch
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: wants true or false, not {value!r}")
-            argv += [flag] if value else []
+            if isinstance(action, argparse.BooleanOptionalAction):  # --x / --no-x
+                argv += [action.option_strings[0 if value else 1]]
+            else:
+                argv += [flag] if value else []
         elif isinstance(value, list) and isinstance(action, argparse._AppendAction):
             argv += [x for item in value for x in (flag, str(item))]
         elif isinstance(value, list):

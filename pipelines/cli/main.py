@@ -29,6 +29,7 @@ COMMANDS = {
     "average": "nmtpipe.pipelines.cli.average",
     "run": "nmtpipe.pipelines.cli.run",
     "refresh": "nmtpipe.pipelines.cli.refresh",
+    "report": "nmtpipe.pipelines.cli.report",
 }
 
 DESCRIPTION = """\
@@ -43,6 +44,7 @@ Steps available in this version:
   average   several checkpoints -> one, their weights averaged
   run       all of the above from one YAML config, skipping what is already built
   refresh   publish a new dataset version from new or changed inputs, incrementally
+  report    a self-contained HTML page about a prepared or encoded dataset or a version
 
 prepare, vocab, encode and refresh also take Beam's pipeline options (--runner,
 --direct_num_workers, --direct_running_mode, Dataflow's --project/--region/

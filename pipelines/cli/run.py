@@ -9,7 +9,7 @@ from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.config_file import EXAMPLES, example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.workflow import step_outputs
-from nmtpipe.pipelines.workflow.run import run_workflow, summary_table
+from nmtpipe.pipelines.workflow.run import run_workflow, summary_table, write_run_report
 from nmtpipe.pipelines.workflow.run_config import STEPS, RunConfig
 from nmtpipe.transforms.errors import ConfigError, error_line
 
@@ -20,7 +20,8 @@ holds the options of its command (`nmtpipe STEP --help`, with underscores); the
 workflow connects the steps under `root` ({root}/prepared, vocab, encoded, checkpoints,
 decoded). A step whose result is already there with the same inputs and options is
 reported as cached and not run again; a changed option runs that step and those after
-it. Ends with a table of what each step did.
+it. Ends with a table of what each step did and the path of the dataset's report
+(report.html beside the encoded data, see `nmtpipe report`).
 """
 EPILOG = """\
 examples:
@@ -62,6 +63,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if any(r.step == "decode" and r.status in ("ran", "cached") for r in results):
         result["scores"] = dict(step_outputs.evaluations(config))
         report += "\n" + evaluation_report(config)
+    page = write_run_report(config)
+    if page is not None:
+        result["report"] = page
+        report += f"\nreport: {page}"
     logs.show("run", result, report)
     failed = results[-1]
     if failed.error is not None:

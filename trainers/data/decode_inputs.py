@@ -125,19 +125,25 @@ def _prepared_texts(encode_doc: dict[str, Any], split: str) -> Iterator[tuple[st
         if doc["fingerprint"] != info["fingerprint"]:
             return None
         if split in doc["splits"]:
-            found.append((root, doc, doc["splits"][split]["files"]))
+            # A version's parts come with the rows the version leaves out.
+            skip = set(info.get("excluded", {}).get(split, ()))
+            found.append((root, doc, doc["splits"][split]["files"], skip))
 
     def rows() -> Iterator[tuple[str, str]]:
-        for root, doc, paths in found:
+        for root, doc, paths, skip in found:
             entries = {f["path"]: f for f in doc["files"]}
+            row = 0
             for path in paths:
                 for group in range(len(parquet_row_groups(root, entries[path]))):
                     table = read_parquet_entry(root, entries[path], ["src", "tgt"], [group])
-                    yield from zip(
+                    for pair in zip(
                         table.column("src").to_pylist(),
                         table.column("tgt").to_pylist(),
                         strict=True,
-                    )
+                    ):
+                        if row not in skip:
+                            yield pair
+                        row += 1
 
     return rows()
 

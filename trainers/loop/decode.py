@@ -134,7 +134,8 @@ class Decoder:
         url = prepared_sources(self.doc)[0]["url"]  # a version's parts share the options
         try:
             _, prepared = read_prepared(url)
-            return prepared["options"]["normalize"]
+            normalize = prepared["options"]["normalize"]
+            return normalize.get("src", normalize)  # older outputs hold one for both sides
         except (InputError, OSError) as e:
             if self.config.inputs:
                 raise InputError(

@@ -112,8 +112,11 @@ def published(root: str) -> list[int]:
 
 
 def referenced(doc: dict[str, Any]) -> set[str]:
-    """The folders under the root a version needs: its parts and its vocabulary."""
+    """The folders (and files) under the root a version needs: its parts, its
+    vocabulary and its exclusions."""
     needed = {doc["vocab"]["path"]}
+    if doc.get("exclusions"):
+        needed.add(doc["exclusions"]["path"])
     for part in doc["parts"]:
         needed |= {part["prepared"], part["encoded"]}
     return needed

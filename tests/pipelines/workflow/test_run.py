@@ -116,6 +116,21 @@ def test_bad_configs_are_refused_before_anything_runs(tmp_path, capsys, changes,
     assert not (tmp_path / "root").exists()
 
 
+def test_the_corpus_quality_options_work_from_the_config(tmp_path):
+    """What the demo sets in YAML: script conversion, per-side normalisation, langid."""
+    path = config(tmp_path, prepare__zh_script="simplified", prepare__tgt_normalize="nfkc",
+                  prepare__langid=False, prepare__langid_threshold=0.95,
+                  prepare__keep_overlap=True)  # fmt: skip
+    prepare = load_config(str(path)).prepare
+    assert (prepare.zh_script, prepare.tgt_normalize, prepare.src_normalize) == (
+        "simplified", "nfkc", None,
+    )  # fmt: skip
+    assert prepare.langid is False and not prepare.langid_config().enabled
+    assert prepare.langid_threshold == 0.95 and prepare.keep_overlap
+    assert load_config(str(config(tmp_path, prepare__langid=True))).prepare.langid is True
+    assert load_config(str(config(tmp_path))).prepare.langid_config().enabled  # the default
+
+
 def test_broken_files_and_the_bundled_example(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("root: [unclosed\n", encoding="utf-8")

@@ -94,12 +94,12 @@ def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):
         prepared,
         tmp_path / "a",
         model="unigram",
-        vocab_size=1600,
+        vocab_size=1500,
         spm=spm_config,
         sample_sentences=2000,
     )
     vocab(
-        prepared, tmp_path / "b", model="unigram", vocab_size=1600, spm=spm_config,
+        prepared, tmp_path / "b", model="unigram", vocab_size=1500, spm=spm_config,
         sample_sentences=2000, beam_args=MULTI_PROCESS,
     )  # fmt: skip
     for lang in ("en", "zh"):
