@@ -7,9 +7,9 @@ import json
 import sys
 from typing import Any
 
+from nmtpipe.pipelines.cli.search_flags import add_search_arguments, search_from_args
 from nmtpipe.pipelines.cli.torch_jobs import run_torch_job
 from nmtpipe.trainers.loop.decode_config import DecodeConfig
-from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import ConfigError
 
 SUMMARY = "translate a split or text files with beam search (torchrun), score with sacrebleu"
@@ -48,16 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     io.add_argument("--format", choices=["arrow", "fairseq"], help="default: as trained")
     io.add_argument("--cache-dir", metavar="DIR", help="local cache for remote shards")
     io.add_argument("--bleu-tokenize", help="sacrebleu tokenizer (default: zh for zh, else 13a)")
-    search = parser.add_argument_group("search")
-    numbers = {
-        "--beam": (int, 4), "--nbest": (int, 1), "--alpha": (float, 0.6),
-        "--min-len": (int, 0), "--no-repeat-ngram-size": (int, 0), "--unk-penalty": (float, 0.0),
-    }  # fmt: skip
-    for flag, (kind, default) in numbers.items():
-        search.add_argument(flag, type=kind, default=default, help=f"default: {default}")
-    search.add_argument("--lenpen", type=float, help="fairseq's length penalty and stopping")
-    search.add_argument("--max-len-a", type=float, help="max length a*src_len+b (T2T 1, fs 0)")
-    search.add_argument("--max-len-b", type=int, help="(default: T2T 50, fairseq 200)")
+    add_search_arguments(parser)
     job = parser.add_argument_group("job")
     job.add_argument("--nproc", type=int, default=1, help="processes on this machine")
     job.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
@@ -71,14 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> DecodeConfig:
     if not args.checkpoint or not args.output:
         raise ConfigError("--checkpoint and --output are required")
-    try:
-        search = SearchConfig(
-            beam=args.beam, nbest=args.nbest, alpha=args.alpha, lenpen=args.lenpen,
-            max_len_a=args.max_len_a, max_len_b=args.max_len_b, min_len=args.min_len,
-            no_repeat_ngram_size=args.no_repeat_ngram_size, unk_penalty=args.unk_penalty,
-        )  # fmt: skip
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+    search = search_from_args(args)
     names = ["output", "data", "split", "max_tokens", "buffer_size", "max_source_positions",
              "skip_invalid_size_inputs", "bleu_tokenize", "format", "cache_dir"]  # fmt: skip
     return DecodeConfig(

@@ -24,6 +24,8 @@ COMMANDS = {
     "encode": "nmtpipe.pipelines.cli.encode",
     "train": "nmtpipe.pipelines.cli.train",
     "decode": "nmtpipe.pipelines.cli.decode",
+    "translate": "nmtpipe.pipelines.cli.translate",
+    "export": "nmtpipe.pipelines.cli.export",
     "run": "nmtpipe.pipelines.cli.run",
     "refresh": "nmtpipe.pipelines.cli.refresh",
 }
@@ -37,6 +39,8 @@ Steps available in this version:
   encode    prepared pairs + vocabulary -> Arrow and fairseq mmap shards of ids
   train     encoded shards -> a Transformer, with torchrun/DDP, resumable
   decode    a checkpoint + a split or text -> translations (beam search), BLEU/chrF
+  translate raw sentences on stdin -> translations on stdout, streamed
+  export    a checkpoint -> Hugging Face Transformers (MarianMT) or CTranslate2
   run       all of the above from one YAML config, skipping what is already built
   refresh   publish a new dataset version from new or changed inputs, incrementally
 
