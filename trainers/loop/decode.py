@@ -248,11 +248,11 @@ class Decoder:
             "input": list(c.inputs) or {"data": self.data_url, "split": c.split},
             "search": {"convention": c.search.convention, **c.search.__dict__},
             "world": self.ranks.world,
+            **self.scores.result(),  # first: its count of scored sentences is not the count
             **counts.__dict__,
             "seconds": round(seconds, 2),
             "sentences_per_s": round(counts.sentences / seconds, 2) if seconds else 0.0,
             "target_tokens_per_s": round(counts.target_tokens / seconds, 1) if seconds else 0.0,
-            **self.scores.result(),
         }
 
 
