@@ -38,11 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("export")
     group.add_argument("--checkpoint", metavar="URL", help="a checkpoint of nmtpipe train")
     group.add_argument("--output", metavar="URL", help="folder for the exported model")
-    group.add_argument("--format", choices=FORMATS, default="hf", help="default: hf")
+    group.add_argument("--format", choices=FORMATS, default="hf", help="what to write")
     group.add_argument("--quantization", choices=QUANTIZATIONS,
-                       help="CTranslate2 weights (default: float32)")  # fmt: skip
+                       help="CTranslate2 weights; none: float32")  # fmt: skip
     group.add_argument("--max-positions", type=int, default=1024,
-                       help="longest input or output, in tokens (default: 1024)")  # fmt: skip
+                       help="longest input or output, in tokens")  # fmt: skip
     group.add_argument("--scores", metavar="URL", help="a decode's scores.json for the card")
     group.add_argument("--force", action="store_true", help="export again even if cached")
 

@@ -11,7 +11,9 @@ from nmtpipe.pipelines.cli.search_flags import add_search_arguments, search_from
 from nmtpipe.trainers.loop.translate_config import ENGINES, TranslateConfig
 from nmtpipe.transforms.errors import ConfigError
 
-SUMMARY = "translate raw sentences from stdin or files to stdout, streamed (like fairseq-interactive)"
+SUMMARY = (
+    "translate raw sentences from stdin or files to stdout, streamed (like fairseq-interactive)"
+)
 DESCRIPTION = """\
 Translate raw sentences, one per line, from stdin (or --input files) to stdout, in input
 order. Lines are normalised and encoded as the training data was, batched by tokens as
@@ -34,19 +36,19 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     io = parser.add_argument_group("model and input")
     io.add_argument("--checkpoint", metavar="URL", help="a checkpoint of nmtpipe train")
-    io.add_argument("--engine", choices=ENGINES, default="nmtpipe", help="default: nmtpipe")
+    io.add_argument("--engine", choices=ENGINES, default="nmtpipe", help="what translates")
     io.add_argument("--model", metavar="DIR", help="a CTranslate2 export (--engine ctranslate2)")
     io.add_argument("--input", action="append", default=[], metavar="FILE",
                     help="raw text files instead of stdin (repeatable)")  # fmt: skip
-    io.add_argument("--data", metavar="URL", help="the encoded data (default: the training data)")
+    io.add_argument("--data", metavar="URL", help="the encoded data")
     add_search_arguments(parser)
     job = parser.add_argument_group("job")
     job.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
     job.add_argument("--buffer-size", type=int, default=1000,
-                     help="sentences read ahead at most (default: 1000)")  # fmt: skip
+                     help="sentences read ahead at most")  # fmt: skip
     job.add_argument("--max-source-positions", type=int, default=1024,
-                     help="longer inputs are truncated (default: 1024)")  # fmt: skip
-    job.add_argument("--threads", type=int, default=0, help="CPU threads (default: all cores)")
+                     help="longer inputs are truncated")  # fmt: skip
+    job.add_argument("--threads", type=int, default=0, help="CPU threads; 0: every core")
 
 
 def config_from_args(args: argparse.Namespace) -> TranslateConfig:

@@ -29,6 +29,8 @@ class CTranslate2Engine:
                              f"(needs model.bin and {TOKENIZER_FILE})")  # fmt: skip
         self.tokenizer = Tokenizer.from_file(path)
         self.tokenizer.encode_special_tokens = True
+        unk = self.tokenizer.token_to_id("<unk>")
+        self._control = {i for i in self.tokenizer.get_added_tokens_decoder() if i != unk}
         threads = config.threads or os.cpu_count() or 1
         self.translator = ctranslate2.Translator(config.model, device="cpu", inter_threads=1,
                                                  intra_threads=threads)  # fmt: skip
@@ -55,10 +57,14 @@ class CTranslate2Engine:
             min_decoding_length=c.min_len, no_repeat_ngram_size=c.no_repeat_ngram_size,
             return_scores=True,
         )  # fmt: skip
-        token_id = self.tokenizer.token_to_id
         return [
-            [(self.tokenizer.decode([token_id(t) for t in hyp]), float(score))
+            [(self._text(hyp), float(score))
              for hyp, score in zip(r.hypotheses, r.scores, strict=True)]
             for r in results
         ]  # fmt: skip
 
+    def _text(self, tokens: list[str]) -> str:
+        """Detokenised as SentencePiece does: unknown pieces as " ⁇ ", control symbols dropped."""
+        ids = [self.tokenizer.token_to_id(t) for t in tokens]
+        return self.tokenizer.decode([i for i in ids if i not in self._control],
+                                     skip_special_tokens=False)  # fmt: skip

@@ -28,13 +28,13 @@ from typing import Any
 from transformers import GenerationConfig
 
 from nmtpipe import __version__
-from nmtpipe.trainers.data.decode_inputs import prepared_sources
+from nmtpipe.trainers.data.decode_inputs import prepared_normalization, prepared_sources
 from nmtpipe.trainers.loop import checkpoint, ctranslate2_convert, marian_weights
+from nmtpipe.trainers.loop.decode import check_match
 from nmtpipe.trainers.loop.export_config import ExportConfig
 from nmtpipe.trainers.loop.model_card import model_card
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc
-from nmtpipe.transforms.formats.prepared import read_prepared
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import file_entry
@@ -75,8 +75,7 @@ class _Source:
         self.doc = committed_doc(train["data"])
         self.format = train.get("format") or self.doc["formats"][0]
         self.layout = IdLayout(**self.doc["id_layouts"][self.format])
-        if state.get("vocab_fingerprint") != self.doc["vocab"]["fingerprint"]:
-            raise InputError(f"{url} was trained with another vocabulary than {train['data']}")
+        check_match(state, url, self.doc, train["data"], self.format)
         self.vocab: Vocabulary = open_vocabulary(self.doc["vocab"]["url"])
         if self.vocab.model == "t2t":
             raise ConfigError(
@@ -90,8 +89,7 @@ class _Source:
                 "one: export models trained on a joined vocabulary (nmtpipe vocab --joined)"
             )
         self.prepared_url = prepared_sources(self.doc)[0]["url"]
-        _, prepared = read_prepared(self.prepared_url)
-        self.normalize = prepared["options"]["normalize"]
+        self.normalize = prepared_normalization(self.doc, required=True)
         self.splits = self.doc["splits"]
 
     def tokenizer(self, size: int) -> Any:

@@ -42,8 +42,8 @@ def check_exportable(model_config: dict[str, Any], arch: str | None, url: str) -
                           "post-norm Transformers (transformer_*) are exported")  # fmt: skip
     known = set(ModelConfig.__dataclass_fields__)
     if set(model_config) - known:
-        raise ConfigError(f"{url}: not a Transformer checkpoint (model fields "
-                          f"{', '.join(sorted(set(model_config) - known))}); cannot export")  # fmt: skip
+        extra = ", ".join(sorted(set(model_config) - known))
+        raise ConfigError(f"{url}: not a Transformer checkpoint (model fields {extra})")
     config = ModelConfig(**model_config)
     if config.pre_norm:
         raise ConfigError(

@@ -45,7 +45,9 @@ def model_card(facts: dict[str, Any], fmt: str) -> str:
     for split, info in sorted(data["splits"].items()):
         lines.append(f"- {split}: {info['pairs']:,} pairs")
     if data.get("normalize"):
-        lines.append(f"- Normalisation (applied by the tokenizer too): `{json.dumps(data['normalize'])}`")
+        lines.append(
+            f"- Normalisation (applied by the tokenizer too): `{json.dumps(data['normalize'])}`"
+        )
     lines += [
         "",
         "## Vocabulary",

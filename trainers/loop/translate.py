@@ -138,7 +138,9 @@ def ready_groups(lines: Iterator[str], most: int) -> Iterator[list[str]]:
             return
 
 
-def translate_group(engine: Engine, lines: list[str], max_tokens: int) -> list[list[tuple[str, float]]]:
+def translate_group(
+    engine: Engine, lines: list[str], max_tokens: int
+) -> list[list[tuple[str, float]]]:
     """The n-best of each line, in order: sorted by length, batched by padded tokens."""
     sources = engine.encode(lines)
     lengths = np.array([len(s) for s in sources], dtype=np.int64)

@@ -15,7 +15,7 @@ class TranslateConfig:
     """`nmtpipe translate`'s options (fairseq-interactive's where the concept is the same)."""
 
     checkpoint: str | None = None  # engine nmtpipe
-    model: str | None = None  # engine ctranslate2: a folder of `nmtpipe export --format ctranslate2`
+    model: str | None = None  # engine ctranslate2: an `nmtpipe export --format ctranslate2`
     engine: str = "nmtpipe"
     inputs: tuple[str, ...] = ()  # raw text files; none: stdin
     search: SearchConfig = field(default_factory=SearchConfig)

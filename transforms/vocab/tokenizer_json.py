@@ -7,6 +7,10 @@ ranked by score), EOS appended, and a decoder that undoes it. Control symbols (`
 `</s>`, `<pad>`) stay in the vocabulary for decoding but can never be produced from
 text, as in SentencePiece: their scores are pushed below any real segmentation, and
 the tokenizer is told not to split them out of raw text (`split_special_tokens`).
+One difference remains: where a special's spelling (`<s>`, `<unk>`) is typed in raw
+text and a character of it is outside the vocabulary, `tokenizers` prefers the
+special's piece to unknown characters (its unknown score is always the lowest), while
+SentencePiece writes unknowns.
 
 `with_normalization` puts the `prepare` step's normalisation in front (NUL and C1
 controls, full-width to half-width, the Unicode form, whitespace), so that raw text
@@ -31,6 +35,7 @@ from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS
 
 TOKENIZER_FILE = "tokenizer.json"
 _SPACE = "▁"
+_UNK_SURFACE = " \u2047 "  # SentencePiece's default unk_surface
 _UNREACHABLE = -1e9  # the score of pieces text must never produce (f64: exact sums remain)
 # SentencePiece's ModelProto, TrainerSpec and NormalizerSpec field numbers.
 _TRAINER, _NORMALIZER = 2, 3
@@ -170,9 +175,10 @@ def spm_tokenizer(model: bytes, size: int | None = None) -> Tokenizer:
     if pieces[: len(SPECIALS)] != list(SPECIALS):
         raise NotExpressible(f"SentencePiece models whose first pieces are not {SPECIALS}")
     control = [i for i in range(len(pieces)) if sp.is_control(i)]
-    scores = [_UNREACHABLE if i in control else sp.get_score(i) for i in range(len(pieces))]
-    extra = [f"madeupword{k:04d}" for k in range((size or len(pieces)) - len(pieces))]
     unk = sp.unk_id()
+    unreachable = {*control, unk}
+    scores = [_UNREACHABLE if i in unreachable else sp.get_score(i) for i in range(len(pieces))]
+    extra = [f"madeupword{k:04d}" for k in range((size or len(pieces)) - len(pieces))]
     if kind == _UNIGRAM:
         vocab = list(zip(pieces, scores, strict=True)) + [(w, _UNREACHABLE) for w in extra]
         model_ = models.Unigram(vocab, unk_id=unk, byte_fallback=byte_fallback)
@@ -184,7 +190,10 @@ def spm_tokenizer(model: bytes, size: int | None = None) -> Tokenizer:
     tok.normalizer = normalizers.Sequence(_spm_pipeline(spec))
     prepend = "always" if _flag(spec, _DUMMY_PREFIX, True) else "never"
     tok.pre_tokenizer = pre.Metaspace(replacement=_SPACE, prepend_scheme=prepend, split=True)
-    steps = [decoders.ByteFallback(), decoders.Fuse()] if byte_fallback else []
+    # SentencePiece writes an unknown piece as " ⁇ " (kept when decoding specials too)
+    steps = [decoders.Replace(pieces[unk], _UNK_SURFACE)]
+    if byte_fallback:
+        steps += [decoders.ByteFallback(), decoders.Fuse()]
     tok.decoder = decoders.Sequence(
         [*steps, decoders.Metaspace(replacement=_SPACE, prepend_scheme=prepend)]
     )
