@@ -163,7 +163,7 @@ def time_ctranslate2(args, path: str, layout, srcs) -> tuple[float, list[list[in
     def translate(tokens):
         longest = max(len(t) for t in tokens)
         return translator.translate_batch(
-            tokens, beam_size=BEAM, length_penalty=1.0,
+            tokens, beam_size=BEAM, length_penalty=1.0, min_decoding_length=0,  # default 1
             max_decoding_length=int(args.max_len_a * longest + args.max_len_b) + 1,
         )  # fmt: skip
 
