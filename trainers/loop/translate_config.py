@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from nmtpipe.trainers.loop.decode_config import check_batching
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import ConfigError
 
@@ -37,10 +38,6 @@ class TranslateConfig:
                 raise ConfigError("CTranslate2 scores as fairseq does: give --lenpen (e.g. 1.0)")
             if self.search.unk_penalty:
                 raise ConfigError("CTranslate2 has no --unk-penalty")
-        for name in ("max_tokens", "buffer_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
-        if self.max_source_positions < 2:
-            raise ConfigError("--max-source-positions must be at least 2 (a token and EOS)")
+        check_batching(self.max_tokens, self.buffer_size, self.max_source_positions)
         if self.threads < 0:
             raise ConfigError("--threads must not be negative")
