@@ -18,8 +18,9 @@ counted), the speed relative to `generate`, and the share of best hypotheses equ
 nmtpipe's. With a checkpoint, then `nmtpipe decode` itself with 1 and 2 ranks.
 
     python benchmarks/bench_decode.py                       # after the README's command
-    python benchmarks/bench_decode.py --arch transformer_base --sentences 100 \
-        --max-len-a 0 --max-len-b 60
+    # random models, 32 sentences, exactly 30 target tokens each (the same work for all):
+    python benchmarks/bench_decode.py --data runs/spm/encoded --arch transformer_base \
+        --sentences 32 --min-len 30 --max-len-a 0 --max-len-b 30
     # on a GPU (the anchor: CTranslate2's ~9.3k tokens/s, fp16, OPUS-MT base, A10G):
     python benchmarks/bench_decode.py --arch transformer_base --device cuda \
         --sentences 1997 --max-tokens 8192 --max-len-a 0 --max-len-b 60
@@ -117,7 +118,8 @@ def _sync(args) -> None:
 
 
 def time_ours(args, model, layout, srcs) -> tuple[float, list[list[int]], int]:
-    config = SearchConfig(beam=BEAM, lenpen=1.0, max_len_a=args.max_len_a, max_len_b=args.max_len_b)
+    config = SearchConfig(beam=BEAM, lenpen=1.0, max_len_a=args.max_len_a,
+                          max_len_b=args.max_len_b, min_len=args.min_len)  # fmt: skip
     search = BeamSearch(model, layout, config)
     search(srcs[0][:2], _autocast(args))  # warm-up
     _sync(args)
@@ -135,6 +137,7 @@ def time_hf(args, hf, layout, srcs) -> tuple[float, list[list[int]], int]:
             input_ids=src, attention_mask=src != layout.pad, num_beams=BEAM, do_sample=False,
             max_new_tokens=int(args.max_len_a * longest + args.max_len_b) + 1, length_penalty=1.0,
             early_stopping=True, num_return_sequences=1, bad_words_ids=[[layout.pad]],
+            min_new_tokens=args.min_len,
         )  # fmt: skip
 
     with torch.no_grad(), _autocast(args):
@@ -163,7 +166,7 @@ def time_ctranslate2(args, path: str, layout, srcs) -> tuple[float, list[list[in
     def translate(tokens):
         longest = max(len(t) for t in tokens)
         return translator.translate_batch(
-            tokens, beam_size=BEAM, length_penalty=1.0, min_decoding_length=0,  # default 1
+            tokens, beam_size=BEAM, length_penalty=1.0, min_decoding_length=args.min_len,
             max_decoding_length=int(args.max_len_a * longest + args.max_len_b) + 1,
         )  # fmt: skip
 
@@ -219,6 +222,8 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="cpu, or cuda (bf16 autocast)")
     parser.add_argument("--max-len-a", type=float, default=1.0)
     parser.add_argument("--max-len-b", type=int, default=50)
+    parser.add_argument("--min-len", type=int, default=0,
+                        help="tokens before EOS, at least (= --max-len-b: equal work)")  # fmt: skip
     parser.add_argument("--nproc", type=int, nargs="*", default=[1, 2])
     parser.add_argument("--ctranslate2", nargs="*", default=["float32", "int8"],
                         help="CTranslate2 quantizations to time (CPU)")  # fmt: skip
