@@ -179,9 +179,10 @@ def _check_complete(
 def _card(langs: dict[str, str], vocab: Vocabulary, files: list[dict[str, Any]]) -> str:
     src, tgt = langs["src"], langs["tgt"]
     about = [
-        f"{src}–{tgt} sentence pairs as token ids of the {vocab.model} vocabulary "
-        f"{vocab.root} (encoded by `nmtpipe encode`; id layouts and sources in "
-        "manifest.json). The splits are the Arrow shards; `fairseq/` holds the same pairs "
+        f"{src}–{tgt} sentence pairs as token ids of a {vocab.model} vocabulary (encoded "
+        "by `nmtpipe encode`; the vocabulary, id layouts and sources are in manifest.json; "
+        "no paths here, so the same data gives the same card anywhere). The splits are the "
+        "Arrow shards; `fairseq/` holds the same pairs "
         "as a fairseq data-bin, for fairseq, not for `datasets`."
     ]
     columns = "`id` (the prepared pair's), `src` and `tgt` (token ids, EOS last)"
