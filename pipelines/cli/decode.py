@@ -6,9 +6,9 @@ import argparse
 from typing import Any
 
 from nmtpipe.pipelines.cli import logs
-from nmtpipe.pipelines.cli.torch_jobs import add_numbers, run_torch_job
+from nmtpipe.pipelines.cli.search_flags import add_search_arguments, search_from_args
+from nmtpipe.pipelines.cli.torch_jobs import run_torch_job
 from nmtpipe.trainers.loop.decode_config import DecodeConfig
-from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import ConfigError
 
 SUMMARY = "translate a split or text files with beam search (torchrun), score with sacrebleu"
@@ -84,23 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="sacrebleu's tokenizer (default: zh for Chinese targets, else 13a)",
     )
-    search = parser.add_argument_group("search")
-    numbers = {
-        "--beam": (int, 4, "beam size (1: greedy)"),
-        "--nbest": (int, 1, "hypotheses kept per sentence"),
-        "--alpha": (float, 0.6, "T2T's GNMT length penalty exponent"),
-        "--min-len": (int, 0, "shortest translation, in tokens"),
-        "--no-repeat-ngram-size": (int, 0, "forbid repeating n-grams of this size (0: off)"),
-        "--unk-penalty": (float, 0.0, "subtracted from <unk>'s score"),
-    }
-    add_numbers(search, numbers)
-    search.add_argument(
-        "--lenpen", type=float, help="fairseq's length penalty and stopping rule (default: T2T's)"
-    )
-    search.add_argument(
-        "--max-len-a", type=float, help="longest output a*src_len+b (default: T2T 1, fairseq 0)"
-    )
-    search.add_argument("--max-len-b", type=int, help="(default: T2T 50, fairseq 200)")
+    add_search_arguments(parser)
     job = parser.add_argument_group("job")
     job.add_argument(
         "--nproc",
@@ -123,14 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def config_from_args(args: argparse.Namespace) -> DecodeConfig:
     if not args.checkpoint or not args.output:
         raise ConfigError("--checkpoint and --output are required")
-    try:
-        search = SearchConfig(
-            beam=args.beam, nbest=args.nbest, alpha=args.alpha, lenpen=args.lenpen,
-            max_len_a=args.max_len_a, max_len_b=args.max_len_b, min_len=args.min_len,
-            no_repeat_ngram_size=args.no_repeat_ngram_size, unk_penalty=args.unk_penalty,
-        )  # fmt: skip
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+    search = search_from_args(args)
     names = ["output", "data", "split", "max_tokens", "buffer_size", "max_source_positions",
              "skip_invalid_size_inputs", "bleu_tokenize", "format", "cache_dir"]  # fmt: skip
     return DecodeConfig(

@@ -27,6 +27,8 @@ COMMANDS = {
     "train": "nmtpipe.pipelines.cli.train",
     "decode": "nmtpipe.pipelines.cli.decode",
     "average": "nmtpipe.pipelines.cli.average",
+    "translate": "nmtpipe.pipelines.cli.translate",
+    "export": "nmtpipe.pipelines.cli.export",
     "run": "nmtpipe.pipelines.cli.run",
     "refresh": "nmtpipe.pipelines.cli.refresh",
     "report": "nmtpipe.pipelines.cli.report",
@@ -42,6 +44,8 @@ Steps available in this version:
   train     encoded shards -> a Transformer or GRU model, with torchrun/DDP, resumable
   decode    a checkpoint + a split or text -> translations (beam search), BLEU/chrF
   average   several checkpoints -> one, their weights averaged
+  translate raw sentences on stdin -> translations on stdout, streamed
+  export    a checkpoint -> Hugging Face Transformers (MarianMT) or CTranslate2
   run       all of the above from one YAML config, skipping what is already built
   refresh   publish a new dataset version from new or changed inputs, incrementally
   report    a self-contained HTML page about a prepared or encoded dataset or a version

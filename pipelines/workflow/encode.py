@@ -24,6 +24,7 @@ from nmtpipe.pipelines.beam.encode_graph import EncodeShards
 from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branches
 from nmtpipe.pipelines.beam.summary import read_summary
 from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
+from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards, write_card
 from nmtpipe.transforms.formats.encode_part import EncodeSpec, EncodeTask
 from nmtpipe.transforms.formats.encoded_dataset import ARROW, FAIRSEQ, FORMATS, KIND
 from nmtpipe.transforms.formats.prepared import read_prepared
@@ -173,6 +174,19 @@ def _check_complete(
         )
 
 
+def _card(langs: dict[str, str], vocab: Vocabulary, files: list[dict[str, Any]]) -> str:
+    src, tgt = langs["src"], langs["tgt"]
+    about = [
+        f"{src}–{tgt} sentence pairs as token ids of a {vocab.model} vocabulary (encoded "
+        "by `nmtpipe encode`; the vocabulary, id layouts and sources are in manifest.json; "
+        "no paths here, so the same data gives the same card anywhere). The splits are the "
+        "Arrow shards; `fairseq/` holds the same pairs "
+        "as a fairseq data-bin, for fairseq, not for `datasets`."
+    ]
+    columns = "`id` (the prepared pair's), `src` and `tgt` (token ids, EOS last)"
+    return dataset_card(f"{src}–{tgt} encoded", about, split_shards(files, "arrow"), columns)
+
+
 def _manifest_doc(
     config: EncodeConfig,
     fingerprint: str,
@@ -283,6 +297,7 @@ class EncodeRun:
             json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n",
         )
         files.append(file_entry(out, written, "stats", 1))
+        files.append(write_card(out, _card(self.langs, self.vocab, files)))
         doc = _manifest_doc(
             config, self.fingerprint, self.inputs, self.vocab, self.spaces, files, stats
         )

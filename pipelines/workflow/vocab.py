@@ -31,7 +31,7 @@ from nmtpipe.transforms.storage.commit import STAGING, commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import file_entry
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.vocab import counts as counts_lib
-from nmtpipe.transforms.vocab import id_layout, spm_vocab
+from nmtpipe.transforms.vocab import id_layout, spm_vocab, tokenizer_json
 from nmtpipe.transforms.vocab.counts import JOINED
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, dict_text
 from nmtpipe.transforms.vocab.sample import (
@@ -48,7 +48,10 @@ from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
 from nmtpipe.transforms.vocab.vocabulary import KIND
 
 MODELS = ("t2t", "unigram", "bpe")
-_OURS = re.compile(r"^(vocab(\.[^/]+)?\.subwords|spm(\.[^/]+)?\.(model|vocab)|dict\.[^/]+\.txt)$")
+_OURS = re.compile(
+    r"^(vocab(\.[^/]+)?\.subwords|spm(\.[^/]+)?\.(model|vocab)|tokenizer(\.[^/]+)?\.json"
+    r"|dict\.[^/]+\.txt)$"
+)
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,24 @@ def vocab_files(model: str, side: str) -> list[str]:
     if model == "t2t":
         return [f"vocab{infix}.subwords"]
     return [f"spm{infix}.model", f"spm{infix}.vocab"]
+
+
+def _tokenizer_json(
+    out: str, model: bytes, side: str, size: int, log: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """A SentencePiece model also as `tokenizer.json` (the same ids, EOS appended), for
+    Hugging Face `tokenizers` users; none, with the reason logged, where no
+    `tokenizer.json` reproduces the model exactly."""
+    try:
+        tok = tokenizer_json.spm_tokenizer(model)
+    except tokenizer_json.NotExpressible as e:
+        log(f"no tokenizer.json for {side}: {e}")
+        return []
+    name = tokenizer_json.TOKENIZER_FILE
+    if side != JOINED:
+        name = name.replace(".json", f".{side}.json")
+    written = fsio.write_bytes(fsio.join(out, name), tok.to_str(pretty=True).encode("utf-8"))
+    return [file_entry(out, written, "tokenizer-json", size, side=side)]
 
 
 class _Build:
@@ -302,6 +323,7 @@ def run_vocab(
             pieces = [p for p, _ in spm_vocab.pieces_and_scores(model)]
             dicts[side] = dict_text(pieces[len(SPECIALS) :], piece_counts[len(SPECIALS) :])
             report["vocab_size"] = len(pieces)
+            files += _tokenizer_json(out, model, side, len(pieces), log)
         files += [file_entry(out, w, "vocab", report["vocab_size"], side=side) for w in written]
         reports[side] = report
     for lang in (langs["src"], langs["tgt"]):

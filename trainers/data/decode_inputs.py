@@ -69,13 +69,17 @@ def read_lines(url: str) -> Iterator[str]:
         raise InputError(f"{url}: no such file")
     with fs.open(path, "rb", compression="infer") as f:
         for number, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise InputError(
-                    f"{url}:{number}: not UTF-8 ({e.reason} at byte {e.start})"
-                ) from None
-            yield line.rstrip("\n").removesuffix("\r")
+            yield decode_line(raw, url, number)
+
+
+def decode_line(raw: bytes, name: str, number: int) -> str:
+    """One line's text without its line end (LF or CRLF); invalid UTF-8 is an error
+    naming the file and line."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{name}:{number}: not UTF-8 ({e.reason} at byte {e.start})") from None
+    return line.rstrip("\n").removesuffix("\r")
 
 
 def _lines_of(urls: Iterable[str]) -> Iterator[str]:
@@ -111,6 +115,23 @@ def prepared_sources(encode_doc: dict[str, Any]) -> list[dict[str, str]]:
     version's parts)."""
     info = encode_doc["prepared"]
     return info if isinstance(info, list) else [info]
+
+
+def prepared_normalization(encode_doc: dict[str, Any], required: bool) -> dict[str, Any]:
+    """How the prepare step normalised text (raw input must be normalised alike); `{}`
+    when its output is gone and nothing raw is to be read (`required` False)."""
+    url = prepared_sources(encode_doc)[0]["url"]  # a version's parts share the options
+    try:
+        _, prepared = read_prepared(url)
+        normalize = prepared["options"]["normalize"]
+        return normalize.get("src", normalize)  # older outputs hold one for both sides
+    except (InputError, OSError) as e:
+        if required:
+            raise InputError(
+                f"raw text needs the prepare step's normalisation, but its output {url} "
+                f"cannot be read: {e}"
+            ) from e
+        return {}
 
 
 def _prepared_texts(encode_doc: dict[str, Any], split: str) -> Iterator[tuple[str, str]] | None:
