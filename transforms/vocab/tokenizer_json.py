@@ -250,7 +250,21 @@ def _char_class(codepoints: Iterator[int]) -> str:
 
 
 def _prepare_steps(config: NormalizeConfig) -> Iterator[Any]:
-    """`transforms/text/normalize.py`'s Normalizer as `tokenizers` normalisers."""
+    """`transforms/text/normalize.py`'s Normalizer as `tokenizers` normalisers. With
+    full-width punctuation kept, Unicode noncharacters (U+FDD0..U+FDEF) are removed from
+    every line, where the Normalizer removes them only from lines that hold full-width
+    punctuation: no text should hold them at all."""
+    if config.keep_fullwidth_punct:
+        yield normalizers.Replace(Regex(_char_class(iter(normalize._NONCHARACTERS))), "")
+        for cp, hidden in normalize._HIDE.items():
+            yield normalizers.Replace(chr(cp), hidden)
+    yield from _form_steps(config)
+    if config.keep_fullwidth_punct:
+        for cp, shown in normalize._SHOW.items():
+            yield normalizers.Replace(chr(cp), shown)
+
+
+def _form_steps(config: NormalizeConfig) -> Iterator[Any]:
     pre_map = normalize._PRE
     yield normalizers.Replace(Regex(_char_class(cp for cp, v in pre_map.items() if v is None)), "")
     for cp, value in pre_map.items():

@@ -50,7 +50,12 @@ def test_ids_and_text_are_sentencepieces(model):
         assert tok.decode(ids, skip_special_tokens=False) == sp.decode(ids), ids
 
 
-CONFIGS = [NormalizeConfig(), NormalizeConfig("nfkc", True), NormalizeConfig("none", False, False)]
+CONFIGS = [
+    NormalizeConfig(),
+    NormalizeConfig("nfkc", True),
+    NormalizeConfig("none", False, False),
+    NormalizeConfig(keep_fullwidth_punct=True),  # prepare's default for Chinese sides
+]
 
 
 @pytest.mark.parametrize("config", CONFIGS)
