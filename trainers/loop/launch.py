@@ -46,7 +46,10 @@ def run_job(config: JobConfig, nproc: int = 1, verbose: bool = False) -> dict[st
             pickle.dump({"config": config, "verbose": verbose, "quiet": progress.quiet()}, f)
         torchrun = [sys.executable, "-m", __name__, "--torchrun", failure, str(verbose)]
         ranks = ["--standalone", f"--nproc_per_node={nproc}", "-m", __name__, payload]
-        code = subprocess.run([*torchrun, *ranks], check=False).returncode
+        # One thread per rank unless the user says otherwise (torchrun's own default,
+        # set here so that it does not print a banner about it).
+        env = {"OMP_NUM_THREADS": "1", **os.environ}
+        code = subprocess.run([*torchrun, *ranks], check=False, env=env).returncode
         if code != 0:
             died = json.loads(Path(failure).read_text()) if os.path.exists(failure) else None
             raise NmtpipeError(failure_line(config, nproc, code, died))
