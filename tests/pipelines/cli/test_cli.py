@@ -232,6 +232,7 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
         "manifest.json",
         "spm.model",
         "spm.vocab",
+        "tokenizer.json",
     ]
     encode = nmtpipe(
         "encode", "--prepared", str(tmp_path / "prepared"), "--vocab", str(tmp_path / "vocab"),
