@@ -66,5 +66,10 @@ class CTranslate2Engine:
     def _text(self, tokens: list[str]) -> str:
         """Detokenised as SentencePiece does: unknown pieces as " ⁇ ", control symbols dropped."""
         ids = [self.tokenizer.token_to_id(t) for t in tokens]
-        return self.tokenizer.decode([i for i in ids if i not in self._control],
-                                     skip_special_tokens=False)  # fmt: skip
+        ids = [i for i in ids if i not in self._control]
+        # SentencePiece drops every whitespace-only piece at the start, Metaspace only
+        # the first one's space.
+        start = 0
+        while start < len(ids) and not self.tokenizer.id_to_token(ids[start]).strip("▁"):
+            start += 1
+        return self.tokenizer.decode(ids[start:], skip_special_tokens=False)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from signal import SIGTERM
 from typing import Any
 
 from nmtpipe.trainers.loop.decode_config import DecodeConfig
@@ -89,8 +90,10 @@ def _torchrun(failure: str, verbose: bool, argv: list[str]) -> int:
         run(parse_args(argv))
     except ChildFailedError as e:
         # A rank killed by a signal is the cause; the others then fail on their broken
-        # connections, and may have recorded that earlier than torchrun saw the kill.
-        killed = sorted(r for r, f in e.failures.items() if f.exitcode < 0)
+        # connections, and may have recorded that earlier than torchrun saw the kill, or
+        # get the SIGTERM torchrun sends the survivors: that one is never the cause.
+        signalled = sorted(r for r, f in e.failures.items() if f.exitcode < 0)
+        killed = [r for r in signalled if e.failures[r].exitcode != -SIGTERM] or signalled
         rank, first = (killed[0], e.failures[killed[0]]) if killed else e.get_first_failure()
         signal = first.signal_name() if first.exitcode < 0 else ""
         record = {"rank": rank, "exitcode": first.exitcode, "signal": signal}
