@@ -1,22 +1,26 @@
-"""`nmtpipe decode` speed: beam search against Hugging Face `generate(num_beams=4)`.
+"""`nmtpipe decode` speed: beam search against Hugging Face `generate(num_beams=4)` and
+CTranslate2 (float32 and int8), on the same model and sentences.
 
-Both decode the same sentences with the same weights: the model is nmtpipe's (the
-README demo's checkpoint by default, or a randomly initialised preset with --arch), and
-the peer is a `MarianMTModel` built from a config with its sizes (post-norm, ReLU,
-scaled embeddings, tied output) into which those weights are copied, positions
-included, so the two compute the same function (the script prints the largest logit
-difference). Sentences come from the encoded test split, sorted by length and cut into
-the same batches for both (at most --max-tokens padded source tokens). Search: beam 4,
-score / length (fairseq's `--lenpen 1`; HF `length_penalty=1.0, early_stopping=True`,
-which both stop once 4 hypotheses finished), at most `a * source length + b` tokens
-(`--max-len-a 1 --max-len-b 50`; HF applies it to a batch's longest source, nmtpipe to
-each source, so for a random model, which babbles to the limit, give `--max-len-a 0`).
-Reported: sentences/s and target tokens/s (best hypotheses, EOS counted), and how many
-best hypotheses the two agree on. Then `nmtpipe decode` itself with 1 and 2 ranks.
+All decode the same sentences with the same weights: the model is nmtpipe's (the README
+demo's checkpoint by default, or a randomly initialised preset with --arch), the peers
+are the `MarianMTModel` that `nmtpipe export` makes of it (trainers/loop/marian_weights.py,
+positions included, so the two compute the same function; the script prints the largest
+logit difference) and the CTranslate2 models the export's converter makes of that.
+Sentences come from the encoded test split, sorted by length and cut into the same
+batches for all (at most --max-tokens padded source tokens). Search: beam 4, score /
+length (fairseq's `--lenpen 1`; HF `length_penalty=1.0, early_stopping=True` and
+CTranslate2 `length_penalty=1`, which all stop once 4 hypotheses finished), at most
+`a * source length + b` tokens (`--max-len-a 1 --max-len-b 50`; HF and CTranslate2
+apply it to a batch's longest source, nmtpipe to each source, so for a random model,
+which babbles to the limit, give `--max-len-a 0`). Threads: --threads for all (the
+cores by default). Reported: sentences/s and target tokens/s (best hypotheses, EOS
+counted), the speed relative to `generate`, and the share of best hypotheses equal to
+nmtpipe's. With a checkpoint, then `nmtpipe decode` itself with 1 and 2 ranks.
 
     python benchmarks/bench_decode.py                       # after the README's command
-    python benchmarks/bench_decode.py --arch transformer_base --sentences 100 \
-        --max-len-a 0 --max-len-b 60
+    # random models, 32 sentences, exactly 30 target tokens each (the same work for all):
+    python benchmarks/bench_decode.py --data runs/spm/encoded --arch transformer_base \
+        --sentences 32 --min-len 30 --max-len-a 0 --max-len-b 30
     # on a GPU (the anchor: CTranslate2's ~9.3k tokens/s, fp16, OPUS-MT base, A10G):
     python benchmarks/bench_decode.py --arch transformer_base --device cuda \
         --sentences 1997 --max-tokens 8192 --max-len-a 0 --max-len-b 60
@@ -35,16 +39,20 @@ import sys
 import tempfile
 import time
 
+import ctranslate2
 import numpy as np
 import torch
-from transformers import MarianConfig, MarianMTModel
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+from transformers import MarianMTModel, PreTrainedTokenizerFast
 
 from nmtpipe.trainers.data.batching import greedy_cuts, padded
-from nmtpipe.trainers.loop import checkpoint
+from nmtpipe.trainers.loop import checkpoint, ctranslate2_convert
+from nmtpipe.trainers.loop.marian_weights import save_marian, to_marian
 from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.config import preset
 from nmtpipe.trainers.model.search_config import SearchConfig
-from nmtpipe.trainers.model.transformer import Transformer, timing_signal
+from nmtpipe.trainers.model.transformer import Transformer
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 
 BEAM = 4
@@ -63,53 +71,23 @@ def load_model(args: argparse.Namespace, data) -> Transformer:
     return Transformer(config).eval()
 
 
-def marian_twin(model: Transformer, eos: int) -> MarianMTModel:
-    """A MarianMTModel computing what `model` computes (same weights and positions)."""
-    c = model.config
-    if not c.share_all_embeddings or c.pre_norm:
-        raise SystemExit("the twin needs a post-norm model with one shared embedding table")
-    hf = MarianMTModel(MarianConfig(
-        vocab_size=c.tgt_vocab, decoder_vocab_size=c.tgt_vocab, d_model=c.d_model,
-        encoder_layers=c.encoder_layers, decoder_layers=c.decoder_layers,
-        encoder_attention_heads=c.heads, decoder_attention_heads=c.heads,
-        encoder_ffn_dim=c.ffn, decoder_ffn_dim=c.ffn, activation_function="relu",
-        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, scale_embedding=True,
-        max_position_embeddings=1024, pad_token_id=c.pad, eos_token_id=eos,
-        decoder_start_token_id=eos, forced_eos_token_id=None, tie_word_embeddings=True,
-        share_encoder_decoder_embeddings=True,
-    )).eval()  # fmt: skip
-    with torch.no_grad():
-        hf.model.shared.weight.copy_(model.tgt_embed.weight)
-        for stack in (hf.model.encoder, hf.model.decoder):
-            table = stack.embed_positions.weight
-            table.copy_(timing_signal(table.shape[0], c.d_model))
-        for theirs, ours in zip(hf.model.encoder.layers, model.encoder, strict=True):
-            _copy_attention(theirs.self_attn, ours.attention)
-            _copy_block(theirs, ours, ["self_attn_layer_norm", "final_layer_norm"])
-        for theirs, ours in zip(hf.model.decoder.layers, model.decoder, strict=True):
-            _copy_attention(theirs.self_attn, ours.self_attention)
-            _copy_attention(theirs.encoder_attn, ours.cross_attention)
-            norms = ["self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"]
-            _copy_block(theirs, ours, norms)
-    hf.tie_weights()
-    return hf
-
-
-def _copy_attention(theirs, ours) -> None:
-    theirs.q_proj.load_state_dict(ours.q.state_dict())
-    theirs.out_proj.load_state_dict(ours.out.state_dict())
-    key_w, value_w = ours.kv.weight.chunk(2, dim=0)  # our kv projection: [keys; values]
-    key_b, value_b = ours.kv.bias.chunk(2, dim=0)
-    theirs.k_proj.load_state_dict({"weight": key_w, "bias": key_b})
-    theirs.v_proj.load_state_dict({"weight": value_w, "bias": value_b})
-
-
-def _copy_block(theirs, ours, norms: list[str]) -> None:
-    """Layer norms (one per sub-layer, in order) and the feed-forward weights."""
-    for name, sub in zip(norms, ours.sub, strict=True):
-        getattr(theirs, name).load_state_dict(sub.norm.state_dict())
-    theirs.fc1.load_state_dict(ours.ffn.inner.state_dict())
-    theirs.fc2.load_state_dict(ours.ffn.outer.state_dict())
+def ctranslate2_twins(hf: MarianMTModel, layout, folder: str, kinds: list[str]) -> dict:
+    """CTranslate2 models of `hf` (one per quantization), through the export's converter.
+    Tokens are the ids written as text, so any vocabulary kind works."""
+    hf_folder = os.path.join(folder, "hf")
+    save_marian(hf, hf_folder)
+    size = hf.config.vocab_size
+    words = Tokenizer(WordLevel({str(i): i for i in range(size)}, unk_token=str(layout.unk)))
+    special = {"bos_token": layout.bos, "eos_token": layout.eos, "unk_token": layout.unk,
+               "pad_token": layout.pad}  # fmt: skip
+    PreTrainedTokenizerFast(
+        tokenizer_object=words, **{k: str(v) for k, v in special.items() if v is not None}
+    ).save_pretrained(hf_folder)
+    out = {}
+    for kind in kinds:
+        ctranslate2_convert.convert(hf_folder, os.path.join(folder, kind), kind)
+        out[kind] = os.path.join(folder, kind)
+    return out
 
 
 def batches(split, count: int, max_tokens: int, pad: int) -> list[torch.Tensor]:
@@ -140,7 +118,8 @@ def _sync(args) -> None:
 
 
 def time_ours(args, model, layout, srcs) -> tuple[float, list[list[int]], int]:
-    config = SearchConfig(beam=BEAM, lenpen=1.0, max_len_a=args.max_len_a, max_len_b=args.max_len_b)
+    config = SearchConfig(beam=BEAM, lenpen=1.0, max_len_a=args.max_len_a,
+                          max_len_b=args.max_len_b, min_len=args.min_len)  # fmt: skip
     search = BeamSearch(model, layout, config)
     search(srcs[0][:2], _autocast(args))  # warm-up
     _sync(args)
@@ -156,8 +135,9 @@ def time_hf(args, hf, layout, srcs) -> tuple[float, list[list[int]], int]:
         longest = int((src != layout.pad).sum(1).max())  # HF's limit is per batch
         return hf.generate(
             input_ids=src, attention_mask=src != layout.pad, num_beams=BEAM, do_sample=False,
-            max_new_tokens=int(args.max_len_a * longest + args.max_len_b), length_penalty=1.0,
+            max_new_tokens=int(args.max_len_a * longest + args.max_len_b) + 1, length_penalty=1.0,
             early_stopping=True, num_return_sequences=1, bad_words_ids=[[layout.pad]],
+            min_new_tokens=args.min_len,
         )  # fmt: skip
 
     with torch.no_grad(), _autocast(args):
@@ -175,6 +155,36 @@ def time_hf(args, hf, layout, srcs) -> tuple[float, list[list[int]], int]:
             tokens += len(row) + ended
             best.append(row)
     return seconds, best, tokens
+
+
+def time_ctranslate2(args, path: str, layout, srcs) -> tuple[float, list[list[int]], int]:
+    """CTranslate2 on the CPU, the same batches, search and length limit as `generate`."""
+    translator = ctranslate2.Translator(path, device="cpu", inter_threads=1,
+                                        intra_threads=args.threads)  # fmt: skip
+    batches_ = [[[str(t) for t in row if t != layout.pad] for row in src.tolist()] for src in srcs]
+
+    def translate(tokens):
+        longest = max(len(t) for t in tokens)
+        return translator.translate_batch(
+            tokens, beam_size=BEAM, length_penalty=1.0, min_decoding_length=args.min_len,
+            max_decoding_length=int(args.max_len_a * longest + args.max_len_b) + 1,
+        )  # fmt: skip
+
+    translate(batches_[0][:2])
+    started = time.perf_counter()
+    results = [translate(tokens) for tokens in batches_]
+    seconds = time.perf_counter() - started
+    best = [[int(t) for t in r.hypotheses[0]] for rs in results for r in rs]
+    limit = [int(args.max_len_a * max(len(t) for t in b) + args.max_len_b) for b in batches_]
+    sizes = [len(b) for b in batches_]
+    ends = [lim for lim, n in zip(limit, sizes, strict=True) for _ in range(n)]
+    tokens = sum(len(b) + (len(b) < lim) for b, lim in zip(best, ends, strict=True))
+    return seconds, best, tokens
+
+
+def _speed(seconds: float, n: int, tokens: int) -> dict:
+    return {"seconds": round(seconds, 2), "sentences_per_s": round(n / seconds, 1),
+            "target_tokens_per_s": round(tokens / seconds, 1)}  # fmt: skip
 
 
 def max_logit_difference(model, hf, src: torch.Tensor, eos: int) -> float:
@@ -212,13 +222,17 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="cpu, or cuda (bf16 autocast)")
     parser.add_argument("--max-len-a", type=float, default=1.0)
     parser.add_argument("--max-len-b", type=int, default=50)
+    parser.add_argument("--min-len", type=int, default=0,
+                        help="tokens before EOS, at least (= --max-len-b: equal work)")  # fmt: skip
     parser.add_argument("--nproc", type=int, nargs="*", default=[1, 2])
+    parser.add_argument("--ctranslate2", nargs="*", default=["float32", "int8"],
+                        help="CTranslate2 quantizations to time (CPU)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     data = open_dataset(args.data)
     model = load_model(args, data)
     layout = data.layout
-    hf = marian_twin(model, layout.eos).to(args.device)
+    hf = to_marian(model, layout, 1024).to(args.device)
     model.to(args.device)
     srcs = [
         s.to(args.device)
@@ -228,22 +242,29 @@ def main() -> None:
     ours_s, ours_best, ours_tokens = time_ours(args, model, layout, srcs)
     hf_s, hf_best, hf_tokens = time_hf(args, hf, layout, srcs)
     n = len(ours_best)
-    same = float(np.mean([a == b for a, b in zip(ours_best, hf_best, strict=True)]))
+
+    def versus(seconds: float, best: list[list[int]], tokens: int) -> dict:
+        return {**_speed(seconds, n, tokens), "x_hf_generate": round(hf_s / seconds, 2),
+                "same_best_as_nmtpipe": round(float(np.mean(
+                    [a == b for a, b in zip(ours_best, best, strict=True)])), 3)}  # fmt: skip
+
+    engines = {"nmtpipe": versus(ours_s, ours_best, ours_tokens),
+               "hf_generate": versus(hf_s, hf_best, hf_tokens)}  # fmt: skip
+    if args.device == "cpu" and args.ctranslate2:
+        with tempfile.TemporaryDirectory(prefix="nmtpipe-bench-ct2-") as folder:
+            for kind, path in ctranslate2_twins(hf, layout, folder, args.ctranslate2).items():
+                engines[f"ctranslate2_{kind}"] = versus(
+                    *time_ctranslate2(args, path, layout, [s.cpu() for s in srcs])
+                )
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "torch": torch.__version__, "model": args.arch or args.checkpoint,
+        "torch": torch.__version__, "ctranslate2": ctranslate2.__version__,
+        "model": args.arch or args.checkpoint,
         "d_model": model.config.d_model, "layers": model.config.encoder_layers,
         "vocab": model.config.tgt_vocab, "sentences": n, "batches": len(srcs),
         "threads": args.threads, "device": args.device, "max_len": [args.max_len_a, args.max_len_b],
-        "max_logit_difference": round(diff, 6),
-        "nmtpipe": {"seconds": round(ours_s, 2), "sentences_per_s": round(n / ours_s, 1),
-                    "target_tokens_per_s": round(ours_tokens / ours_s, 1)},
-        "hf_generate": {"seconds": round(hf_s, 2), "sentences_per_s": round(n / hf_s, 1),
-                        "target_tokens_per_s": round(hf_tokens / hf_s, 1)},
-        "speedup_sentences": round(hf_s / ours_s, 2),
-        "speedup_tokens": round((ours_tokens / ours_s) / (hf_tokens / hf_s), 2),
-        "same_best_hypothesis": round(same, 3),
+        "max_logit_difference": round(diff, 6), **engines,
     }  # fmt: skip
     if args.arch is None:
         result["ranks"] = [ranks(args, k) for k in args.nproc]

@@ -15,6 +15,8 @@ tokens:
 
 `--example` runs them on the bundled Tatoeba corpus (32k pairs, gzipped) instead of a
 generated one: there the whole command's fixed cost is what counts.
+- nmtpipe-no-langid: the same with `--no-langid`, to measure what language
+  identification (on by default) costs.
 
 Every contender runs in its own process, watched by psutil for wall time and peak
 resident memory (per process, so that Beam's worker processes show separately).
@@ -125,19 +127,24 @@ def run_hf(prefix: str, workers: int) -> dict:
 
 
 def watch(cmd: list[str]) -> dict:
-    """Run `cmd`, sampling the resident memory of it and its children every 0.1 s; its
-    wall time, peak memories and standard output."""
+    """Run `cmd`, sampling the resident memory and CPU time of it and its children every
+    0.1 s; its wall time, CPU seconds (user + system, all processes: what another
+    engineer's load on a shared machine does not inflate as much), peak memories and
+    standard output."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err)
         main = psutil.Process(proc.pid)
         peaks: dict[int, int] = {}
+        cpu: dict[int, float] = {}
         while proc.poll() is None:
-            try:
-                for p in [main, *main.children(recursive=True)]:
+            for p in [main, *main.children(recursive=True)]:
+                try:
                     peaks[p.pid] = max(peaks.get(p.pid, 0), p.memory_info().rss)
-            except psutil.Error:
-                pass
+                    times = p.cpu_times()
+                    cpu[p.pid] = max(cpu.get(p.pid, 0.0), times.user + times.system)
+                except psutil.Error:
+                    pass
             time.sleep(0.1)
         seconds = time.perf_counter() - start
         if proc.returncode != 0:
@@ -149,6 +156,7 @@ def watch(cmd: list[str]) -> dict:
     workers = [rss for pid, rss in peaks.items() if pid != proc.pid]
     return {
         "seconds": seconds,
+        "cpu_seconds": sum(cpu.values()),
         "peak_rss_main_mb": peaks.get(proc.pid, 0) >> 20,
         "peak_rss_worker_mb": (max(workers) >> 20) if workers else None,
         "stdout": stdout,
@@ -156,6 +164,8 @@ def watch(cmd: list[str]) -> dict:
 
 
 def _command(name: str, prefix: str, pairs: int, workers: int) -> list[str]:
+    if name == "nmtpipe-no-langid":
+        return [*_command("nmtpipe", prefix, pairs, workers), "--no-langid"]
     if not name.startswith("nmtpipe"):
         return [
             sys.executable,
@@ -192,6 +202,7 @@ def bench(
             runs[name].append(result)
             print(
                 f"  round {round_ + 1} {name:>9} {pairs:>9,} pairs {result['seconds']:7.1f} s, "
+                f"{result['cpu_seconds']:7.1f} CPU s, "
                 f"peak RSS main {result['peak_rss_main_mb']} MB"
                 + (
                     f", worker {result['peak_rss_worker_mb']} MB"
@@ -209,6 +220,9 @@ def bench(
                 "pairs": pairs,
                 "seconds_median": round(seconds, 2),
                 "seconds_all": [round(r["seconds"], 2) for r in results],
+                "cpu_seconds_median": round(
+                    statistics.median(r["cpu_seconds"] for r in results), 1
+                ),
                 "pairs_per_s": round(pairs / seconds),
                 "peak_rss_main_mb": max(r["peak_rss_main_mb"] for r in results),
                 "peak_rss_worker_mb": max((r["peak_rss_worker_mb"] or 0) for r in results) or None,
@@ -216,15 +230,17 @@ def bench(
         )
     base = next((r["seconds_median"] for r in rows if r["contender"] == "loop"), None)
     print(
-        "| contender | pairs | median s | runs (s) | pairs/s | vs loop | peak RSS main / worker |"
+        "| contender | pairs | median s | runs (s) | median CPU s | pairs/s | vs loop "
+        "| peak RSS main / worker |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         ratio = f"{base / r['seconds_median']:.2f}x" if base else "-"
         worker = f" / {r['peak_rss_worker_mb']} MB" if r["peak_rss_worker_mb"] else ""
         print(
             f"| {r['contender']} | {pairs:,} | {r['seconds_median']} | "
-            f"{', '.join(map(str, r['seconds_all']))} | {r['pairs_per_s']:,} | {ratio} | "
+            f"{', '.join(map(str, r['seconds_all']))} | {r['cpu_seconds_median']} | "
+            f"{r['pairs_per_s']:,} | {ratio} | "
             f"{r['peak_rss_main_mb']} MB{worker} |"
         )
     return rows
@@ -238,7 +254,7 @@ def main() -> None:
     parser.add_argument(
         "--contenders",
         default="loop,hf,nmtpipe",
-        help="comma-separated: loop,t2t-loop,hf,nmtpipe,nmtpipe-auto",
+        help="comma-separated: loop,t2t-loop,hf,nmtpipe,nmtpipe-auto,nmtpipe-no-langid",
     )
     parser.add_argument(
         "--example", action="store_true", help="the bundled Tatoeba corpus, not a generated one"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -20,6 +21,12 @@ MULTI_PROCESS = [
     "--direct_num_workers=2",
     "--direct_running_mode=multi_processing",
 ]
+
+
+def command_result(stdout: str) -> dict:
+    """The result a command printed: the last of its JSON lines on stdout."""
+    last = [line for line in stdout.splitlines() if line.startswith("{")][-1]
+    return json.loads(last)["result"]
 
 
 def example_lines(name: str, lang: str, limit: int | None = None) -> list[str]:

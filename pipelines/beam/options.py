@@ -15,8 +15,9 @@ import functools
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TextIO
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import (
@@ -31,7 +32,8 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.runner import PipelineState
 
-from nmtpipe.transforms.errors import ConfigError, NmtpipeError
+from nmtpipe.transforms.errors import ConfigError, NmtpipeError, unknown_options
+from nmtpipe.transforms.progress import heartbeat
 
 # The FnApiRunner is the engine behind Beam's DirectRunner. Naming it directly skips the
 # DirectRunner's first attempt to download and start the Prism runner (Beam >= 2.68),
@@ -64,14 +66,18 @@ def beam_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check_beam_args(args: list[str]) -> None:
-    """Raise ConfigError naming every argument that is neither ours nor Beam's."""
+def beam_flags() -> list[str]:
+    """Every option string Beam's parser knows (`--runner`, `--direct_num_workers`, ...)."""
+    return [flag for action in beam_parser()._actions for flag in action.option_strings]
+
+
+def check_beam_args(args: list[str], ours: Iterable[str] = ()) -> None:
+    """Raise ConfigError naming the first argument that is neither ours nor Beam's, with
+    the nearest option of either (`ours`: the command's own option strings)."""
     _, unknown = beam_parser().parse_known_args(args)
-    flags = [a for a in unknown if a.startswith("-")]
-    if flags or unknown:
-        raise ConfigError(
-            f"unknown option(s): {' '.join(flags or unknown)} (see --help and --help-beam)"
-        )
+    error = unknown_options(unknown, [*ours, *beam_flags()], "see --help and --help-beam")
+    if error is not None:
+        raise error
 
 
 def _project_file() -> Path | None:
@@ -195,34 +201,41 @@ def _installed(module: str) -> bool:
 
 
 @contextlib.contextmanager
-def quiet_stderr(enabled: bool) -> Iterator[None]:
+def quiet_stderr(enabled: bool) -> Iterator[TextIO]:
     """While enabled, send whatever writes to file descriptor 2 — this process and the
-    worker processes it starts — to /dev/null; Python errors still propagate."""
+    worker processes it starts — to /dev/null; Python errors still propagate. Yields
+    where the user's stderr is meanwhile (for the progress display)."""
     if not enabled:
-        yield
+        yield sys.stderr
         return
     sys.stderr.flush()
     saved = os.dup(2)
     with open(os.devnull, "wb") as devnull:
         os.dup2(devnull.fileno(), 2)
     try:
-        yield
+        with os.fdopen(os.dup(saved), "w", buffering=1) as terminal:
+            yield terminal
     finally:
         sys.stderr.flush()
         os.dup2(saved, 2)
         os.close(saved)
 
 
-def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False) -> None:
+def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam") -> None:
     """Run `pipeline` to completion; any end but DONE is an error.
 
     `quiet` silences what local worker processes write to the terminal (their logs and
-    the tracebacks of failures, which reach the caller as the exception anyway).
+    the tracebacks of failures, which reach the caller as the exception anyway). While
+    it runs, the progress display shows `what` and the time it has taken (Beam reports
+    nothing until a local pipeline ends).
     """
     runner = pipeline.options.view_as(StandardOptions).runner
     if runner == "DataflowRunner" and not _installed("google.cloud.storage"):
         raise ConfigError("DataflowRunner needs Beam's GCP extras: pip install 'nmtpipe[dataflow]'")
-    with quiet_stderr(quiet and runner in LOCAL_RUNNERS):
+    with (
+        quiet_stderr(quiet and runner in LOCAL_RUNNERS) as terminal,
+        heartbeat(f"{what} on {runner}", stream=terminal),
+    ):
         result = pipeline.run()
         state = result.wait_until_finish()
     if state != PipelineState.DONE:
@@ -242,4 +255,4 @@ def run_branches(
     for k, branch in enumerate(branches):
         label = name if len(branches) == 1 else f"{name}{k:04d}"
         _ = pipeline | label >> branch
-    run_pipeline(pipeline, quiet)
+    run_pipeline(pipeline, quiet, name)

@@ -4,6 +4,7 @@
 testable alone:
 
     CorpusInputs ─CleanChunks─▶ pair batches ─WritePairShards─▶ shards (+ duplicates)
+                         ├────▶ valid/test keys ─ProtectSplits─┘ (side input: overlap)
                          ├────▶ rejects ──────┴─WriteRejectFiles─▶ reject files
                          ├────▶ partial counts ─CountTokens─▶ count files, alphabet
                          └────▶ statistics ─────────────────▶ WriteSummary
@@ -24,10 +25,12 @@ from nmtpipe.transforms.beam.prepare_fns import (
     CHARS,
     COUNTS,
     FILES,
+    PROTECTED,
     REJECTS,
     STATS,
     CleanChunksFn,
     MergeCountsFn,
+    MergeProtectedFn,
     PlanChunksFn,
     WriteCountsFn,
     WritePairShardsFn,
@@ -51,11 +54,13 @@ class PrepareSpec:
     reject_shards: int
     chunk_lines: int = 5000
     count_fanout: int = 4
+    keep_overlap: bool = False
 
 
 class CleanChunks(beam.PTransform):
     """CorpusInputs → their pair batches keyed by (split, shard) (main output `pairs`),
-    with the `rejects`, partial token `counts` and `stats` of every chunk tagged."""
+    with the `rejects`, partial token `counts`, `stats` and `protected` keys of every
+    chunk tagged."""
 
     def __init__(self, spec: PrepareSpec, spill_dir: str | None) -> None:
         super().__init__()
@@ -70,28 +75,49 @@ class CleanChunks(beam.PTransform):
             | "Clean"
             >> beam.ParDo(
                 CleanChunksFn(s.clean, s.langs, s.count_buckets, s.reject_shards, self.spill_dir)
-            ).with_outputs(REJECTS, COUNTS, STATS, main="pairs")
+            ).with_outputs(REJECTS, COUNTS, STATS, PROTECTED, main="pairs")
         )
 
 
+class ProtectSplits(beam.PTransform):
+    """What the valid and test pairs protect, per chunk → one `Protected` (a singleton
+    side input of the shard writers; small, as valid and test sets are)."""
+
+    def expand(self, parts: beam.PCollection) -> beam.PCollection:
+        return parts | "MergeProtected" >> beam.CombineGlobally(MergeProtectedFn())
+
+
 class WritePairShards(beam.PTransform):
-    """Keyed pair batches → one Parquet shard per (split, shard), deduplicated; tagged
-    outputs: the shards' manifest entries (`files`), their `stats`, the duplicates as
-    `rejects` and the duplicates' tokens as negative `counts`."""
+    """(Keyed pair batches, what valid and test protect) → one Parquet shard per
+    (split, shard), deduplicated and decontaminated; tagged outputs: the shards'
+    manifest entries (`files`), their `stats`, the dropped pairs as `rejects` and their
+    tokens as negative `counts`."""
 
     def __init__(self, spec: PrepareSpec, spill_dir: str | None) -> None:
         super().__init__()
         self.spec, self.spill_dir = spec, spill_dir
 
-    def expand(self, pairs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
+    def expand(
+        self, inputs: tuple[beam.PCollection, beam.PCollection]
+    ) -> beam.pvalue.DoOutputsTuple:
+        pairs, protected = inputs
         s = self.spec
         writer = WritePairShardsFn(
-            s.output, s.shard_counts, s.langs, s.count_buckets, s.reject_shards, self.spill_dir
+            s.output,
+            s.shard_counts,
+            s.langs,
+            s.count_buckets,
+            s.reject_shards,
+            self.spill_dir,
+            s.keep_overlap,
         )
         return (
             pairs
             | "GroupByShard" >> beam.GroupByKey()
-            | "WritePairShards" >> beam.ParDo(writer).with_outputs(FILES, STATS, REJECTS, COUNTS)
+            | "WritePairShards"
+            >> beam.ParDo(writer, beam.pvalue.AsSingleton(protected)).with_outputs(
+                FILES, STATS, REJECTS, COUNTS
+            )
         )
 
 
@@ -167,7 +193,10 @@ class PrepareCorpus(beam.PTransform):
             | "ListInputs" >> beam.Create(s.inputs)
             | "CleanChunks" >> CleanChunks(s, self.spill_dir)
         )
-        shards = cleaned.pairs | "WritePairShards" >> WritePairShards(s, self.spill_dir)
+        protected = cleaned[PROTECTED] | "ProtectSplits" >> ProtectSplits()
+        shards = (cleaned.pairs, protected) | "WritePairShards" >> WritePairShards(
+            s, self.spill_dir
+        )
         reject_files = (cleaned[REJECTS], shards[REJECTS]) | "WriteRejectFiles" >> WriteRejectFiles(
             s.output, s.reject_shards
         )

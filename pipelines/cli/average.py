@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from nmtpipe.pipelines.cli import logs
 from nmtpipe.transforms.errors import ConfigError
 
 SUMMARY = "average the weights of the last checkpoints of a run (or of given ones)"
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     main = parser.add_argument_group("averaging")
     main.add_argument("--save-dir", metavar="URL", help="a run's --save-dir")
     main.add_argument("--last", type=int, default=5, metavar="N",
-                      help="how many of its newest numbered checkpoints (default: 5)")  # fmt: skip
+                      help="how many of its newest numbered checkpoints")  # fmt: skip
     main.add_argument("--checkpoints", nargs="+", metavar="URL", help="these checkpoints instead")
     main.add_argument(
         "--output", metavar="URL", help="where it goes (default: SAVE_DIR/checkpoint_avg.pt)"
@@ -51,5 +52,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         if args.last < 1:
             raise ConfigError("--last must be at least 1")
         out, urls = write_average(args.save_dir, args.last, args.output)
-    print(f"averaged {len(urls)} checkpoint(s) into {out}: " + ", ".join(urls), flush=True)
+    report = f"averaged {len(urls)} checkpoint(s) into {out}: " + ", ".join(urls)
+    logs.show("average", {"output": out, "averaged": list(urls)}, report)
     return 0

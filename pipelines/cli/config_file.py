@@ -12,7 +12,6 @@ knows their parsers.
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 from importlib import import_module, resources
 from typing import Any
@@ -29,10 +28,10 @@ from nmtpipe.pipelines.workflow.run_config import (
     RunConfig,
     wiring,
 )
-from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.errors import ConfigError, InputError, did_you_mean
 from nmtpipe.transforms.storage import fsio
 
-EXAMPLE = "example.yaml"
+EXAMPLES = ("example", "tatoeba")  # the demo; the 30-minute recipe
 _TOP_LEVEL = {"root", "beam", "refresh", "evaluate", *STEPS}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -42,9 +41,9 @@ def example_folder() -> str:
     return str(resources.files("nmtpipe.pipelines") / "example")
 
 
-def example_config() -> str:
-    """The bundled example config (`nmtpipe run --example`)."""
-    return f"{example_folder()}/{EXAMPLE}"
+def example_config(name: str = "example") -> str:
+    """A bundled config (`nmtpipe run --example [NAME]`)."""
+    return f"{example_folder()}/{name}.yaml"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -74,14 +73,16 @@ def _to_argv(step: str, options: dict[str, Any], parser: _Parser, source: str) -
             raise ConfigError(f"{where}: set by the workflow (from root), not by the config")
         action = actions.get(key)
         if action is None:
-            near = difflib.get_close_matches(key, list(actions), n=1)
-            hint = f" (did you mean {near[0]}?)" if near else ""
+            hint = did_you_mean(key, actions)
             raise ConfigError(f"{where}: not an option of nmtpipe {step}{hint}")
         flag = action.option_strings[-1]
         if action.nargs == 0:  # a switch
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: wants true or false, not {value!r}")
-            argv += [flag] if value else []
+            if isinstance(action, argparse.BooleanOptionalAction):  # --x / --no-x
+                argv += [action.option_strings[0 if value else 1]]
+            else:
+                argv += [flag] if value else []
         elif isinstance(value, list) and isinstance(action, argparse._AppendAction):
             argv += [x for item in value for x in (flag, str(item))]
         elif isinstance(value, list):

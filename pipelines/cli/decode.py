@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
+from nmtpipe.pipelines.cli import logs
+from nmtpipe.pipelines.cli.search_flags import add_search_arguments, search_from_args
 from nmtpipe.pipelines.cli.torch_jobs import run_torch_job
 from nmtpipe.trainers.loop.decode_config import DecodeConfig
-from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import ConfigError
 
 SUMMARY = "translate a split or text files with beam search (torchrun), score with sacrebleu"
@@ -24,6 +23,10 @@ the split's targets or --reference files.
 Writes to --output (any fsspec URL): hypotheses.txt (the best translation per input
 line), nbest.jsonl (n-best lists with scores), scores.json (scores and speed; last).
 
+Integrity: the shards of --data are checked against their manifest's sha256 once per
+file and machine when opened (not on every read), the checkpoint against its own
+digest, the prepared texts page by page (Parquet CRCs) as they are read.
+
 Search: Tensor2Tensor's by default (--alpha, GNMT length penalty, T2T's stopping
 rule); --lenpen switches to fairseq's (score / length^lenpen, stop at --beam finished).
 """
@@ -37,48 +40,74 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     io = parser.add_argument_group("input and output")
-    io.add_argument("--checkpoint", metavar="URL", help="a checkpoint of nmtpipe train")
+    io.add_argument(
+        "--checkpoint",
+        "--path",
+        dest="checkpoint",
+        metavar="URL",
+        help="a checkpoint of nmtpipe train (--path: fairseq's name)",
+    )
     io.add_argument("--output", metavar="URL", help="folder for the outputs")
     io.add_argument("--data", metavar="URL", help="an encode output (default: the training data)")
-    io.add_argument("--split", default="test", help="the split of --data (default: test)")
-    io.add_argument("--input", action="append", default=[], metavar="FILE",
-                    help="raw text to translate instead of a split (repeatable)")  # fmt: skip
-    io.add_argument("--reference", action="append", default=[], metavar="FILE",
-                    help="references of --input, line by line (repeatable)")  # fmt: skip
-    io.add_argument("--format", choices=["arrow", "fairseq"], help="default: as trained")
-    io.add_argument("--cache-dir", metavar="DIR", help="local cache for remote shards")
-    io.add_argument("--bleu-tokenize", help="sacrebleu tokenizer (default: zh for zh, else 13a)")
-    search = parser.add_argument_group("search")
-    numbers = {
-        "--beam": (int, 4), "--nbest": (int, 1), "--alpha": (float, 0.6),
-        "--min-len": (int, 0), "--no-repeat-ngram-size": (int, 0), "--unk-penalty": (float, 0.0),
-    }  # fmt: skip
-    for flag, (kind, default) in numbers.items():
-        search.add_argument(flag, type=kind, default=default, help=f"default: {default}")
-    search.add_argument("--lenpen", type=float, help="fairseq's length penalty and stopping")
-    search.add_argument("--max-len-a", type=float, help="max length a*src_len+b (T2T 1, fs 0)")
-    search.add_argument("--max-len-b", type=int, help="(default: T2T 50, fairseq 200)")
+    io.add_argument(
+        "--split",
+        "--gen-subset",
+        dest="split",
+        default="test",
+        help="the split of --data (--gen-subset: fairseq's name)",
+    )
+    io.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="raw text to translate instead of a split (repeatable)",
+    )
+    io.add_argument(
+        "--reference",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="references of --input, line by line (repeatable)",
+    )
+    io.add_argument("--format", choices=["arrow", "fairseq"], help="ids (default: as trained)")
+    io.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="local cache for remote shards (default: ~/.cache/nmtpipe/shards)",
+    )
+    io.add_argument(
+        "--bleu-tokenize",
+        "--sacrebleu-tokenizer",
+        "--tokenize",
+        dest="bleu_tokenize",
+        metavar="NAME",
+        help="sacrebleu's tokenizer (default: zh for Chinese targets, else 13a)",
+    )
+    add_search_arguments(parser)
     job = parser.add_argument_group("job")
-    job.add_argument("--nproc", type=int, default=1, help="processes on this machine")
+    job.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        help="processes on this machine (torchrun --standalone when above 1)",
+    )
     job.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
     job.add_argument("--buffer-size", type=int, default=10_000, help="sentences per window")
-    job.add_argument("--max-source-positions", type=int, default=1024,
-                     help="longer inputs are truncated (default: 1024)")  # fmt: skip
-    job.add_argument("--skip-invalid-size-inputs", action="store_true",
-                     help="skip longer inputs (an empty line in hypotheses.txt)")  # fmt: skip
+    job.add_argument(
+        "--max-source-positions", type=int, default=1024, help="longer inputs are truncated"
+    )
+    job.add_argument(
+        "--skip-invalid-size-inputs",
+        action="store_true",
+        help="skip longer inputs (an empty line in hypotheses.txt)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> DecodeConfig:
     if not args.checkpoint or not args.output:
         raise ConfigError("--checkpoint and --output are required")
-    try:
-        search = SearchConfig(
-            beam=args.beam, nbest=args.nbest, alpha=args.alpha, lenpen=args.lenpen,
-            max_len_a=args.max_len_a, max_len_b=args.max_len_b, min_len=args.min_len,
-            no_repeat_ngram_size=args.no_repeat_ngram_size, unk_penalty=args.unk_penalty,
-        )  # fmt: skip
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
+    search = search_from_args(args)
     names = ["output", "data", "split", "max_tokens", "buffer_size", "max_source_positions",
              "skip_invalid_size_inputs", "bleu_tokenize", "format", "cache_dir"]  # fmt: skip
     return DecodeConfig(
@@ -104,9 +133,7 @@ def report(summary: dict) -> str:
 
 
 def show(summary: dict[str, Any]) -> None:
-    """The summary as a JSON line on stdout, the report for the user on stderr."""
-    print(json.dumps({"summary": summary}, ensure_ascii=False), flush=True)
-    print(report(summary), file=sys.stderr, flush=True)
+    logs.show("decode", summary, report(summary))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:

@@ -10,6 +10,7 @@ from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.encoded_dataset import FORMATS
 from nmtpipe.transforms.storage.commit import StepOutcome
 
+TAKES_BEAM = True  # options it does not know go to Beam (main.py)
 SUMMARY = "encode the prepared pairs with the vocabulary: Arrow and fairseq mmap shards"
 DESCRIPTION = """\
 Encode a prepared dataset (`nmtpipe prepare`'s --output) with a vocabulary (`nmtpipe
@@ -28,6 +29,12 @@ the prepared shards): one Beam task and one file (Arrow) or file pair (fairseq) 
 Every sentence ends in EOS. Arrow ids are the vocabulary's own (T2T: <pad>=0 <EOS>=1;
 SentencePiece: <s>=0 <pad>=1 </s>=2 <unk>=3), fairseq ids are fairseq's dictionary ids;
 the manifest records both layouts. Python: transforms.encoded_dataset.open_dataset(URL).
+
+Integrity: a task that reads a whole prepared shard checks its sha256 while reading it;
+a task that reads some of its row groups checks the pages it reads against their CRC32s
+(Parquet page checksums, which prepare writes), so no task reads more than its share.
+The vocabulary's files are checked against their sha256 as they are read. A damaged file
+stops the step with one line naming it and the command that rebuilds it.
 """
 EPILOG = """\
 examples:
@@ -46,22 +53,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--formats",
         default=",".join(FORMATS),
         metavar="LIST",
-        help="comma-separated, from %(default)s (default: both)",
+        help="comma-separated: arrow, fairseq or both",
     )
     main.add_argument(
         "--batch-size",
         type=int,
         default=EncodeConfig.batch_size,
         metavar="N",
-        help="pairs per encode batch and Arrow record batch (default: %(default)s)",
+        help="pairs per encode batch and Arrow record batch",
     )
     main.add_argument(
         "--rows-per-task",
         type=int,
         default=EncodeConfig.rows_per_task,
         metavar="N",
-        help="pairs per Beam task and output file, in whole Parquet row groups "
-        "(default: %(default)s)",
+        help="pairs per Beam task and output file, in whole Parquet row groups ",
     )
     logs.add_rebuild_flags(main)
 
@@ -96,7 +102,7 @@ def report(outcome: StepOutcome) -> str:
 
 
 def show(outcome: StepOutcome) -> None:
-    print(report(outcome), flush=True)
+    logs.show("encode", logs.outcome_result(outcome), report(outcome))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:

@@ -10,9 +10,13 @@ uses. `--verbose` shows all of it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import logging
 import sys
 from typing import Any
+
+from nmtpipe.transforms.progress import note
 
 _IMPORT_NOISE = "apitools not found"
 
@@ -23,8 +27,24 @@ class _DropImportNoise(logging.Filter):
 
 
 def progress(message: str) -> None:
-    """A progress line for the user, on stderr (stdout carries the step's report)."""
-    print(message, file=sys.stderr, flush=True)
+    """A progress line for the user, on stderr (none with --quiet)."""
+    note(message)
+
+
+def show(command: str, result: dict[str, Any], report: str) -> None:
+    """A command's result, by the one contract of every command: stdout carries JSON
+    lines only, the last `{"command": ..., "result": ...}`; the report for people goes
+    to stderr (with progress and errors)."""
+    line = json.dumps({"command": command, "result": result}, ensure_ascii=False, default=str)
+    print(line, flush=True)
+    print(report, file=sys.stderr, flush=True)
+
+
+def outcome_result(outcome: Any, **extra: Any) -> dict[str, Any]:
+    """The JSON result of a Beam step's outcome: its fields but the manifest (which is
+    in the output folder), and the fingerprint that identifies the output."""
+    fields = {k: v for k, v in dataclasses.asdict(outcome).items() if k != "manifest"}
+    return {**fields, "fingerprint": outcome.manifest["fingerprint"], **extra}
 
 
 def add_rebuild_flags(group: argparse._ArgumentGroup) -> None:

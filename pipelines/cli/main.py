@@ -1,8 +1,9 @@
 """The `nmtpipe` command: subcommands, Beam option pass-through, one-line errors.
 
-Each subcommand module offers `add_arguments(parser)` and `run(args, beam_args) -> int`.
-Anything a subcommand does not know is handed to Beam as a pipeline option (and
-rejected there if Beam does not know it either).
+Each subcommand module offers `add_arguments(parser)` and `run(args, beam_args) -> int`,
+and says `TAKES_BEAM = True` if it runs Beam: anything such a command does not know is
+handed to Beam as a pipeline option (and rejected, with the nearest option, if Beam does
+not know it either). ARCHITECTURE.md's "Command-line conventions" lists the rest.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.cli import logs
-from nmtpipe.transforms.errors import error_line
+from nmtpipe.transforms import progress
+from nmtpipe.transforms.errors import error_line, unknown_options
 
 # Imported when the command line is parsed, after logging is set up (they import Beam).
 COMMANDS = {
@@ -25,8 +27,11 @@ COMMANDS = {
     "train": "nmtpipe.pipelines.cli.train",
     "decode": "nmtpipe.pipelines.cli.decode",
     "average": "nmtpipe.pipelines.cli.average",
+    "translate": "nmtpipe.pipelines.cli.translate",
+    "export": "nmtpipe.pipelines.cli.export",
     "run": "nmtpipe.pipelines.cli.run",
     "refresh": "nmtpipe.pipelines.cli.refresh",
+    "report": "nmtpipe.pipelines.cli.report",
 }
 
 DESCRIPTION = """\
@@ -39,20 +44,43 @@ Steps available in this version:
   train     encoded shards -> a Transformer or GRU model, with torchrun/DDP, resumable
   decode    a checkpoint + a split or text -> translations (beam search), BLEU/chrF
   average   several checkpoints -> one, their weights averaged
+  translate raw sentences on stdin -> translations on stdout, streamed
+  export    a checkpoint -> Hugging Face Transformers (MarianMT) or CTranslate2
   run       all of the above from one YAML config, skipping what is already built
   refresh   publish a new dataset version from new or changed inputs, incrementally
+  report    a self-contained HTML page about a prepared or encoded dataset or a version
 
-Every step also takes Beam's pipeline options (--runner, --direct_num_workers,
---direct_running_mode, Dataflow's --project/--region/--temp_location, Flink's
---flink_master, ...); `nmtpipe STEP --help-beam` lists them all.
+prepare, vocab, encode and refresh also take Beam's pipeline options (--runner,
+--direct_num_workers, --direct_running_mode, Dataflow's --project/--region/
+--temp_location, Flink's --flink_master, ...); `nmtpipe STEP --help-beam` lists them.
+
+Every command prints its result as JSON on stdout and everything meant for people
+(progress, its report, errors) on stderr.
 """
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Every command's help: descriptions and examples as written, and every option's
+    default as argparse knows it (a value, not a hand-written string that can drift);
+    options whose default is "unset" (None, or off for a switch) say what that means in
+    their own help."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        unset = action.default is None or action.default is False or action.default == []
+        if unset or action.default is argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command. Conventions every command gets here, for free:
+    HelpFormatter, no abbreviations, the general flags (--verbose, --quiet) and, for the
+    commands that run Beam (`TAKES_BEAM`), --help-beam."""
     parser = argparse.ArgumentParser(
         prog="nmtpipe",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"nmtpipe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="STEP", required=True)
@@ -62,18 +90,33 @@ def build_parser() -> argparse.ArgumentParser:
             help=module.SUMMARY,
             description=module.DESCRIPTION,
             epilog=module.EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=HelpFormatter,
             allow_abbrev=False,
         )
         module.add_arguments(p)
         common = p.add_argument_group("general")
-        common.add_argument(
-            "--verbose", "-v", action="store_true", help="log progress and show tracebacks"
+        shown = common.add_mutually_exclusive_group()
+        shown.add_argument(
+            "--verbose", "-v", action="store_true", help="log everything and show tracebacks"
         )
-        common.add_argument(
-            "--help-beam", action="store_true", help="list every Beam pipeline option and exit"
+        shown.add_argument(
+            "--quiet", "-q", action="store_true", help="no progress display: results and errors"
         )
+        if takes_beam(name):
+            common.add_argument(
+                "--help-beam", action="store_true", help="list every Beam pipeline option and exit"
+            )
     return parser
+
+
+def takes_beam(command: str) -> bool:
+    """Whether `nmtpipe {command}` passes the options it does not know to Beam."""
+    return getattr(importlib.import_module(COMMANDS[command]), "TAKES_BEAM", False)
+
+
+def _option_strings(parser: argparse.ArgumentParser, command: str) -> list[str]:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return [flag for action in sub.choices[command]._actions for flag in action.option_strings]
 
 
 def _commands() -> dict[str, ModuleType]:
@@ -86,21 +129,34 @@ def show_step(step: str, result: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line's one entry point. Conventions: unknown options are errors with
+    the nearest known option (Beam's too, for the commands that take Beam options);
+    results go to stdout as JSON, everything for people (progress, reports, errors) to
+    stderr; errors are one line (tracebacks with --verbose)."""
     argv = sys.argv[1:] if argv is None else argv
-    logs.configure(verbose="-v" in argv or "--verbose" in argv)
+    verbose = "-v" in argv or "--verbose" in argv
+    logs.configure(verbose=verbose)
+    progress.configure(quiet="-q" in argv or "--quiet" in argv)
     from nmtpipe.pipelines.beam.lean_import import import_beam
 
     import_beam()  # only now that logging is set up, and without what nmtpipe never uses
     from nmtpipe.pipelines.beam import options
 
     parser = build_parser()
-    args, beam_args = parser.parse_known_args(argv)
-    if args.help_beam:
-        options.beam_parser().print_help()
-        return 0
+    args, rest = parser.parse_known_args(argv)
     module = _commands()[args.command]
     try:
-        return module.run(args, beam_args)
+        ours = _option_strings(parser, args.command)
+        if not takes_beam(args.command):
+            error = unknown_options(rest, ours, f"see nmtpipe {args.command} --help")
+            if error is not None:
+                raise error
+        elif args.help_beam:
+            options.beam_parser().print_help()
+            return 0
+        else:
+            options.check_beam_args(rest, ours)
+        return module.run(args, rest)
     except KeyboardInterrupt:
         print("nmtpipe: interrupted; nothing was committed", file=sys.stderr)
         return 130

@@ -12,8 +12,11 @@ from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.storage.commit import StepOutcome
 from nmtpipe.transforms.storage.inputs import parse_columns
 from nmtpipe.transforms.text.filters import REASONS, FilterConfig
+from nmtpipe.transforms.text.langid import KNOWN
 from nmtpipe.transforms.text.normalize import FORMS, NormalizeConfig
+from nmtpipe.transforms.text.zh_script import SCRIPTS
 
+TAKES_BEAM = True  # options it does not know go to Beam (main.py)
 SUMMARY = "clean, deduplicate, split and shard raw parallel corpora; count tokens"
 DESCRIPTION = """\
 Read raw parallel corpora (pairs of line-aligned files, plain or .gz/.bz2/.xz/.zst,
@@ -99,7 +102,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tsv-columns",
         default="0,1",
         metavar="S,T",
-        help="TSV columns of source and target (default: 0,1)",
+        help="TSV columns of source and target",
     )
     data.add_argument(
         "--example",
@@ -127,11 +130,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_shards,
         default=1,
         metavar="N",
-        help="validation shards (default: 1)",
+        help="validation shards",
     )
-    out.add_argument(
-        "--test-shards", type=_shards, default=1, metavar="N", help="test shards (default: 1)"
-    )
+    out.add_argument("--test-shards", type=_shards, default=1, metavar="N", help="test shards")
     logs.add_rebuild_flags(out)
 
     split = parser.add_argument_group("splitting")
@@ -140,38 +141,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=0.01,
         metavar="F",
-        help="share of the training data carved out as validation set when no --validpref "
-        "is given (default: 0.01)",
+        help="share of the training data carved out as validation set when no --validpref is given",
     )
     split.add_argument(
         "--test-fraction",
         type=float,
         default=0.01,
         metavar="F",
-        help="likewise for the test set (default: 0.01)",
+        help="likewise for the test set",
     )
     split.add_argument(
         "--split-key",
         choices=("pair", "src", "tgt"),
         default="pair",
-        help="what the split hash covers; 'src' keeps all translations of a sentence in one "
-        "split (default: pair)",
+        help="what the split hash covers; 'src' keeps all translations of a sentence in one split",
     )
-    split.add_argument(
-        "--seed", type=int, default=0, help="salt of the split and shard hash (default: 0)"
-    )
+    split.add_argument("--seed", type=int, default=0, help="salt of the split and shard hash")
 
     clean = parser.add_argument_group("cleaning")
     clean.add_argument(
         "--normalize",
         choices=FORMS,
         default="nmt_nfkc",
-        help="Unicode normalisation; nmt_nfkc is SentencePiece's (default: nmt_nfkc)",
+        help="Unicode normalisation of both sides; nmt_nfkc is SentencePiece's. Chinese and "
+        "Japanese sides keep their full-width punctuation (，！（）) in every form",
     )
+    for side, name in (("src", "source"), ("tgt", "target")):
+        clean.add_argument(
+            f"--{side}-normalize",
+            choices=FORMS,
+            metavar="FORM",
+            help=f"the {name} side's normalisation, if not --normalize's",
+        )
     clean.add_argument(
         "--q2b",
         action="store_true",
-        help="map full-width ASCII and U+3000 to half-width (NFKC forms do this already)",
+        help="map full-width ASCII and U+3000 to half-width, punctuation of Chinese and "
+        "Japanese sides included",
     )
     clean.add_argument(
         "--keep-whitespace",
@@ -179,29 +185,74 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="do not collapse runs of whitespace or strip the ends",
     )
     clean.add_argument(
+        "--zh-script",
+        choices=SCRIPTS,
+        default="keep",
+        help="convert the Chinese side to one script with OpenCC (phrase by phrase) before "
+        "deduplication and vocabulary building; Tatoeba and crawls mix both",
+    )
+
+    filters = parser.add_argument_group(
+        "filters", "each counted in stats.json and kept in rejects/ with its reason"
+    )
+    filters.add_argument(
         "--max-chars",
         type=int,
         default=FilterConfig.max_chars,
         metavar="N",
-        help="reject pairs with a side longer than N characters (default: %(default)s)",
+        help="too-long: a side of more than N characters (after normalisation)",
     )
-    clean.add_argument(
+    filters.add_argument(
         "--max-t2t-tokens",
         type=int,
         default=FilterConfig.max_tokens,
         metavar="N",
-        help="reject pairs with a side of more than N Tensor2Tensor tokens (default: %(default)s)",
+        help="too-long: a side of more than N Tensor2Tensor tokens",
     )
-    clean.add_argument(
+    filters.add_argument(
         "--max-length-ratio",
         type=float,
         default=FilterConfig.max_length_ratio,
         metavar="R",
-        help="reject pairs whose character lengths differ by more than R times "
-        "(default: %(default)s)",
+        help="length-ratio: the longer side more than R times the shorter, in characters "
+        "weighted by script (Han 3, Hangul 2, kana 1.5, others 1), so that English and "
+        "Chinese compare; no correct NTREX-128 or Tatoeba en-zh pair passes 5.1",
     )
-    clean.add_argument(
-        "--keep-copies", action="store_true", help="keep pairs whose target equals the source"
+    filters.add_argument(
+        "--keep-copies",
+        action="store_true",
+        help="keep copy pairs (target equal to the source, ignoring case)",
+    )
+    filters.add_argument(
+        "--langid",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="wrong-language: check that each side of the training input is in its "
+        "language (script evidence, function words, then lingua for the unclear lines); "
+        f"on by default for the languages it knows ({', '.join(KNOWN)}); sets given with "
+        "--validpref/--testpref are kept whole",
+    )
+    filters.add_argument(
+        "--langid-threshold",
+        type=float,
+        default=0.9,
+        metavar="P",
+        help="the model confidence that a line is not in its language needed to reject it",
+    )
+    filters.add_argument(
+        "--langid-min-letters",
+        type=_shards,
+        default=16,
+        metavar="N",
+        help="Latin-script lines with fewer letters are never rejected by the model alone "
+        "(names, numbers, 'OK.', two-word exclamations)",
+    )
+    filters.add_argument(
+        "--keep-overlap",
+        action="store_true",
+        help="keep train and valid pairs that share a source or target with a test pair, "
+        "and train pairs sharing one with a valid pair (overlap; exact duplicates across "
+        "splits are removed all the same)",
     )
 
     perf = parser.add_argument_group("performance")
@@ -210,7 +261,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_shards,
         default=5000,
         metavar="N",
-        help="lines per Beam element when reading (default: %(default)s)",
+        help="lines per Beam element when reading",
     )
     perf.add_argument(
         "--count-buckets",
@@ -223,7 +274,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         metavar="URL",
         help="where cleaned batches are handed to the shard writers: a directory every "
-        "worker can reach, or 'none' for Beam's shuffle (default: auto, the local temp "
+        "worker can reach, or 'none' for Beam's shuffle ('auto': the local temp "
         "directory with the local runners, Beam's shuffle otherwise)",
     )
     perf.add_argument(
@@ -231,7 +282,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_shards,
         default=4,
         metavar="N",
-        help="hot-key fan-out of the token-count combiner (default: %(default)s)",
+        help="hot-key fan-out of the token-count combiner",
     )
 
 
@@ -273,7 +324,14 @@ def config_from_args(args: argparse.Namespace) -> PrepareConfig:
         split_key=args.split_key,
         seed=args.seed,
         normalize=normalize,
+        src_normalize=args.src_normalize,
+        tgt_normalize=args.tgt_normalize,
         filters=filters,
+        langid=args.langid,
+        langid_threshold=args.langid_threshold,
+        langid_min_letters=args.langid_min_letters,
+        zh_script=args.zh_script,
+        keep_overlap=args.keep_overlap,
         chunk_lines=args.chunk_lines,
         count_buckets=args.count_buckets,
         count_fanout=args.count_fanout,
@@ -301,7 +359,7 @@ def report(outcome: StepOutcome) -> str:
 
 
 def show(outcome: StepOutcome) -> None:
-    print(report(outcome), flush=True)
+    logs.show("prepare", logs.outcome_result(outcome), report(outcome))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:

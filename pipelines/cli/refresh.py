@@ -13,6 +13,7 @@ from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.workflow.refresh import UNTIL, decode_latest, refresh, report, train_latest
 from nmtpipe.transforms.errors import ConfigError
 
+TAKES_BEAM = True  # options it does not know go to Beam (main.py)
 SUMMARY = "publish a new dataset version from new or changed raw inputs, incrementally"
 DESCRIPTION = """\
 Compare the raw inputs of a workflow config (the `nmtpipe run` YAML) with the last
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     config = load_config(path)
     config = dataclasses.replace(config, beam=(*config.beam, *beam_args))
     result = refresh(config, args.until, args.break_lock, logs.progress, not args.verbose)
-    print(report(result, config.root), flush=True)
+    logs.show("refresh", dataclasses.asdict(result), report(result, config.root))
     if args.train:
         train_latest(config, logs.progress, show_step, args.verbose)
     if args.decode:

@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from nmtpipe.pipelines.cli import logs
-from nmtpipe.pipelines.cli.config_file import example_config, load_config
+from nmtpipe.pipelines.cli.config_file import EXAMPLES, example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.workflow import step_outputs
-from nmtpipe.pipelines.workflow.run import run_workflow, summary_table
+from nmtpipe.pipelines.workflow.run import run_workflow, summary_table, write_run_report
 from nmtpipe.pipelines.workflow.run_config import STEPS, RunConfig
 from nmtpipe.transforms.errors import ConfigError, error_line
 
@@ -20,11 +20,13 @@ holds the options of its command (`nmtpipe STEP --help`, with underscores); the
 workflow connects the steps under `root` ({root}/prepared, vocab, encoded, checkpoints,
 decoded). A step whose result is already there with the same inputs and options is
 reported as cached and not run again; a changed option runs that step and those after
-it. Ends with a table of what each step did.
+it. Ends with a table of what each step did and the path of the dataset's report
+(report.html beside the encoded data, see `nmtpipe report`).
 """
 EPILOG = """\
 examples:
   nmtpipe run --example
+  nmtpipe run --example tatoeba
   nmtpipe run corpus.yaml --until encode
   nmtpipe run corpus.yaml --from train
 """
@@ -32,25 +34,40 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", nargs="?", metavar="CONFIG", help="a workflow config (YAML)")
-    parser.add_argument("--example", action="store_true", help="the bundled example config")
-    parser.add_argument("--from", dest="first", choices=STEPS, default=STEPS[0])
-    parser.add_argument("--until", dest="last", choices=STEPS, default=STEPS[-1])
+    parser.add_argument("--example", nargs="?", const="example", choices=EXAMPLES, metavar="NAME",
+                        help="a bundled config: example (the five-minute demo; the default) or "
+                        "tatoeba (the 30-minute recipe)")  # fmt: skip
+    parser.add_argument(
+        "--from", dest="first", choices=STEPS, default=STEPS[0], help="the first step to run"
+    )
+    parser.add_argument(
+        "--until", dest="last", choices=STEPS, default=STEPS[-1], help="the last step to run"
+    )
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    if beam_args:
-        raise ConfigError(f"unknown option(s): {' '.join(beam_args)}; Beam options go in beam:")
-    if bool(args.config) == args.example:
+    if bool(args.config) == bool(args.example):
         raise ConfigError("give a CONFIG file or --example")
     if STEPS.index(args.first) > STEPS.index(args.last):
         raise ConfigError(f"--from {args.first} comes after --until {args.last}")
-    config = load_config(example_config() if args.example else args.config)
+    config = load_config(example_config(args.example) if args.example else args.config)
     results = run_workflow(
         config, args.first, args.last, logs.progress, show_step, quiet=not args.verbose
     )
-    print(summary_table(results), flush=True)
+    steps = [
+        {"step": r.step, "status": r.status, "seconds": round(r.seconds, 1), "figures": r.figures}
+        for r in results
+    ]
+    result: dict = {"steps": steps}
+    report = summary_table(results)
     if any(r.step == "decode" and r.status in ("ran", "cached") for r in results):
-        print(evaluation_report(config), flush=True)
+        result["scores"] = dict(step_outputs.evaluations(config))
+        report += "\n" + evaluation_report(config)
+    page = write_run_report(config)
+    if page is not None:
+        result["report"] = page
+        report += f"\nreport: {page}"
+    logs.show("run", result, report)
     failed = results[-1]
     if failed.error is not None:
         line, code = error_line(failed.step, failed.error, args.verbose)

@@ -1,5 +1,6 @@
-"""What `nmtpipe train` and `nmtpipe decode` share on the command line: no Beam options,
-the job on `--nproc` processes (or on this torchrun rank), its result shown once."""
+"""What `nmtpipe train` and `nmtpipe decode` share on the command line: their many
+numeric options, the job on `--nproc` processes (or on this torchrun rank), its result
+shown once."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 from nmtpipe.trainers.loop.launch import JobConfig, finish, is_main_rank, run_job
-from nmtpipe.transforms.errors import ConfigError
+
+
+def add_numbers(
+    group: argparse._ArgumentGroup, numbers: dict[str, tuple[type, int | float, str]]
+) -> None:
+    """Options `flag: (type, default, help)`, each shown as N with its default."""
+    for flag, (kind, default, text) in numbers.items():
+        group.add_argument(flag, type=kind, default=default, metavar="N", help=text)
 
 
 def run_torch_job(
@@ -19,8 +27,6 @@ def run_torch_job(
 ) -> int:
     """With --nproc N the job runs on N processes under torchrun; under torchrun (a
     multi-node job) each rank does its share, and the first shows the result."""
-    if beam_args:
-        raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
     summary = run_job(config, args.nproc, args.verbose)
     if is_main_rank():
         show(summary)

@@ -10,6 +10,7 @@ from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
 from nmtpipe.transforms.vocab.subword import RESERVED_TOKENS
 
+TAKES_BEAM = True  # options it does not know go to Beam (main.py)
 SUMMARY = "build the subword vocabulary: Tensor2Tensor subwords or SentencePiece"
 DESCRIPTION = """\
 Build the subword vocabulary of a prepared dataset (`nmtpipe prepare`'s --output) on
@@ -23,6 +24,8 @@ the driver, and write to --output:
   manifest.json           written last: files, sizes, sha256, options, the bisection
 
 --joined builds one vocabulary for both languages (like fairseq's --joined-dictionary).
+The token-count files are checked against their sha256 as they are read: a damaged
+one stops the step with one line naming it.
 """
 EPILOG = """\
 examples:
@@ -36,17 +39,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     main = parser.add_argument_group("vocabulary")
     main.add_argument("--prepared", metavar="URL", help="a committed `nmtpipe prepare` output")
     main.add_argument("--output", metavar="URL", help="where to write the vocabulary")
-    main.add_argument(
-        "--model", choices=MODELS, default="t2t", help="vocabulary type (default: t2t)"
-    )
+    main.add_argument("--model", choices=MODELS, default="t2t", help="vocabulary type")
     main.add_argument(
         "--vocab-size",
         type=int,
         default=8192,
         metavar="N",
-        help="target size (default: %(default)s)",
+        help="target size",
     )
-    main.add_argument("--joined", action="store_true", help="one vocabulary for both languages")
+    main.add_argument(
+        "--joined",
+        "--joined-dictionary",
+        dest="joined",
+        action="store_true",
+        help="one vocabulary for both languages (--joined-dictionary: fairseq's name)",
+    )
     logs.add_rebuild_flags(main)
 
     t2t = parser.add_argument_group("Tensor2Tensor subwords (--model t2t)")
@@ -74,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--reserved-tokens",
         default=",".join(RESERVED_TOKENS),
         metavar="T,...",
-        help="reserved tokens, starting with %(default)s",
+        help="reserved tokens, which must start with T2T's <pad>,<EOS>",
     )
     t2t.add_argument(
         "--min-count-range",
@@ -89,20 +96,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=VocabConfig.sample_sentences,
         metavar="N",
-        help="train on about N pairs' sentences, drawn by hash (default: %(default)s)",
+        help="train on about N pairs' sentences, drawn by hash",
     )
     sp.add_argument(
         "--character-coverage",
         type=float,
         default=SpmConfig.character_coverage,
         metavar="F",
-        help="spm_train's character_coverage (default: %(default)s)",
+        help="spm_train's character_coverage",
     )
     sp.add_argument(
         "--normalization-rule",
         default=SpmConfig.normalization_rule_name,
         metavar="RULE",
-        help="spm_train's normalization_rule_name (default: %(default)s)",
+        help="spm_train's normalization_rule_name",
     )
     sp.add_argument(
         "--user-defined-symbols",
@@ -115,9 +122,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=SpmConfig.num_threads,
         metavar="N",
-        help="training threads; part of the result, so fixed (default: %(default)s)",
+        help="training threads; part of the result, so fixed",
     )
-    sp.add_argument("--seed", type=int, default=0, help="SentencePiece's random seed (default: 0)")
+    sp.add_argument("--seed", type=int, default=0, help="SentencePiece's random seed")
     sp.add_argument(
         "--byte-fallback",
         action="store_true",
@@ -183,7 +190,11 @@ def report(outcome: VocabOutcome) -> str:
 
 
 def show(outcome: VocabOutcome) -> None:
-    print(report(outcome), flush=True)
+    sides = {
+        side: {"vocab_size": info["vocab_size"], "files": info["files"]}
+        for side, info in outcome.manifest["vocabularies"].items()
+    }
+    logs.show("vocab", logs.outcome_result(outcome, vocabularies=sides), report(outcome))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:

@@ -24,6 +24,7 @@ from nmtpipe.pipelines.beam.encode_graph import EncodeShards
 from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branches
 from nmtpipe.pipelines.beam.summary import read_summary
 from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
+from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards, write_card
 from nmtpipe.transforms.formats.encode_part import EncodeSpec, EncodeTask
 from nmtpipe.transforms.formats.encoded_dataset import ARROW, FAIRSEQ, FORMATS, KIND
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
@@ -75,20 +76,18 @@ def plan_tasks(
     Only Parquet footers are read (in parallel: on object storage each is a request).
     Empty shards give no task: fairseq cannot map an empty `.bin`.
     """
-    urls = {
-        split: [fsio.join(root, path) for path in info["files"]]
-        for split, info in prepared["splits"].items()
-    }
+    entries = {f["path"]: f for f in prepared["files"]}
+    paths = [path for info in prepared["splits"].values() for path in info["files"]]
     with ThreadPoolExecutor(max_workers=16) as pool:
-        all_urls = [url for split_urls in urls.values() for url in split_urls]
-        groups = dict(zip(all_urls, pool.map(fsio.parquet_row_groups, all_urls), strict=True))
+        found = pool.map(lambda path: manifest.parquet_row_groups(root, entries[path]), paths)
+        groups = dict(zip(paths, found, strict=True))
     tasks = []
-    for split, split_urls in urls.items():
-        runs = [(url, run) for url in split_urls for run in _runs(groups[url], rows_per_task)]
-        tasks += [
-            EncodeTask(split, k, len(runs), url, run, fairseq_prefix(split, k, langs))
-            for k, (url, run) in enumerate(runs)
-        ]
+    for split, info in prepared["splits"].items():
+        runs = [(path, run) for path in info["files"] for run in _runs(groups[path], rows_per_task)]
+        for k, (path, run) in enumerate(runs):
+            whole = len(run) == len(groups[path])
+            prefix = fairseq_prefix(split, k, langs)
+            tasks.append(EncodeTask(split, k, len(runs), root, entries[path], run, whole, prefix))
     return tasks
 
 
@@ -151,7 +150,7 @@ def finalize_stats(partial: dict[str, Any], splits: list[str], langs: dict[str, 
 def _copy_dicts(vocab: Vocabulary, out: str, langs: dict[str, str]) -> list[dict[str, Any]]:
     entries = []
     for lang in langs.values():
-        text = fsio.read_bytes(vocab.dict_url(lang))
+        text = vocab.read(vocab.dict_url(lang))
         written = fsio.write_bytes(fsio.join(out, FAIRSEQ, f"dict.{lang}.txt"), text)
         entries.append(file_entry(out, written, "fairseq-dict", text.count(b"\n"), lang=lang))
     return entries
@@ -173,6 +172,19 @@ def _check_complete(
             f"wrote {len(files)} files for {len(tasks)} parts, expected {per_task * len(tasks)}; "
             "nothing committed"
         )
+
+
+def _card(langs: dict[str, str], vocab: Vocabulary, files: list[dict[str, Any]]) -> str:
+    src, tgt = langs["src"], langs["tgt"]
+    about = [
+        f"{src}–{tgt} sentence pairs as token ids of a {vocab.model} vocabulary (encoded "
+        "by `nmtpipe encode`; the vocabulary, id layouts and sources are in manifest.json; "
+        "no paths here, so the same data gives the same card anywhere). The splits are the "
+        "Arrow shards; `fairseq/` holds the same pairs "
+        "as a fairseq data-bin, for fairseq, not for `datasets`."
+    ]
+    columns = "`id` (the prepared pair's), `src` and `tgt` (token ids, EOS last)"
+    return dataset_card(f"{src}–{tgt} encoded", about, split_shards(files, "arrow"), columns)
 
 
 def _manifest_doc(
@@ -290,6 +302,7 @@ class EncodeRun:
             json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n",
         )
         files.append(file_entry(out, written, "stats", 1))
+        files.append(write_card(out, _card(self.langs, self.vocab, files)))
         doc = _manifest_doc(
             config, self.fingerprint, self.inputs, self.vocab, self.spaces, files, stats
         )

@@ -25,6 +25,7 @@ from nmtpipe.pipelines.beam.summary import read_summary
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, PreparePlan, make_plan
 from nmtpipe.transforms.beam.prepare_fns import write_chars
 from nmtpipe.transforms.errors import OutputError
+from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards, write_card
 from nmtpipe.transforms.formats.pair_shards import write_rejects
 from nmtpipe.transforms.formats.prepared import KIND
 from nmtpipe.transforms.formats.shard_names import CHARS_PATH, counts_path, pairs_path, rejects_path
@@ -89,6 +90,17 @@ def _manifest_doc(
     }
 
 
+def _card(plan: PreparePlan, files: list[dict[str, Any]]) -> str:
+    src, tgt = plan.langs
+    about = [
+        f"Parallel {src}–{tgt} sentence pairs cleaned by `nmtpipe prepare` (options and "
+        "inputs in manifest.json; statistics in stats.json). Token counts (`counts/`) and "
+        "rejected pairs with their reasons (`rejects/`) are beside the splits, not in them."
+    ]
+    columns = "`id`, `src` and `tgt` (the texts), `origin` and `line` (where each pair came from)"
+    return dataset_card(f"{src}–{tgt} prepared", about, split_shards(files, "pairs"), columns)
+
+
 def _check_consistent(files: list[dict[str, Any]], stats: dict[str, Any]) -> None:
     """Refuse to commit unless the files and the statistics account for every pair."""
     rows = sum(f["rows"] for f in files if f["kind"] == "pairs")
@@ -150,6 +162,7 @@ class PrepareRun:
             json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n",
         )
         files.append(file_entry(out, written, "stats", 1))
+        files.append(write_card(out, _card(self.plan, files)))
         return commit(out, KIND, _manifest_doc(self.plan, files, stats), _OURS), stats
 
 

@@ -26,14 +26,20 @@ from nmtpipe.transforms.storage.inputs import (
 )
 from nmtpipe.transforms.text.clean import CleanConfig
 from nmtpipe.transforms.text.filters import FilterConfig
-from nmtpipe.transforms.text.normalize import NormalizeConfig
+from nmtpipe.transforms.text.langid import LangIdConfig, canonical
+from nmtpipe.transforms.text.normalize import Form, NormalizeConfig
 from nmtpipe.transforms.text.split import SPLITS, SplitConfig, SplitKey
+from nmtpipe.transforms.text.zh_script import Script
 from nmtpipe.transforms.vocab.counts import JOINED
 
 # One train shard (and one count bucket) per this many bytes of (uncompressed) input.
 AUTO_SHARD_BYTES = 32 << 20
 COMPRESSION_FACTOR = 4
 _LANG = re.compile(r"^[A-Za-z0-9_-]+$")
+# Languages written with full-width punctuation, which their sides keep (NFKC would
+# make "，" a ","), unless --q2b asks for ASCII punctuation.
+FULLWIDTH_PUNCT = ("zh", "yue", "ja")
+CHINESE = ("zh", "yue")
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,14 @@ class PrepareConfig:
     split_key: SplitKey = "pair"
     seed: int = 0
     normalize: NormalizeConfig = NormalizeConfig()
+    src_normalize: Form | None = None  # the form of one side (default: normalize's)
+    tgt_normalize: Form | None = None
     filters: FilterConfig = FilterConfig()
+    langid: bool | None = None  # None: on for each side whose language it knows
+    langid_threshold: float = 0.9
+    langid_min_letters: int = 16
+    zh_script: Script = "keep"
+    keep_overlap: bool = False
     chunk_lines: int = 5000
     count_buckets: int | None = None
     count_fanout: int = 4
@@ -77,6 +90,40 @@ class PrepareConfig:
                 raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
         if self.chunk_lines < 1 or self.valid_shards < 1 or self.test_shards < 1:
             raise ConfigError("chunk and shard sizes must be at least 1")
+        if self.langid:
+            unknown = [lang for lang in (self.src_lang, self.tgt_lang) if canonical(lang) is None]
+            if unknown:
+                raise ConfigError(
+                    f"--langid: language identification does not know {', '.join(unknown)} "
+                    "(use --no-langid)"
+                )
+        sides = [canonical(lang) for lang in (self.src_lang, self.tgt_lang)]
+        if self.zh_script != "keep" and not set(sides) & set(CHINESE):
+            raise ConfigError(f"--zh-script {self.zh_script}: neither side is Chinese")
+
+    def side_normalize(self, side: str) -> NormalizeConfig:
+        """How one side is normalised: its own form if given, full-width punctuation kept
+        for the languages that write it (unless --q2b)."""
+        lang = canonical(self.src_lang if side == "src" else self.tgt_lang)
+        form = (self.src_normalize if side == "src" else self.tgt_normalize) or self.normalize.form
+        keep = lang in FULLWIDTH_PUNCT and not self.normalize.q2b
+        return dataclasses.replace(self.normalize, form=form, keep_fullwidth_punct=keep)
+
+    def langid_config(self) -> LangIdConfig:
+        """The sides language identification checks (none with --no-langid)."""
+        on = self.langid is not False
+        src, tgt = (canonical(lang) if on else None for lang in (self.src_lang, self.tgt_lang))
+        try:
+            return LangIdConfig(src, tgt, self.langid_threshold, self.langid_min_letters)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+
+    def conversions(self) -> tuple[str | None, str | None]:
+        """The Chinese script each side is converted to (None: not converted)."""
+        return tuple(  # type: ignore[return-value]
+            self.zh_script if self.zh_script != "keep" and canonical(lang) in CHINESE else None
+            for lang in (self.src_lang, self.tgt_lang)
+        )
 
 
 @dataclass(frozen=True)
@@ -111,8 +158,13 @@ class PreparePlan:
         """The options that shape the output (recorded in the manifest, fingerprinted)."""
         return {
             "languages": {"src": self.config.src_lang, "tgt": self.config.tgt_lang},
-            "normalize": dataclasses.asdict(self.clean.normalize),
+            "normalize": {
+                side: dataclasses.asdict(self.clean.side_normalize(side)) for side in ("src", "tgt")
+            },
             "filters": dataclasses.asdict(self.clean.filters),
+            "langid": dataclasses.asdict(self.clean.langid),
+            "zh_script": dict(zip(("src", "tgt"), self.clean.convert, strict=True)),
+            "keep_overlap": self.config.keep_overlap,
             "split": dataclasses.asdict(self.clean.split),
             "count_buckets": self.count_buckets,
             "reject_shards": self.reject_shards,
@@ -130,6 +182,7 @@ class PreparePlan:
             reject_shards=self.reject_shards,
             chunk_lines=self.config.chunk_lines,
             count_fanout=self.config.count_fanout,
+            keep_overlap=self.config.keep_overlap,
         )
 
     @property
@@ -216,7 +269,14 @@ def make_plan(
         output=fsio.canonical_url(config.output),
         inputs=inputs,
         identities=identities,
-        clean=CleanConfig(normalize=config.normalize, filters=config.filters, split=split),
+        clean=CleanConfig(
+            normalize=config.side_normalize("src"),
+            tgt_normalize=config.side_normalize("tgt"),
+            filters=config.filters,
+            split=split,
+            langid=config.langid_config(),
+            convert=config.conversions(),
+        ),
         count_buckets=config.count_buckets or train_shards,
         # Rejects can be as many as the pairs (a noisy crawl): shard them alike.
         reject_shards=train_shards,

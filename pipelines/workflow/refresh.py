@@ -8,6 +8,8 @@ A refresh keeps, under the config's root:
     parts/{key}/encoded-{vocab}     that part encoded with one vocabulary
     vocabs/{fingerprint}            vocabularies, each built from the summed token
                                     counts of the parts current at the time
+    exclusions/{fingerprint}.parquet  what a version leaves out of its parts (a pair in
+                                    two inputs, overlap with another input's test pairs)
     versions/NNNNNN/manifest.json   the published versions; versions/LATEST is the newest
     models/{vocab}/                 training continued on each version (`--train`)
     translations/NNNNNN/            its test split translated and scored (`--decode`)
@@ -41,13 +43,16 @@ from nmtpipe.pipelines.workflow.prepare_plan import (
     make_plan,
     resolve_inputs,
 )
+from nmtpipe.pipelines.workflow.report import write_report
 from nmtpipe.pipelines.workflow.run import Show
 from nmtpipe.pipelines.workflow.run_config import RunConfig
+from nmtpipe.pipelines.workflow.version_overlap import VersionPart, summary, version_exclusions
 from nmtpipe.pipelines.workflow.vocab import run_vocab
 from nmtpipe.trainers.loop.launch import run_job
 from nmtpipe.trainers.loop.run_files import BEST, LAST, SCORES, SUMMARY
 from nmtpipe.transforms.errors import ConfigError, ManifestError
 from nmtpipe.transforms.formats import prepared
+from nmtpipe.transforms.formats.exclusions import write_exclusions
 from nmtpipe.transforms.storage import fsio, manifest, versions
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.text.split import SPLITS
@@ -72,7 +77,7 @@ DEFAULTS: dict[str, Any] = {
     "checksum": False,
     "in_process_bytes": 16 << 20,
 }
-_OWNED = ("parts", "vocabs")
+_OWNED = ("parts", "vocabs", "exclusions")
 
 
 def check_settings(section: Any, url: str) -> dict[str, Any]:
@@ -130,6 +135,7 @@ class RefreshResult:
     options_changed: bool = False  # the vocab or encode options differ from the last version's
     splits: dict[str, int] = field(default_factory=dict)
     retired: list[str] = field(default_factory=list)
+    report: str = ""  # the published version's report.html
     seconds: float = 0.0
 
 
@@ -170,7 +176,12 @@ class Refresh:
             result.status = "encode"
         if until == "publish":
             doc = self._version_doc(parts, encoded, result)
+            doc["exclusions"] = self._exclusions(parts)
+            for split, n in doc["exclusions"]["pairs"].items():
+                doc["splits"][split] -= n
+            result.splits = doc["splits"]
             result.number = versions.publish(self.root, doc)
+            result.report = write_report(versions.version_url(self.root, result.number))
             result.retired = versions.retain(self.root, self.settings["keep_versions"], _OWNED)
             result.status = "published"
         result.seconds = time.perf_counter() - started
@@ -349,6 +360,23 @@ class Refresh:
         result.encoded = len(runs)
         return manifests
 
+    def _exclusions(self, parts: list[Part]) -> dict[str, Any]:
+        """What the version leaves out across its parts (`version_overlap.py`), written
+        once per set of parts under `exclusions/`; its record in the version."""
+        keep = self.prepare.keep_overlap
+        key = manifest.fingerprint(
+            {"code_version": __version__, "parts": [p.key for p in parts], "keep_overlap": keep}
+        )[:16]
+        rel = f"exclusions/{key}.parquet"
+        url = fsio.join(self.root, rel)
+        rows = version_exclusions(
+            [VersionPart(p.key, fsio.join(self.root, p.prepared)) for p in parts], keep
+        )
+        written = write_exclusions(url, rows)
+        if rows:
+            self.log(f"left out across inputs: {len(rows)} pair(s)")
+        return {"path": rel, "size": written.size, "sha256": written.sha256, **summary(rows)}
+
     def _version_doc(
         self, parts: list[Part], encoded: dict[str, dict[str, Any]], result: RefreshResult
     ) -> dict[str, Any]:
@@ -430,7 +458,8 @@ def train_latest(
     if fsio.exists(record) and json.loads(fsio.read_bytes(record))["version"] >= number:
         log(f"{save_dir} has trained on version {number:06d} already")
         return False
-    job = dataclasses.replace(config.train, data=data, save_dir=save_dir)
+    # Each version is new data for the same model: continue it (fairseq's reset).
+    job = dataclasses.replace(config.train, data=data, save_dir=save_dir, reset_data=True)
     updates = config.refresh.get("train_updates")
     if updates:
         summary = fsio.join(save_dir, SUMMARY)
@@ -487,4 +516,6 @@ def report(result: RefreshResult, root: str) -> str:
         lines.append("  pairs    " + "  ".join(f"{s} {n:,}" for s, n in result.splits.items()))
     if result.retired:
         lines.append(f"  retired  {', '.join(result.retired)}")
+    if result.report:
+        lines.append(f"  report   {result.report}")
     return "\n".join(lines)

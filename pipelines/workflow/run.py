@@ -19,7 +19,8 @@ from typing import Any
 from nmtpipe.pipelines.workflow import step_outputs
 from nmtpipe.pipelines.workflow.encode import run_encode
 from nmtpipe.pipelines.workflow.prepare import run_prepare
-from nmtpipe.pipelines.workflow.run_config import BEAM_STEPS, STEPS, RunConfig
+from nmtpipe.pipelines.workflow.report import write_report
+from nmtpipe.pipelines.workflow.run_config import BEAM_STEPS, STEPS, WIRING, RunConfig
 from nmtpipe.pipelines.workflow.vocab import run_vocab
 from nmtpipe.trainers.loop.launch import run_job
 from nmtpipe.transforms.storage import manifest
@@ -113,3 +114,12 @@ def summary_table(results: list[StepResult]) -> str:
         "  ".join(cell.ljust(w) for cell, w in zip(row[:3], widths, strict=True)) + "  " + row[3]
         for row in rows
     ).rstrip()
+
+
+def write_run_report(config: RunConfig) -> str | None:
+    """The report of the furthest Beam step's committed output under the root (encoded,
+    else prepared), written beside it; its URL, or None before prepare has run."""
+    for step in ("encode", "prepare"):
+        if step_outputs.committed(config, step) is not None:
+            return write_report(config.url(WIRING[step]["output"]))
+    return None

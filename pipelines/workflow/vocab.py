@@ -25,12 +25,13 @@ from nmtpipe.pipelines.beam.options import pipeline_options, run_branches
 from nmtpipe.pipelines.beam.sample_graph import SampleTrainText
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
+from nmtpipe.transforms.progress import Progress, heartbeat
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import file_entry
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.vocab import counts as counts_lib
-from nmtpipe.transforms.vocab import id_layout, spm_vocab
+from nmtpipe.transforms.vocab import id_layout, spm_vocab, tokenizer_json
 from nmtpipe.transforms.vocab.counts import JOINED
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, dict_text
 from nmtpipe.transforms.vocab.sample import (
@@ -47,7 +48,10 @@ from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
 from nmtpipe.transforms.vocab.vocabulary import KIND
 
 MODELS = ("t2t", "unigram", "bpe")
-_OURS = re.compile(r"^(vocab(\.[^/]+)?\.subwords|spm(\.[^/]+)?\.(model|vocab)|dict\.[^/]+\.txt)$")
+_OURS = re.compile(
+    r"^(vocab(\.[^/]+)?\.subwords|spm(\.[^/]+)?\.(model|vocab)|tokenizer(\.[^/]+)?\.json"
+    r"|dict\.[^/]+\.txt)$"
+)
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,24 @@ def vocab_files(model: str, side: str) -> list[str]:
     return [f"spm{infix}.model", f"spm{infix}.vocab"]
 
 
+def _tokenizer_json(
+    out: str, model: bytes, side: str, size: int, log: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """A SentencePiece model also as `tokenizer.json` (the same ids, EOS appended), for
+    Hugging Face `tokenizers` users; none, with the reason logged, where no
+    `tokenizer.json` reproduces the model exactly."""
+    try:
+        tok = tokenizer_json.spm_tokenizer(model)
+    except tokenizer_json.NotExpressible as e:
+        log(f"no tokenizer.json for {side}: {e}")
+        return []
+    name = tokenizer_json.TOKENIZER_FILE
+    if side != JOINED:
+        name = name.replace(".json", f".{side}.json")
+    written = fsio.write_bytes(fsio.join(out, name), tok.to_str(pretty=True).encode("utf-8"))
+    return [file_entry(out, written, "tokenizer-json", size, side=side)]
+
+
 class _Build:
     """One run's context: the prepared parts, the staging folder, how to run Beam."""
 
@@ -181,7 +203,12 @@ class _Build:
             raise InputError(f"the training split has no tokens for {side}")
         config = self.config
         builder = SubwordBuilder(counts, config.max_subtoken_length, config.reserved_tokens)
-        vocab, trace = builder.build_to_target_size(config.vocab_size, *config.min_count_bounds)
+        lo, hi = config.min_count_bounds
+        # A bisection over [lo, hi] builds at most this many times.
+        with Progress(f"vocab {side}", (hi - lo + 1).bit_length(), "build") as shown:
+            vocab, trace = builder.build_to_target_size(
+                config.vocab_size, lo, hi, lambda m, n: shown.update(1, min_count=m, size=n)
+            )
         report["bisection"] = [{"min_count": m, "vocab_size": n} for m, n in trace.steps]
         report["min_count"] = trace.chosen
         largest = max(n for _, n in trace.steps)
@@ -203,7 +230,8 @@ class _Build:
             raise InputError(f"the training split has no sentences for {side}")
         spm_config = dataclasses.replace(self.config.spm, vocab_size=self.config.vocab_size)
         try:
-            model = spm_vocab.train(sentences, spm_config)
+            with heartbeat(f"SentencePiece {side} on {len(sentences):,} sentences"):
+                model = spm_vocab.train(sentences, spm_config)
         except RuntimeError as e:
             raise ConfigError(f"SentencePiece could not train on {side}: {e}") from e
         return model, spm_vocab.piece_counts(model, sentences)
@@ -297,6 +325,7 @@ def run_vocab(
             pieces = [p for p, _ in spm_vocab.pieces_and_scores(model)]
             dicts[side] = dict_text(pieces[len(SPECIALS) :], piece_counts[len(SPECIALS) :])
             report["vocab_size"] = len(pieces)
+            files += _tokenizer_json(out, model, side, len(pieces), log)
         files += [file_entry(out, w, "vocab", report["vocab_size"], side=side) for w in written]
         reports[side] = report
     for lang in (langs["src"], langs["tgt"]):

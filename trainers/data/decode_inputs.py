@@ -21,6 +21,7 @@ from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.formats.encoded_dataset import SplitData
 from nmtpipe.transforms.formats.prepared import read_prepared
 from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.storage.manifest import parquet_row_groups, read_parquet_entry
 from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
 from nmtpipe.transforms.vocab import id_layout
 from nmtpipe.transforms.vocab.vocabulary import Vocabulary
@@ -68,13 +69,17 @@ def read_lines(url: str) -> Iterator[str]:
         raise InputError(f"{url}: no such file")
     with fs.open(path, "rb", compression="infer") as f:
         for number, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise InputError(
-                    f"{url}:{number}: not UTF-8 ({e.reason} at byte {e.start})"
-                ) from None
-            yield line.rstrip("\n").removesuffix("\r")
+            yield decode_line(raw, url, number)
+
+
+def decode_line(raw: bytes, name: str, number: int) -> str:
+    """One line's text without its line end (LF or CRLF); invalid UTF-8 is an error
+    naming the file and line."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{name}:{number}: not UTF-8 ({e.reason} at byte {e.start})") from None
+    return line.rstrip("\n").removesuffix("\r")
 
 
 def _lines_of(urls: Iterable[str]) -> Iterator[str]:
@@ -112,6 +117,23 @@ def prepared_sources(encode_doc: dict[str, Any]) -> list[dict[str, str]]:
     return info if isinstance(info, list) else [info]
 
 
+def prepared_normalization(encode_doc: dict[str, Any], required: bool) -> dict[str, Any]:
+    """How the prepare step normalised text (raw input must be normalised alike); `{}`
+    when its output is gone and nothing raw is to be read (`required` False)."""
+    url = prepared_sources(encode_doc)[0]["url"]  # a version's parts share the options
+    try:
+        _, prepared = read_prepared(url)
+        normalize = prepared["options"]["normalize"]
+        return normalize.get("src", normalize)  # older outputs hold one for both sides
+    except (InputError, OSError) as e:
+        if required:
+            raise InputError(
+                f"raw text needs the prepare step's normalisation, but its output {url} "
+                f"cannot be read: {e}"
+            ) from e
+        return {}
+
+
 def _prepared_texts(encode_doc: dict[str, Any], split: str) -> Iterator[tuple[str, str]] | None:
     """The (source, target) texts of `split` from the prepared shards the encoded split
     came from, in the same order; None when they are gone or were made again since."""
@@ -124,19 +146,25 @@ def _prepared_texts(encode_doc: dict[str, Any], split: str) -> Iterator[tuple[st
         if doc["fingerprint"] != info["fingerprint"]:
             return None
         if split in doc["splits"]:
-            found.append((root, doc["splits"][split]["files"]))
+            # A version's parts come with the rows the version leaves out.
+            skip = set(info.get("excluded", {}).get(split, ()))
+            found.append((root, doc, doc["splits"][split]["files"], skip))
 
     def rows() -> Iterator[tuple[str, str]]:
-        for root, paths in found:
+        for root, doc, paths, skip in found:
+            entries = {f["path"]: f for f in doc["files"]}
+            row = 0
             for path in paths:
-                url = fsio.join(root, path)
-                for group in range(len(fsio.parquet_row_groups(url))):
-                    table = fsio.read_parquet(url, ["src", "tgt"], [group])
-                    yield from zip(
+                for group in range(len(parquet_row_groups(root, entries[path]))):
+                    table = read_parquet_entry(root, entries[path], ["src", "tgt"], [group])
+                    for pair in zip(
                         table.column("src").to_pylist(),
                         table.column("tgt").to_pylist(),
                         strict=True,
-                    )
+                    ):
+                        if row not in skip:
+                            yield pair
+                        row += 1
 
     return rows()
 

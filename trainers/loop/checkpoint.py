@@ -9,6 +9,7 @@ Names follow fairseq (`trainers/loop/run_files.py`).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import random
 from typing import Any
@@ -18,7 +19,7 @@ import torch
 from nmtpipe.trainers.loop.run_files import NUMBERED
 from nmtpipe.trainers.model.build import Seq2Seq, build_model
 from nmtpipe.trainers.model.config import ModelConfig
-from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.errors import InputError, IntegrityError
 from nmtpipe.transforms.storage import fsio
 
 
@@ -38,23 +39,63 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+# A checkpoint is the zip file `torch.save` writes, with the sha256 of those bytes as the
+# zip's archive comment: one file, still loaded by a plain `torch.load`, and checked on
+# every load. The comment is the last field of the zip's end record (EOCD: 22 bytes
+# ending in the comment's length), so it is added and removed without parsing the zip.
+_EOCD = b"PK\x05\x06"
+_EOCD_SIZE = 22
+_DIGEST_TAG = b"nmtpipe-sha256:"
+_COMMENT_SIZE = len(_DIGEST_TAG) + 64
+
+
+def with_digest(data: bytes) -> bytes:
+    """`torch.save`'s bytes with their sha256 as the zip comment."""
+    if data[-_EOCD_SIZE : -_EOCD_SIZE + 4] != _EOCD or data[-2:] != b"\0\0":
+        raise ValueError("torch.save wrote no zip end record without a comment")
+    comment = _DIGEST_TAG + hashlib.sha256(data).hexdigest().encode()
+    return data[:-2] + len(comment).to_bytes(2, "little") + comment
+
+
+def check(url: str, data: bytes) -> None:
+    """Check `torch.save`'s bytes against the digest they carry (checkpoints without
+    one, from older versions, are left to torch). The comment stays: torch reads past it."""
+    if data[-_EOCD_SIZE : -_EOCD_SIZE + 4] == _EOCD and data[-2:] == b"\0\0":
+        return  # no comment: an older nmtpipe's checkpoint
+    end = len(data) - _COMMENT_SIZE - _EOCD_SIZE
+    record, comment = data[end : end + _EOCD_SIZE], data[end + _EOCD_SIZE :]
+    expected = comment.removeprefix(_DIGEST_TAG).decode("ascii", "replace")
+    digest = hashlib.sha256(memoryview(data)[: end + _EOCD_SIZE - 2])  # no copy of the file
+    digest.update(b"\0\0")  # the comment's length as torch.save wrote it: none
+    actual = digest.hexdigest()
+    if record[:4] != _EOCD or not comment.startswith(_DIGEST_TAG) or actual != expected:
+        raise IntegrityError(
+            f"{url} is corrupted: its sha256 is {actual}, the digest it was saved with is "
+            f"{expected if comment.startswith(_DIGEST_TAG) else 'unreadable'}; use another "
+            "checkpoint (checkpoint_best.pt, a numbered one) or train again"
+        )
+
+
 def save(url: str, state: dict[str, Any]) -> None:
     """Write `state` to `url` atomically (readers see the old file or the new one)."""
     buffer = io.BytesIO()
     torch.save(state, buffer)
-    fsio.write_bytes(url, buffer.getbuffer())
+    fsio.write_bytes(url, with_digest(buffer.getvalue()))
 
 
 def load(url: str) -> dict[str, Any]:
-    """A checkpoint, loaded without running any pickled code (`weights_only=True`)."""
+    """A checkpoint, checked against its digest and loaded without running any pickled
+    code (`weights_only=True`)."""
     try:
         data = fsio.read_bytes(url)
     except FileNotFoundError:
         raise InputError(f"no checkpoint at {url}") from None
+    check(url, data)
     try:
         return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as e:
-        raise InputError(f"{url} is not a readable nmtpipe checkpoint: {e}") from e
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"{url} is not a readable nmtpipe checkpoint: {reason}") from e
 
 
 def model_from(state: dict[str, Any]) -> Seq2Seq:

@@ -20,7 +20,7 @@ import contextlib
 import itertools
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +30,7 @@ from nmtpipe.trainers.data.batching import length_sorted_batches
 from nmtpipe.trainers.data.decode_inputs import (
     Sentence,
     TextCodec,
-    prepared_sources,
+    prepared_normalization,
     split_sentences,
     text_sentences,
     windows,
@@ -41,9 +41,9 @@ from nmtpipe.trainers.loop.distributed import Ranks, open_on_ranks
 from nmtpipe.trainers.loop.run_files import HYPOTHESES, NBEST, SCORES
 from nmtpipe.trainers.loop.scoring import CorpusScores, default_tokenize
 from nmtpipe.trainers.model.beam_search import BeamSearch
+from nmtpipe.transforms import progress as display
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc
-from nmtpipe.transforms.formats.prepared import read_prepared
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.vocab.id_layout import IdLayout
 from nmtpipe.transforms.vocab.vocabulary import open_vocabulary
@@ -80,11 +80,29 @@ class _Outputs:
         self.nbest.write(lines.encode("utf-8"))
 
 
+def check_match(state: dict[str, Any], url: str, doc: dict[str, Any], data_url: str,
+                fmt: str) -> None:  # fmt: skip
+    """The checkpoint at `url` must have the vocabulary and shape of the data's vocabulary."""
+    ours, theirs = state.get("vocab_fingerprint"), doc["vocab"]["fingerprint"]
+    if ours != theirs:
+        raise InputError(
+            f"{url} was trained with another vocabulary (fingerprint "
+            f"{str(ours)[:12]}) than {data_url} was encoded with ({theirs[:12]})"
+        )
+    sizes, model, langs = doc["vocab_sizes"][fmt], state["model_config"], doc["languages"]
+    if (model["src_vocab"], model["tgt_vocab"]) != (sizes[langs["src"]], sizes[langs["tgt"]]):
+        raise InputError(
+            f"{url} has {model['src_vocab']}/{model['tgt_vocab']} embeddings, the {fmt} ids "
+            f"of {data_url} need {sizes[langs['src']]}/{sizes[langs['tgt']]}; pass the "
+            "--format it was trained on"
+        )
+
+
 class Decoder:
     """One rank's share of a decoding job."""
 
-    def __init__(self, config: DecodeConfig, ranks: Ranks, log: Callable[[str], None]) -> None:
-        self.config, self.ranks, self.log = config, ranks, log
+    def __init__(self, config: DecodeConfig, ranks: Ranks) -> None:
+        self.config, self.ranks = config, ranks
         state = checkpoint.load(config.checkpoint)
         train_config = state.get("train_config", {})
         self.data_url = config.data or train_config.get("data")
@@ -99,48 +117,15 @@ class Decoder:
             self.dataset = open_on_ranks(ranks, self.data_url, fmt, config.cache_dir)
             self.doc, self.format = self.dataset.manifest, self.dataset.format
         self.layout = IdLayout(**self.doc["id_layouts"][self.format])
-        self._check_match(state)
+        check_match(state, config.checkpoint, self.doc, self.data_url, self.format)
         vocab = open_vocabulary(self.doc["vocab"]["url"])
-        prepared_options = self._prepared_options()
-        self.codec = TextCodec(vocab, self.doc["languages"], self.format, prepared_options)
+        normalization = prepared_normalization(self.doc, required=bool(config.inputs))
+        self.codec = TextCodec(vocab, self.doc["languages"], self.format, normalization)
         self.model = checkpoint.model_from(state).to(ranks.device)
         self.search = BeamSearch(self.model, self.layout, config.search)
         self.autocast = ranks.autocast()
         tgt = self.doc["languages"]["tgt"]
         self.scores = CorpusScores(config.bleu_tokenize or default_tokenize(tgt))
-
-    def _check_match(self, state: dict[str, Any]) -> None:
-        """The checkpoint's vocabulary and shape must be those of the data's vocabulary."""
-        ours, theirs = state.get("vocab_fingerprint"), self.doc["vocab"]["fingerprint"]
-        if ours != theirs:
-            raise InputError(
-                f"{self.config.checkpoint} was trained with another vocabulary (fingerprint "
-                f"{str(ours)[:12]}) than {self.data_url} was encoded with ({theirs[:12]})"
-            )
-        sizes = self.doc["vocab_sizes"][self.format]
-        model = state["model_config"]
-        langs = self.doc["languages"]
-        if (model["src_vocab"], model["tgt_vocab"]) != (sizes[langs["src"]], sizes[langs["tgt"]]):
-            raise InputError(
-                f"{self.config.checkpoint} has {model['src_vocab']}/{model['tgt_vocab']} "
-                f"embeddings, the {self.format} ids of {self.data_url} need "
-                f"{sizes[langs['src']]}/{sizes[langs['tgt']]}; pass the --format it was "
-                "trained on"
-            )
-
-    def _prepared_options(self) -> dict[str, Any]:
-        """How the prepare step normalised text (raw input must be normalised alike)."""
-        url = prepared_sources(self.doc)[0]["url"]  # a version's parts share the options
-        try:
-            _, prepared = read_prepared(url)
-            return prepared["options"]["normalize"]
-        except (InputError, OSError) as e:
-            if self.config.inputs:
-                raise InputError(
-                    f"raw --input needs the prepare step's normalisation, but its output "
-                    f"{url} cannot be read: {e}"
-                ) from e
-            return {}
 
     # --- input ----------------------------------------------------------------------
 
@@ -208,9 +193,13 @@ class Decoder:
         scores_url = fsio.join(self.config.output, SCORES)
         if self.ranks.main and fsio.exists(scores_url):
             fsio.remove(scores_url)  # the commit mark of an earlier run's outputs
+        total = len(self.dataset[self.config.split]) if self.dataset is not None else None
         with contextlib.ExitStack() as stack:
             outputs = _Outputs(stack, self.config.output) if self.ranks.main else None
-            for number, window in enumerate(self._windows()):
+            shown = stack.enter_context(
+                display.Progress("decode", total, "sentence", enabled=self.ranks.main)
+            )
+            for window in self._windows():
                 gathered = self.ranks.gather_to_main(self._decode_window(window))
                 if outputs is None:
                     continue
@@ -219,10 +208,7 @@ class Decoder:
                 counts.add(_count(records))
                 outputs.write(records)
                 self._score(window, records)
-                self.log(
-                    f"window {number + 1}: {counts.sentences:,} sentences translated, "
-                    f"{counts.sentences / (time.perf_counter() - started):,.1f}/s"
-                )
+                shown.update(len(records))
         seconds = time.perf_counter() - started
         summary = self._summary(counts, seconds)
         if self.ranks.main:
@@ -255,11 +241,11 @@ class Decoder:
             "input": list(c.inputs) or {"data": self.data_url, "split": c.split},
             "search": {"convention": c.search.convention, **c.search.__dict__},
             "world": self.ranks.world,
+            **self.scores.result(),  # first: its count of scored sentences is not the count
             **counts.__dict__,
             "seconds": round(seconds, 2),
             "sentences_per_s": round(counts.sentences / seconds, 2) if seconds else 0.0,
             "target_tokens_per_s": round(counts.target_tokens / seconds, 1) if seconds else 0.0,
-            **self.scores.result(),
         }
 
 
@@ -279,11 +265,11 @@ def _count(records: list[dict[str, Any]]) -> _Counts:
     return counts
 
 
-def decode(config: DecodeConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
+def decode(config: DecodeConfig) -> dict[str, Any]:
     """Decode on this process's rank; returns the summary (complete on the first rank)."""
     ranks = Ranks()
     try:
-        summary = Decoder(config, ranks, log if ranks.main else lambda _: None).run()
+        summary = Decoder(config, ranks).run()
         ranks.sum(0)  # every rank done before the group goes
         return summary
     finally:

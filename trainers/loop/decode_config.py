@@ -30,8 +30,13 @@ class DecodeConfig:
     def __post_init__(self) -> None:
         if self.references and not self.inputs:
             raise ConfigError("--reference goes with --input")
-        for name in ("max_tokens", "buffer_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"--{name.replace('_', '-')} must be at least 1")
-        if self.max_source_positions < 2:
-            raise ConfigError("--max-source-positions must be at least 2 (a token and EOS)")
+        check_batching(self.max_tokens, self.buffer_size, self.max_source_positions)
+
+
+def check_batching(max_tokens: int, buffer_size: int, max_source_positions: int) -> None:
+    """The batching options decode and translate share."""
+    for flag, value in (("--max-tokens", max_tokens), ("--buffer-size", buffer_size)):
+        if value < 1:
+            raise ConfigError(f"{flag} must be at least 1")
+    if max_source_positions < 2:
+        raise ConfigError("--max-source-positions must be at least 2 (a token and EOS)")

@@ -15,11 +15,14 @@ import pickle
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
+from signal import SIGTERM
 from typing import Any
 
 from nmtpipe.trainers.loop.decode_config import DecodeConfig
 from nmtpipe.trainers.loop.run_files import SCORES, SUMMARY
 from nmtpipe.trainers.loop.train_config import TrainConfig
+from nmtpipe.transforms import progress
 from nmtpipe.transforms.errors import NmtpipeError, error_line
 from nmtpipe.transforms.storage import fsio
 
@@ -36,34 +39,78 @@ def run_job(config: JobConfig, nproc: int = 1, verbose: bool = False) -> dict[st
     In this process when `nproc` is 1 or when this process is already a torchrun rank
     (the job then spans the ranks torchrun started)."""
     if nproc <= 1 or "LOCAL_RANK" in os.environ:
-        return _run_here(config, verbose)
+        return _run_here(config)
     with tempfile.TemporaryDirectory(prefix="nmtpipe-job-") as folder:
         payload = os.path.join(folder, "job.pickle")
+        failure = os.path.join(folder, "failure.json")
         with open(payload, "wb") as f:
-            pickle.dump({"config": config, "verbose": verbose}, f)
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-                   f"--nproc_per_node={nproc}", "-m", __name__, payload]  # fmt: skip
-        code = subprocess.run(command, check=False).returncode
-    if code != 0:
-        raise NmtpipeError(
-            f"{job_name(config)} failed on {nproc} processes (torchrun exit {code}); "
-            "the ranks' errors are above"
-        )
+            pickle.dump({"config": config, "verbose": verbose, "quiet": progress.quiet()}, f)
+        torchrun = [sys.executable, "-m", __name__, "--torchrun", failure, str(verbose)]
+        ranks = ["--standalone", f"--nproc_per_node={nproc}", "-m", __name__, payload]
+        # One thread per rank unless the user says otherwise (torchrun's own default,
+        # set here so that it does not print a banner about it).
+        env = {"OMP_NUM_THREADS": "1", **os.environ}
+        code = subprocess.run([*torchrun, *ranks], check=False, env=env).returncode
+        if code != 0:
+            died = json.loads(Path(failure).read_text()) if os.path.exists(failure) else None
+            raise NmtpipeError(failure_line(config, nproc, code, died))
     return result_of(config)
 
 
-def _run_here(config: JobConfig, verbose: bool) -> dict[str, Any]:
+def failure_line(config: JobConfig, nproc: int, code: int, died: dict[str, Any] | None) -> str:
+    """What a user reads when a job on several processes fails: which rank, how, and
+    what re-running does (training resumes from its last checkpoint)."""
+    again = (
+        f"re-running the same command resumes from the last checkpoint in {config.save_dir}"
+        if isinstance(config, TrainConfig)
+        else "re-running the same command decodes again"
+    )
+    if died is None:
+        return f"{job_name(config)} failed on {nproc} processes (torchrun exit {code}); {again}"
+    how = (
+        f"killed by {died['signal']}"
+        if died["signal"]
+        else f"exit {died['exitcode']}; its error is above"
+    )
+    return f"rank {died['rank']} of {nproc} died ({how}); {again}"
+
+
+def _torchrun(failure: str, verbose: bool, argv: list[str]) -> int:
+    """torchrun in this process, its multi-page report of a dead rank replaced by a
+    record of the first failure (`failure`, JSON) for `run_job`'s one line. The ranks
+    inherit this process's terminal, so their progress bars stay bars."""
+    import logging
+
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args, run
+
+    if not verbose:
+        logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    try:
+        run(parse_args(argv))
+    except ChildFailedError as e:
+        # A rank killed by a signal is the cause; the others then fail on their broken
+        # connections, and may have recorded that earlier than torchrun saw the kill, or
+        # get the SIGTERM torchrun sends the survivors: that one is never the cause.
+        signalled = sorted(r for r, f in e.failures.items() if f.exitcode < 0)
+        killed = [r for r in signalled if e.failures[r].exitcode != -SIGTERM] or signalled
+        rank, first = (killed[0], e.failures[killed[0]]) if killed else e.get_first_failure()
+        signal = first.signal_name() if first.exitcode < 0 else ""
+        record = {"rank": rank, "exitcode": first.exitcode, "signal": signal}
+        with open(failure, "w") as f:
+            json.dump(record, f)
+        return 1
+    return 0
+
+
+def _run_here(config: JobConfig) -> dict[str, Any]:
     if isinstance(config, TrainConfig):
         from nmtpipe.trainers.loop.train import train
 
         return train(config)
     from nmtpipe.trainers.loop.decode import decode
 
-    return decode(config, log=_progress if verbose else lambda _: None)
-
-
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    return decode(config)
 
 
 def result_of(config: JobConfig) -> dict[str, Any]:
@@ -96,8 +143,9 @@ def _rank_main(payload: str) -> int:
     with open(payload, "rb") as f:
         job = pickle.load(f)
     config, verbose = job["config"], job["verbose"]
+    progress.configure(quiet=job["quiet"])
     try:
-        _run_here(config, verbose)
+        _run_here(config)
     except Exception as exc:
         line, code = error_line(job_name(config), exc, verbose)
         print(line, file=sys.stderr, flush=True)
@@ -106,4 +154,6 @@ def _rank_main(payload: str) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--torchrun":
+        sys.exit(_torchrun(sys.argv[2], sys.argv[3] == "True", sys.argv[4:]))
     sys.exit(_rank_main(sys.argv[1]))

@@ -1,16 +1,17 @@
-"""What training shows: JSON lines on stdout, TensorBoard scalars, a tqdm bar (rank 0 only).
+"""What training shows: JSON lines on stdout, TensorBoard scalars, progress (rank 0 only).
 
 JSON lines are the record (one object per log interval and per validation, then the
-summary); TensorBoard gets every number of those records under its key; the progress bar
-is drawn only on a terminal.
+summary); TensorBoard gets every number of those records under its key; progress is
+`transforms/progress.py`'s display (a bar on a terminal, a line per interval otherwise,
+nothing with --quiet), on stderr, so stdout stays JSON.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
+from nmtpipe.transforms import progress as display
 from nmtpipe.transforms.errors import ConfigError
 
 
@@ -29,24 +30,16 @@ class Progress:
                     "pip install 'nmtpipe[tensorboard]'"
                 ) from e
             self._writer = SummaryWriter(tensorboard_dir)
-        if sys.stderr.isatty():
-            from tqdm import tqdm
-
-            self._bar = tqdm(total=total, initial=initial, unit="update", dynamic_ncols=True)
+        self._bar = display.Progress("train", total, "update", initial)
 
     def advance(self, loss: float) -> None:
         if self._bar is not None:
-            self._bar.update(1)
-            self._bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+            self._bar.update(1, loss=f"{loss:.3f}")
 
     def record(self, record: dict[str, Any]) -> None:
         if not self.main:
             return
-        line = json.dumps(record)
-        if self._bar is not None:
-            self._bar.write(line, file=sys.stdout)
-        else:
-            print(line, flush=True)
+        print(json.dumps(record), flush=True)
         if self._writer is not None and "update" in record:
             prefix = "valid" if any(k.startswith("valid_") for k in record) else "train"
             for key, value in record.items():

@@ -56,7 +56,7 @@ class CorpusScores:
 
     def result(self) -> dict[str, Any]:
         """Scores, their sacrebleu signatures and the usual one-line forms."""
-        out: dict[str, Any] = {"sentences": self.sentences}
+        out: dict[str, Any] = {"scored_sentences": self.sentences}
         for name, metric in self._metrics.items():
             if name not in self._stats:
                 continue

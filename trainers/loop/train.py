@@ -36,7 +36,7 @@ from nmtpipe.trainers.loop.train_config import TrainConfig
 from nmtpipe.trainers.loop.valid_bleu import ValidBleu
 from nmtpipe.trainers.model.build import build_model
 from nmtpipe.trainers.model.config import ModelConfig, preset
-from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.encoded_dataset import EncodedDataset, SplitData
 from nmtpipe.transforms.storage import fsio
 
@@ -123,6 +123,8 @@ class Trainer:
         self.model.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.position = Position(**state["position"])
+        if self._other_data(state, url):  # --reset-data: the new data from its start
+            self.position = Position(update=self.position.update)
         self.best, self.bad_validations = state["best"], state["bad_validations"]
         if state.get("best_metric", "loss") != self.config.best_checkpoint_metric:
             self.best, self.bad_validations = None, 0  # another metric: start afresh
@@ -134,6 +136,24 @@ class Trainer:
                 f"{url} was written by {state['world']} rank(s), this job has "
                 f"{self.ranks.world}: batches are cut anew, so the resume is not exact"
             )
+        return True
+
+    def _other_data(self, state: dict[str, Any], url: str) -> bool:
+        """Whether the checkpoint at `url` was trained on other data than this job's;
+        refused unless --reset-data says to go on with the new data."""
+        theirs, ours = state.get("data_fingerprint"), self.data.data_fingerprint
+        if theirs is None or theirs == ours:  # the same data, or an older checkpoint
+            return False
+        if not self.config.reset_data:
+            raise InputError(
+                f"{url} was trained on other data (fingerprint {theirs[:12]}) than "
+                f"{self.config.data} (fingerprint {ours[:12]}); pass --reset-data to "
+                "continue training it on this data, or use another --save-dir"
+            )
+        self._warnings.append(
+            f"{url} was trained on other data ({theirs[:12]}); --reset-data: continuing "
+            f"from update {state['position']['update']} at the start of {self.config.data}"
+        )
         return True
 
     def save(self, names: list[str]) -> None:
@@ -154,6 +174,7 @@ class Trainer:
                 k: v for k, v in asdict(self.config).items() if k != "model_overrides"
             },
             "vocab_fingerprint": self.data.vocab_fingerprint,
+            "data_fingerprint": self.data.data_fingerprint,
             "world": self.ranks.world,
         }
         for name in names:
@@ -308,7 +329,8 @@ class Trainer:
         started = time.perf_counter()
         seen_tokens = 0
         window, window_tokens, window_data = time.perf_counter(), 0, 0.0
-        stop = self.position.update >= self.config.max_update or self._out_of_patience()
+        done_before = self.position.update >= self.config.max_update
+        idle = stop = done_before or self._out_of_patience()  # nothing left to train
         for micro in [] if stop else self._micro_batches():
             result = self.step(micro)
             self.position.update += 1
@@ -337,10 +359,13 @@ class Trainer:
             if stop or self.position.update >= self.config.max_update:
                 break
         final = self.validate()
-        self.save([run_files.LAST])
-        self._finish_files(final)
+        if not idle:  # a finished run's checkpoint and files stay as they are
+            self.save([run_files.LAST])
+            self._finish_files(final)
         seconds = time.perf_counter() - started
         return {
+            "already_done": done_before,  # the checkpoint was at --max-update already
+            "max_update": self.config.max_update,
             "updates": self.position.update,
             "epoch": self.position.epoch,
             "resumed": resumed,

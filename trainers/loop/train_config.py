@@ -46,6 +46,7 @@ class TrainConfig:
     cache_dir: str | None = None
     compile: bool = False
     tensorboard_logdir: str | None = None
+    reset_data: bool = False  # resume a checkpoint of other data (from that data's start)
     model_overrides: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -28,6 +28,7 @@ from nmtpipe.transforms.storage.manifest import FileEntry, file_entry
 from nmtpipe.transforms.storage.raw_corpus import ChunkRef, RawChunk, load_chunk, plan_chunks
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig
+from nmtpipe.transforms.text.overlap import Protected
 from nmtpipe.transforms.text.records import Reject, reject_batch
 from nmtpipe.transforms.text.split import stable_bucket
 from nmtpipe.transforms.vocab import counts as counts_lib
@@ -35,6 +36,18 @@ from nmtpipe.transforms.vocab.counts import JOINED
 
 NAMESPACE = "nmtpipe.prepare"
 REJECTS, COUNTS, CHARS, STATS, FILES = "rejects", "counts", "chars", "stats", "files"
+PROTECTED = "protected"
+
+
+def rejects_partial(rejects: list[Reject]) -> dict[str, Any]:
+    """Statistics of rejects: by reason, and by reason per input."""
+    per_input: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in rejects:
+        per_input[r.origin][r.reason] += 1
+    return {
+        "rejects": dict(Counter(r.reason for r in rejects)),
+        "inputs": {origin: {"rejects": dict(c)} for origin, c in per_input.items()},
+    }
 
 
 def _ship_rejects(
@@ -72,7 +85,8 @@ class PlanChunksFn(beam.DoFn):
 
 
 class CleanChunksFn(beam.DoFn):
-    """Chunk → pair batches keyed by (split, shard); rejects, counts and stats tagged.
+    """Chunk → pair batches keyed by (split, shard); rejects, counts, stats and what
+    the chunk's valid and test pairs protect (`overlap.py`) tagged.
 
     With a `spill_dir` a chunk's pair batches go to one Arrow file there, its rejects to
     another, and only references travel on; without, the batches travel inline (see
@@ -124,14 +138,27 @@ class CleanChunksFn(beam.DoFn):
         src, tgt = self.langs
         self._counts[src].add(t2t_tokenizer.token_array(out.train_src))
         self._counts[tgt].add(t2t_tokenizer.token_array(out.train_tgt))
-        reasons = Counter(r.reason for r in out.rejects)
-        for reason, n in reasons.items():
+        partial = rejects_partial(out.rejects)
+        for reason, n in partial["rejects"].items():
             Metrics.counter(NAMESPACE, f"rejected_{reason}").inc(n)
-        yield TaggedOutput(STATS, {"pairs_read": out.pairs_read, "rejects": dict(reasons)})
+        partial["inputs"].setdefault(chunk.origin, {})["read"] = out.pairs_read
+        yield TaggedOutput(
+            STATS,
+            {
+                **partial,
+                "pairs_read": out.pairs_read,
+                "converted": out.converted,
+                "ratio_hist": out.ratio_hist,
+            },
+        )
+        for (split, _), batch in sorted(out.pairs.items()):
+            if split != "train":
+                yield TaggedOutput(PROTECTED, Protected.of_batch(split, batch))
 
 
 class WritePairShardsFn(beam.DoFn):
-    """((split, shard), [batch]) → one Parquet shard; duplicates become rejects, and in
+    """((split, shard), [batch]) → one Parquet shard; duplicates and pairs overlapping
+    a split that outranks this one (the `Protected` side input) become rejects, and in
     the train split their tokens go out as negative counts."""
 
     def __init__(
@@ -142,7 +169,9 @@ class WritePairShardsFn(beam.DoFn):
         count_buckets: int,
         reject_shards: int,
         spill_dir: str | None,
+        keep_overlap: bool = False,
     ) -> None:
+        self.keep_overlap = keep_overlap
         self.output = output
         self.shard_counts = shard_counts
         self.langs = langs
@@ -150,23 +179,24 @@ class WritePairShardsFn(beam.DoFn):
         self.reject_shards = reject_shards
         self.spill_dir = spill_dir
         self.kept = Metrics.counter(NAMESPACE, "pairs_kept")
-        self.duplicates = Metrics.counter(NAMESPACE, "rejected_duplicate")
 
     def process(
-        self, element: tuple[tuple[str, int], Iterable[batch_transport.Shipped]]
+        self,
+        element: tuple[tuple[str, int], Iterable[batch_transport.Shipped]],
+        protected: Protected | None = None,
     ) -> Iterator[Any]:
         (split, shard), batches = element
         url = fsio.join(self.output, pairs_path(split, shard, self.shard_counts[split]))
-        result = pair_shards.write_pair_shard(url, batches)
+        result = pair_shards.write_pair_shard(url, batches, split, protected, self.keep_overlap)
         rows = result.table.num_rows
         self.kept.inc(rows)
-        self.duplicates.inc(len(result.duplicates))
+        for reason, n in Counter(r.reason for r in result.duplicates).items():
+            Metrics.counter(NAMESPACE, f"rejected_{reason}").inc(n)
         yield TaggedOutput(
             FILES, file_entry(self.output, result.written, "pairs", rows, split=split)
         )
         yield TaggedOutput(
-            STATS,
-            {"rejects": {"duplicate": len(result.duplicates)}, "splits": {split: result.stats}},
+            STATS, {**rejects_partial(result.duplicates), "splits": {split: result.stats}}
         )
         spill_url = _spill_url(self.spill_dir, f"duplicates {split} {shard}")
         yield from _ship_rejects(result.duplicates, self.reject_shards, spill_url)
@@ -254,4 +284,23 @@ class MergeCountsFn(beam.CombineFn):
         return merged
 
     def extract_output(self, acc: dict[str, int]) -> dict[str, int]:
+        return acc
+
+
+class MergeProtectedFn(beam.CombineFn):
+    """What every valid and test pair protects, merged into one `Protected`."""
+
+    def create_accumulator(self) -> Protected:
+        return Protected()
+
+    def add_input(self, acc: Protected, part: Protected) -> Protected:
+        return acc.merge(part)
+
+    def merge_accumulators(self, accs: Iterable[Protected]) -> Protected:
+        merged = Protected()
+        for acc in accs:
+            merged.merge(acc)
+        return merged
+
+    def extract_output(self, acc: Protected) -> Protected:
         return acc

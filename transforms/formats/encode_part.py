@@ -24,21 +24,29 @@ from nmtpipe.transforms.formats.encoded_dataset import ARROW, FAIRSEQ
 from nmtpipe.transforms.formats.fairseq_mmap import MMapWriter
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.fsio import AtomicFile
-from nmtpipe.transforms.storage.manifest import FileEntry, file_entry
+from nmtpipe.transforms.storage.manifest import FileEntry, file_entry, read_parquet_entry
 from nmtpipe.transforms.text.stats import histogram
 from nmtpipe.transforms.vocab import id_layout
 from nmtpipe.transforms.vocab.vocabulary import SideEncoder, Vocabulary
 
 
 class EncodeTask(NamedTuple):
-    """Part `part` of `parts` of a split: row groups `row_groups` of the shard at `url`."""
+    """Part `part` of `parts` of a split: row groups `row_groups` of the shard that the
+    manifest entry `shard` of the prepared output at `root` lists (`whole`: all of them,
+    so the shard's sha256 is checked as it is read; else its pages' CRCs)."""
 
     split: str
     part: int
     parts: int
-    url: str
+    root: str
+    shard: dict[str, Any]
     row_groups: tuple[int, ...]
+    whole: bool
     fairseq_prefix: str
+
+    @property
+    def url(self) -> str:
+        return fsio.join(self.root, self.shard["path"])
 
     @property
     def arrow_path(self) -> str:
@@ -155,7 +163,8 @@ def encode_part(
     counts = {role: _SideCounts() for role in encoders}
     with contextlib.ExitStack() as stack:
         writers = _PartWriters(spec, task, stack)
-        table = fsio.read_parquet(task.url, ["id", "src", "tgt"], list(task.row_groups))
+        groups = None if task.whole else list(task.row_groups)
+        table = read_parquet_entry(task.root, task.shard, ["id", "src", "tgt"], groups)
         for batch in table.to_batches(spec.batch_size):
             encoded = {}
             for role, encoder in encoders.items():

@@ -21,6 +21,7 @@ import numpy as np
 
 from nmtpipe.transforms.errors import ManifestError
 from nmtpipe.transforms.formats.arrow_shards import ArrowShard
+from nmtpipe.transforms.formats.exclusions import Dropped, kept_index, read_exclusions
 from nmtpipe.transforms.formats.fairseq_mmap import MMapDataset, bin_name, idx_name
 from nmtpipe.transforms.storage import fsio, manifest, versions
 from nmtpipe.transforms.storage.retry import retrying
@@ -120,6 +121,21 @@ class ConcatSplit:
         return self._parts[part][j]
 
 
+class MaskedSplit:
+    """A split without some of its rows (a version's exclusions); O(log dropped) a pair."""
+
+    def __init__(self, inner: SplitData, dropped: np.ndarray) -> None:
+        self._inner, self._dropped = inner, dropped
+        self.src_sizes = np.delete(inner.src_sizes, dropped)
+        self.tgt_sizes = np.delete(inner.tgt_sizes, dropped)
+
+    def __len__(self) -> int:
+        return len(self._inner) - len(self._dropped)
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        return self._inner[kept_index(len(self._inner), self._dropped, i)]
+
+
 def _item(offsets: np.ndarray, values: np.ndarray, j: int) -> np.ndarray:
     return values[offsets[j] : offsets[j + 1]]
 
@@ -139,6 +155,8 @@ class EncodedDataset:
         self.vocab_sizes: dict[str, int] = doc["vocab_sizes"][fmt]  # ids per language
         self.joined: bool = doc["joined"]  # one vocabulary for both languages
         self.vocab_fingerprint: str = doc["vocab"]["fingerprint"]
+        # What training resumes must match: the encode output's, or a version's parts'.
+        self.data_fingerprint: str = doc.get("data_fingerprint", doc["fingerprint"])
         self._splits = splits
 
     @property
@@ -262,48 +280,87 @@ def committed_doc(url: str) -> dict[str, Any]:
     return manifest.open_committed(url, KIND, "encode")[1]
 
 
-def _version_manifest(url: str) -> tuple[dict[str, Any], list[str]]:
-    """A published version's merged manifest and the URLs of its parts' encode outputs.
+def _exclusions(root: str, doc: dict[str, Any]) -> Dropped:
+    """The rows a version leaves out of its parts (none for versions made before
+    exclusions existed), its file checked against the version's record."""
+    info = doc.get("exclusions")
+    if not info:
+        return {}
+    url = versions.part_url(root, info["path"])
+    manifest.verify_file(
+        url, info, manifest.manifest_url(versions.version_url(root, doc["number"])), True
+    )
+    return read_exclusions(url)
+
+
+def _version_manifest(url: str) -> tuple[dict[str, Any], list[str], list[dict[str, np.ndarray]]]:
+    """A published version's merged manifest, the URLs of its parts' encode outputs and,
+    per part, the rows of each split the version leaves out.
 
     The merged manifest is the first part's, with the version's splits (pairs summed
-    over the parts, in order) and the list of the parts' prepared outputs (where
-    decoding finds the texts of a split). Every part must share the vocabulary.
+    over the parts, in order, less the exclusions) and the list of the parts' prepared
+    outputs (where decoding finds the texts of a split, with `excluded` rows per split).
+    Every part must share the vocabulary.
     """
     root, number = versions.locate(url)
-    parts = [
-        versions.part_url(root, p["encoded"]) for p in versions.read_version(root, number)["parts"]
-    ]
+    doc = versions.read_version(root, number)
+    parts = [versions.part_url(root, p["encoded"]) for p in doc["parts"]]
     if not parts:
         raise ManifestError(f"{versions.version_url(root, number)} has no parts")
     docs = [manifest.read_manifest(part, KIND) for part in parts]  # files: checked on open
-    for part, doc in zip(parts, docs, strict=True):
-        if doc is None:
+    for part, encoded in zip(parts, docs, strict=True):
+        if encoded is None:
             raise ManifestError(f"{part}, a part of {url}, has no manifest (deleted?)")
-    for part, doc in zip(parts[1:], docs[1:], strict=True):
-        if doc["vocab"]["fingerprint"] != docs[0]["vocab"]["fingerprint"]:
+    for part, encoded in zip(parts[1:], docs[1:], strict=True):
+        if encoded["vocab"]["fingerprint"] != docs[0]["vocab"]["fingerprint"]:
             raise ManifestError(f"{part} was encoded with another vocabulary than {parts[0]}")
+    excluded = _exclusions(root, doc)
+    dropped = [
+        {split: rows for (key, split), rows in excluded.items() if key == p["key"]}
+        for p in doc["parts"]
+    ]
     splits = {
-        name: {"pairs": sum(d["splits"][name]["pairs"] for d in docs if name in d["splits"])}
+        name: {
+            "pairs": sum(
+                d["splits"][name]["pairs"] - len(drop.get(name, ()))
+                for d, drop in zip(docs, dropped, strict=True)
+                if name in d["splits"]
+            )
+        }
         for name in ("train", "valid", "test")
         if any(name in d["splits"] for d in docs)
     }
+    prepared_info = [
+        {**d["prepared"], "excluded": {s: rows.tolist() for s, rows in drop.items()}}
+        for d, drop in zip(docs, dropped, strict=True)
+    ]
     merged = {
         **docs[0],
         "version": {"root": root, "number": number},
-        "prepared": [d["prepared"] for d in docs],
+        "prepared": prepared_info,
         "splits": splits,
+        "data_fingerprint": manifest.fingerprint([d["fingerprint"] for d in docs]),
     }
-    return merged, parts
+    return merged, parts, dropped
 
 
 def _open_version(url: str, fmt: str | None, cache_dir: str | None, verify: str) -> EncodedDataset:
-    """A published version: its parts' encoded outputs, split by split, in order."""
-    merged, urls = _version_manifest(url)
+    """A published version: its parts' encoded outputs, split by split, in order, less
+    the rows the version excludes."""
+    merged, urls, dropped = _version_manifest(url)
     parts = [open_dataset(part, fmt, cache_dir, verify) for part in urls]
     if any(part.format != parts[0].format for part in parts):
         raise ManifestError(f"the parts of {url} do not all have {parts[0].format} shards")
+
+    def split_of(part: EncodedDataset, drop: dict[str, np.ndarray], name: str) -> SplitData:
+        rows = drop.get(name)
+        return part[name] if rows is None or not len(rows) else MaskedSplit(part[name], rows)
+
     splits: dict[str, SplitData] = {
-        name: ConcatSplit([p[name] for p in parts if name in p.splits]) for name in merged["splits"]
+        name: ConcatSplit(
+            [split_of(p, d, name) for p, d in zip(parts, dropped, strict=True) if name in p.splits]
+        )
+        for name in merged["splits"]
     }
     version = merged["version"]
     return EncodedDataset(

@@ -19,6 +19,7 @@ from nmtpipe.transforms.formats.batch_transport import Shipped, pairs_table, rej
 from nmtpipe.transforms.storage.fsio import WrittenFile, write_parquet
 from nmtpipe.transforms.text import stats
 from nmtpipe.transforms.text.filters import DUPLICATE
+from nmtpipe.transforms.text.overlap import Protected, row_reject
 from nmtpipe.transforms.text.records import Reject
 
 _SORT_KEYS = [(name, "ascending") for name in ("id", "src", "tgt", "origin", "line")]
@@ -26,7 +27,8 @@ _SORT_KEYS = [(name, "ascending") for name in ("id", "src", "tgt", "origin", "li
 
 @dataclass
 class PairShard:
-    """What writing one pair shard produced: the file, the rows kept, the duplicates."""
+    """What writing one pair shard produced: the file, the rows kept, and the rows
+    dropped as duplicates or overlap (`duplicates`)."""
 
     written: WrittenFile
     table: pa.Table
@@ -49,21 +51,11 @@ def _duplicate_mask(table: pa.Table) -> np.ndarray:
 def _duplicates(table: pa.Table, dup: np.ndarray) -> list[Reject]:
     # Each row's survivor is the first row of its run of equal pairs.
     survivor = np.maximum.accumulate(np.where(dup, 0, np.arange(len(dup))))
-    origin, line, src, tgt = (table[c] for c in ("origin", "line", "src", "tgt"))
-    out = []
-    for i in np.flatnonzero(dup).tolist():
-        s = int(survivor[i])
-        out.append(
-            Reject(
-                origin[i].as_py(),
-                line[i].as_py(),
-                DUPLICATE,
-                f"same pair as {origin[s].as_py()}:{line[s].as_py()}",
-                src[i].as_py().encode(),
-                tgt[i].as_py().encode(),
-            )
-        )
-    return out
+    origin, line = table["origin"], table["line"]
+    return [
+        row_reject(table, i, DUPLICATE, f"same pair as {origin[s].as_py()}:{line[s].as_py()}")
+        for i, s in zip(np.flatnonzero(dup).tolist(), survivor[dup].tolist(), strict=True)
+    ]
 
 
 def _split_stats(table: pa.Table) -> stats.Partial:
@@ -71,13 +63,26 @@ def _split_stats(table: pa.Table) -> stats.Partial:
     return {"pairs": table.num_rows, **{s: stats.side_partial(n) for s, n in lengths.items()}}
 
 
-def write_pair_shard(url: str, batches: Iterable[Shipped]) -> PairShard:
-    """Deduplicate, sort and write one shard from inline or spilled pair batches."""
+def write_pair_shard(
+    url: str,
+    batches: Iterable[Shipped],
+    split: str = "train",
+    protected: Protected | None = None,
+    keep_overlap: bool = False,
+) -> PairShard:
+    """Deduplicate, sort and write one shard of `split` from inline or spilled pair
+    batches; pairs that `protected` (the splits that outrank this one) holds, or whose
+    sides it holds, are dropped too (`overlap.py`)."""
     table = pairs_table(batches).sort_by(_SORT_KEYS)
     dup = _duplicate_mask(table)
     duplicates = _duplicates(table, dup) if dup.any() else []
     if duplicates:
         table = table.filter(pa.array(~dup))
+    if protected is not None:
+        gone, excluded = protected.exclude(table, split, keep_overlap)
+        if excluded:
+            duplicates += excluded
+            table = table.filter(pa.array(~gone))
     written = write_parquet(url, table)
     return PairShard(written, table, duplicates, _split_stats(table))
 

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
-from nmtpipe.transforms.storage.retry import retrying
+from nmtpipe.transforms.storage.retry import policy_for, retrying
 
 _COPY_BLOCK = 8 << 20
 
@@ -65,17 +65,34 @@ def relative_to(root: str, url: str) -> str:
 
 def exists(url: str) -> bool:
     fs, path = url_to_fs(url)
-    return retrying(lambda: fs.exists(path), f"look for {url}")
+    return retrying(lambda: fs.exists(path), f"look for {url}", policy_for(fs))
 
 
 def read_bytes(url: str) -> bytes:
     fs, path = url_to_fs(url)
-    return retrying(lambda: fs.cat_file(path), f"read {url}")
+    return retrying(lambda: fs.cat_file(path), f"read {url}", policy_for(fs))
+
+
+def read_bytes_hashed(url: str) -> tuple[bytes, str]:
+    """A whole file and the sha256 of its bytes, hashed block by block as they arrive
+    (one pass; the read is retried as a whole)."""
+    fs, path = url_to_fs(url)
+
+    def read() -> tuple[bytes, str]:
+        h = hashlib.sha256()
+        blocks = []
+        with fs.open(path, "rb") as f:
+            for block in iter(lambda: f.read(_COPY_BLOCK), b""):
+                h.update(block)
+                blocks.append(block)
+        return b"".join(blocks), h.hexdigest()
+
+    return retrying(read, f"read {url}", policy_for(fs))
 
 
 def size(url: str) -> int:
     fs, path = url_to_fs(url)
-    return int(retrying(lambda: fs.size(path), f"look at {url}"))
+    return int(retrying(lambda: fs.size(path), f"look at {url}", policy_for(fs)))
 
 
 def sha256_of(url: str) -> str:
@@ -89,13 +106,13 @@ def sha256_of(url: str) -> str:
                 h.update(block)
         return h.hexdigest()
 
-    return retrying(digest, f"read {url}")
+    return retrying(digest, f"read {url}", policy_for(fs))
 
 
 def find(url: str) -> list[str]:
     """The URLs of every file under the folder `url` (none if it does not exist)."""
     fs, path = url_to_fs(url)
-    found = retrying(lambda: fs.find(path, withdirs=False), f"list {url}")
+    found = retrying(lambda: fs.find(path, withdirs=False), f"list {url}", policy_for(fs))
     return sorted(canonical_url(fs.unstrip_protocol(p)) for p in found)
 
 
@@ -107,7 +124,7 @@ def remove(url: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             fs.rm_file(path)
 
-    retrying(rm, f"delete {url}")
+    retrying(rm, f"delete {url}", policy_for(fs))
 
 
 def remove_tree(url: str) -> None:
@@ -118,7 +135,7 @@ def remove_tree(url: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             fs.rm(path, recursive=True)
 
-    retrying(rm, f"delete {url}")
+    retrying(rm, f"delete {url}", policy_for(fs))
 
 
 def file_identity(url: str) -> dict[str, Any]:
@@ -128,7 +145,7 @@ def file_identity(url: str) -> dict[str, Any]:
     what fingerprints use to notice new or changed inputs without reading them.
     """
     fs, path = url_to_fs(url)
-    info = retrying(lambda: fs.info(path), f"look at {url}")
+    info = retrying(lambda: fs.info(path), f"look at {url}", policy_for(fs))
     version = None
     for key in ("ETag", "etag", "md5Hash", "generation", "mtime", "LastModified", "created"):
         if info.get(key) is not None:
@@ -228,10 +245,23 @@ def atomic_write(url: str) -> Iterator[AtomicFile]:
 
 
 def write_parquet(url: str, table: pa.Table, row_group_size: int = 65536) -> WrittenFile:
-    """Write `table` as a zstd Parquet file, atomically: encoded in memory, one write."""
+    """Write `table` as a zstd Parquet file, atomically: encoded in memory, one write.
+
+    Every page carries a CRC32 (`write_page_checksum`), which `read_parquet` checks: a
+    reader of some row groups verifies exactly the pages it reads."""
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="zstd", row_group_size=row_group_size)
+    pq.write_table(
+        table, sink, compression="zstd", row_group_size=row_group_size, write_page_checksum=True
+    )
     return write_bytes(url, sink.getvalue())
+
+
+def parquet_file(source: Any) -> pq.ParquetFile:
+    """A Parquet file opened so that every page read is checked against its CRC32 (pages
+    written without one, by older nmtpipe versions, are read unchecked)."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        source = pa.BufferReader(source)
+    return pq.ParquetFile(source, page_checksum_verification=True)
 
 
 def write_bytes(url: str, data: bytes | pa.Buffer) -> WrittenFile:
@@ -243,7 +273,7 @@ def write_bytes(url: str, data: bytes | pa.Buffer) -> WrittenFile:
         assert f.written is not None
         return f.written
 
-    return retrying(write, f"write {url}")
+    return retrying(write, f"write {url}", policy_for(url_to_fs(url)[0]))
 
 
 def read_parquet(
@@ -256,10 +286,7 @@ def read_parquet(
     fs, path = url_to_fs(url)
 
     def read_from(source: Any) -> pa.Table:
-        parquet = pq.ParquetFile(source)
-        if row_groups is None:
-            return parquet.read(columns=columns)
-        return parquet.read_row_groups(row_groups, columns=columns)
+        return read_row_groups(parquet_file(source), columns, row_groups)
 
     def read() -> pa.Table:
         if isinstance(fs, LocalFileSystem):
@@ -267,7 +294,16 @@ def read_parquet(
         with fs.open(path, "rb") as f:
             return read_from(f)
 
-    return retrying(read, f"read {url}")
+    return retrying(read, f"read {url}", policy_for(fs))
+
+
+def read_row_groups(
+    parquet: pq.ParquetFile, columns: list[str] | None, row_groups: list[int] | None
+) -> pa.Table:
+    """All of `parquet`, or the row groups `row_groups`, as one table."""
+    if row_groups is None:
+        return parquet.read(columns=columns)
+    return parquet.read_row_groups(row_groups, columns=columns)
 
 
 def parquet_row_groups(url: str) -> list[int]:
@@ -279,7 +315,7 @@ def parquet_row_groups(url: str) -> list[int]:
             meta = pq.ParquetFile(f).metadata
             return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
 
-    return retrying(read, f"read {url}")
+    return retrying(read, f"read {url}", policy_for(fs))
 
 
 def upload(local_path: str, url: str) -> WrittenFile:
@@ -291,7 +327,7 @@ def upload(local_path: str, url: str) -> WrittenFile:
         assert f.written is not None
         return f.written
 
-    return retrying(copy, f"write {url}")
+    return retrying(copy, f"write {url}", policy_for(url_to_fs(url)[0]))
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ before any pipeline starts.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ class CorpusInput:
     src: str
     tgt: str | None = None
     columns: tuple[int, int] = (0, 1)
+    relative: bool = False  # the user named it by a relative local path
 
     @property
     def is_tsv(self) -> bool:
@@ -38,10 +40,14 @@ class CorpusInput:
 
     @property
     def origin(self) -> str:
-        """A short name for the input, used in rejects and errors: `dir/train.{en,zh}`."""
-        if self.tgt is None:
-            return self.src
-        return brace_pair(self.src, self.tgt)
+        """The input as the user named it, for rejects, the `origin` column and errors:
+        `data/train.{en,zh}` (relative paths stay relative, so outputs neither depend
+        on nor reveal where the corpus was on the machine that prepared it)."""
+        src, tgt = (self._as_given(u) if u else u for u in (self.src, self.tgt))
+        return src if tgt is None else brace_pair(src, tgt)
+
+    def _as_given(self, url: str) -> str:
+        return os.path.relpath(url) if self.relative else url
 
     def urls(self) -> list[str]:
         return [self.src] if self.tgt is None else [self.src, self.tgt]
@@ -97,17 +103,27 @@ def _glob(pattern: str) -> list[str]:
     return sorted(fsio.canonical_url(fs.unstrip_protocol(p)) for p in fs.glob(path))
 
 
+def _is_relative(url: str) -> bool:
+    """A local path the user gave relative to the current directory."""
+    return "://" not in url and not os.path.isabs(url)
+
+
 def resolve_pair_prefix(prefix: str, src_lang: str, tgt_lang: str, role: str) -> list[CorpusInput]:
     """Inputs for a fairseq-style prefix (`PREFIX.{src,tgt}`); globs allowed in PREFIX."""
+    rel = _is_relative(prefix)
     if not _has_glob(prefix) or split_archive_url(prefix):
-        return [CorpusInput(role, _find_side(prefix, src_lang), _find_side(prefix, tgt_lang))]
+        src, tgt = _find_side(prefix, src_lang), _find_side(prefix, tgt_lang)
+        return [CorpusInput(role, src, tgt, relative=rel and not split_archive_url(prefix))]
     side = re.compile(
         re.escape(f".{src_lang}") + "(" + "|".join(map(re.escape, COMPRESSION_SUFFIXES[1:])) + ")?$"
     )
     prefixes = sorted({side.sub("", m) for m in _glob(f"{prefix}.{src_lang}*") if side.search(m)})
     if not prefixes:
         raise InputError(f"no files match {prefix}.{src_lang} (with or without compression suffix)")
-    return [CorpusInput(role, _find_side(p, src_lang), _find_side(p, tgt_lang)) for p in prefixes]
+    return [
+        CorpusInput(role, _find_side(p, src_lang), _find_side(p, tgt_lang), relative=rel)
+        for p in prefixes
+    ]
 
 
 def parse_columns(text: str) -> tuple[int, int]:
@@ -133,4 +149,5 @@ def resolve_tsv(pattern: str, columns: tuple[int, int], role: str) -> list[Corpu
     for url in urls:
         if not fsio.exists(url):
             raise InputError(f"no such file: {url}")
-    return [CorpusInput(role, fsio.canonical_url(u), None, columns) for u in urls]
+    rel = _is_relative(pattern)
+    return [CorpusInput(role, fsio.canonical_url(u), None, columns, rel) for u in urls]

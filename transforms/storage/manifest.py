@@ -11,16 +11,19 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
-from nmtpipe.transforms.errors import InputError, ManifestError
+import pyarrow as pa
+
+from nmtpipe.transforms.errors import InputError, IntegrityError, ManifestError
 from nmtpipe.transforms.storage import fsio
 
 MANIFEST = "manifest.json"
 STATS_FILE = "stats.json"  # statistics beside a prepare or encode output's data
 FORMAT_VERSION = 1
 FileEntry = dict[str, Any]
+T = TypeVar("T")
 
 
 def canonical_json(obj: Any) -> bytes:
@@ -116,22 +119,136 @@ def file_url(root: str, entry: Mapping[str, Any]) -> str:
 def verify_files(root: str, doc: Mapping[str, Any], checksums: bool = False) -> None:
     """Raise ManifestError unless every listed file exists with its size (and sha256)."""
     for entry in doc["files"]:
-        verify_file(file_url(root, entry), entry, manifest_url(root), checksums)
+        verify_file(file_url(root, entry), entry, manifest_url(root), checksums, rebuild=root)
+
+
+def rebuild_hint(root: str) -> str:
+    """How a user rebuilds the committed output at `root`, from the kind its manifest
+    names (`nmtpipe.prepare` → `nmtpipe prepare`); a refresh part is rebuilt by refresh."""
+    if "/parts/" in root or "/vocabs/" in root:
+        return f"delete {root} and run nmtpipe refresh again, which rebuilds it"
+    try:
+        kind = json.loads(fsio.read_bytes(manifest_url(root))).get("kind", "")
+    except (OSError, ValueError):
+        kind = ""
+    step = kind.removeprefix("nmtpipe.") if kind.startswith("nmtpipe.") else "STEP"
+    return f"rebuild it: nmtpipe {step} ... --output {root} --force"
+
+
+def corrupted(name: str, expected: str, actual: str, rebuild: str) -> IntegrityError:
+    """The one-line error for a file whose bytes are not the ones committed."""
+    return IntegrityError(
+        f"{name} is corrupted: its sha256 is {actual}, its manifest says {expected}; "
+        f"{rebuild_hint(rebuild)}"
+    )
 
 
 def verify_file(
-    url: str, entry: Mapping[str, Any], listed_in: str, checksum: bool, name: str | None = None
+    url: str,
+    entry: Mapping[str, Any],
+    listed_in: str,
+    checksum: bool,
+    name: str | None = None,
+    rebuild: str | None = None,
 ) -> None:
     """Raise ManifestError unless `url` has the size (and sha256) its entry records;
-    the error calls the file `name` (default: `url`), e.g. a remote file's local copy."""
+    the error calls the file `name` (default: `url`), e.g. a remote file's local copy,
+    and says how to rebuild the output at `rebuild` (default: the manifest's folder)."""
     name = name or url
+    rebuild = rebuild or posixpath.dirname(listed_in)
     try:
         size = fsio.size(url)
     except FileNotFoundError:
-        raise ManifestError(f"{name} is listed in {listed_in} but missing") from None
+        raise ManifestError(
+            f"{name} is listed in {listed_in} but missing; {rebuild_hint(rebuild)}"
+        ) from None
     if size != entry["size"]:
         raise ManifestError(
-            f"{name} has {size} bytes, the manifest says {entry['size']} (truncated or replaced)"
+            f"{name} has {size} bytes, the manifest says {entry['size']} (truncated or "
+            f"replaced); {rebuild_hint(rebuild)}"
         )
-    if checksum and fsio.sha256_of(url) != entry["sha256"]:
-        raise ManifestError(f"{name} does not match its sha256 in the manifest (corrupted)")
+    if checksum:
+        actual = fsio.sha256_of(url)
+        if actual != entry["sha256"]:
+            raise corrupted(name, entry["sha256"], actual, rebuild)
+
+
+def entry_of(root: str, doc: Mapping[str, Any], url: str) -> Mapping[str, Any]:
+    """The manifest entry of the file `url` of the committed output at `root`."""
+    rel = fsio.relative_to(root, url)
+    for entry in doc["files"]:
+        if entry["path"] == rel:
+            return entry
+    raise ManifestError(f"{manifest_url(root)} does not list {rel}")
+
+
+def read_entry(root: str, entry: Mapping[str, Any]) -> bytes:
+    """The bytes of a listed file, checked against its size and sha256 while they are
+    read (no second pass); an IntegrityError naming the file if they differ."""
+    url = file_url(root, entry)
+    try:
+        data, actual = fsio.read_bytes_hashed(url)
+    except FileNotFoundError:
+        raise ManifestError(
+            f"{url} is listed in {manifest_url(root)} but missing; {rebuild_hint(root)}"
+        ) from None
+    if actual != entry["sha256"] or len(data) != entry["size"]:
+        raise corrupted(url, entry["sha256"], actual, root)
+    return data
+
+
+def read_parquet_entry(
+    root: str,
+    entry: Mapping[str, Any],
+    columns: list[str] | None = None,
+    row_groups: list[int] | None = None,
+) -> pa.Table:
+    """A listed Parquet file, or some of its row groups, checked as it is read.
+
+    Read whole, the file's sha256 is checked while its bytes arrive. Some row groups
+    only: the pages read are checked against their CRC32s (nmtpipe writes one per
+    page), so a reader of part of a file neither reads the rest nor trusts unchecked
+    data. Either way a damaged file is an IntegrityError naming it.
+    """
+    url = file_url(root, entry)
+    if row_groups is None:
+        parquet = fsio.parquet_file(read_entry(root, entry))
+        return _parsed(url, root, entry, lambda: fsio.read_row_groups(parquet, columns, None))
+    return _parsed(url, root, entry, lambda: fsio.read_parquet(url, columns, row_groups))
+
+
+def parquet_row_groups(root: str, entry: Mapping[str, Any]) -> list[int]:
+    """The rows of each row group of a listed Parquet file (its footer only: what a
+    reader of its row groups plans with; a damaged footer is an IntegrityError)."""
+    url = file_url(root, entry)
+    return _parsed(url, root, entry, lambda: fsio.parquet_row_groups(url))
+
+
+def iter_parquet_entry(
+    root: str, entry: Mapping[str, Any], columns: list[str]
+) -> Iterator[pa.RecordBatch]:
+    """The record batches of a whole listed Parquet file, its sha256 checked first (the
+    file is read into memory once: count files are small)."""
+    url = file_url(root, entry)
+    parquet = _parsed(url, root, entry, lambda: fsio.parquet_file(read_entry(root, entry)))
+    batches = parquet.iter_batches(columns=columns)
+    while True:
+        batch = _parsed(url, root, entry, lambda: next(batches, None))
+        if batch is None:
+            return
+        yield batch
+
+
+def _parsed(url: str, root: str, entry: Mapping[str, Any], parse: Callable[[], T]) -> T:
+    """`parse()`, with Arrow's errors about a damaged file (a failed page CRC, a bad
+    footer, undecodable pages) turned into one line naming the file."""
+    try:
+        return parse()
+    except (OSError, pa.ArrowException) as e:
+        if isinstance(e, FileNotFoundError | PermissionError):
+            raise
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise IntegrityError(
+            f"{url} is corrupted: {reason} (its manifest says sha256 {entry['sha256']}); "
+            f"{rebuild_hint(root)}"
+        ) from e

@@ -11,11 +11,12 @@ reproducible.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from nmtpipe.transforms.errors import StorageError
 
@@ -63,6 +64,28 @@ class RetryPolicy:
 
 
 DEFAULT_POLICY = RetryPolicy()
+# At most this many tries of one storage operation in all, counting the tries the store's
+# client makes by itself: s3fs tries each call 5 times (`S3FileSystem.retries`), gcsfs
+# 6, adlfs (the Azure SDK) 4, so nmtpipe's own retries must not multiply with theirs.
+MAX_TRIES = 12
+CLIENT_TRIES = {"s3": 5, "s3a": 5, "gs": 6, "gcs": 6, "az": 4, "abfs": 4, "abfss": 4}
+
+
+def client_tries(fs: Any) -> int:
+    """How often the client of filesystem `fs` tries each call by itself (1: once)."""
+    own = getattr(fs, "retries", None)
+    if isinstance(own, int) and own > 0:
+        return own
+    protocols = fs.protocol if isinstance(fs.protocol, (tuple, list)) else (fs.protocol,)
+    return max(CLIENT_TRIES.get(p, 1) for p in protocols)
+
+
+def policy_for(fs: Any) -> RetryPolicy:
+    """The retry policy of operations on `fs`: as many attempts as keep the tries of
+    nmtpipe and of the store's client together within MAX_TRIES (6 on a local disk or a
+    store that does not retry; 2 on S3, whose client tries 5 times: 10 tries in all)."""
+    attempts = min(DEFAULT_POLICY.attempts, max(1, MAX_TRIES // client_tries(fs)))
+    return dataclasses.replace(DEFAULT_POLICY, attempts=attempts)
 
 
 def retrying(operation: Callable[[], T], what: str, policy: RetryPolicy | None = None) -> T:

@@ -112,8 +112,11 @@ def published(root: str) -> list[int]:
 
 
 def referenced(doc: dict[str, Any]) -> set[str]:
-    """The folders under the root a version needs: its parts and its vocabulary."""
+    """The folders (and files) under the root a version needs: its parts, its
+    vocabulary and its exclusions."""
     needed = {doc["vocab"]["path"]}
+    if doc.get("exclusions"):
+        needed.add(doc["exclusions"]["path"])
     for part in doc["parts"]:
         needed |= {part["prepared"], part["encoded"]}
     return needed
@@ -186,6 +189,11 @@ def lock(root: str, break_lock: bool = False) -> Iterator[dict[str, Any]]:
         fsio.remove(url)
         if not _create(url, me):
             raise OutputError(f"another refresh took {url} at the same moment; try again")
+    if _holder(url).get("token") != me["token"]:  # a store that overwrote instead of refusing
+        raise OutputError(
+            f"{url} was overwritten by another refresh: this store did not honour exclusive "
+            "create; install the storage extra's supported versions (pip install 'nmtpipe[s3]')"
+        )
     try:
         yield me
     finally:

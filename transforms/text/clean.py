@@ -16,18 +16,35 @@ import numpy as np
 import pyarrow as pa
 
 from nmtpipe.transforms.storage.raw_corpus import RawChunk
-from nmtpipe.transforms.text import filters
-from nmtpipe.transforms.text.filters import FilterConfig
+from nmtpipe.transforms.text import filters, scripts
+from nmtpipe.transforms.text.filters import FilterConfig, Verdict
+from nmtpipe.transforms.text.langid import LangIdConfig, LanguageIdentifier
 from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
 from nmtpipe.transforms.text.records import Reject, pair_batch
 from nmtpipe.transforms.text.split import SPLITS, Placer, SplitConfig
+from nmtpipe.transforms.text.zh_script import ScriptConverter
+
+SIDES = ("src", "tgt")
+RATIO_BINS = 10  # length-ratio histogram bins per unit (0.1 wide)
+RATIO_MAX = 20  # ratios above it share the last bin
 
 
 @dataclass(frozen=True)
 class CleanConfig:
+    """How a chunk is cleaned: each side's normalisation and Chinese script conversion
+    (an OpenCC target, or None), the filters, language identification, the split."""
+
     normalize: NormalizeConfig = NormalizeConfig()
+    tgt_normalize: NormalizeConfig | None = None  # None: as the source
     filters: FilterConfig = FilterConfig()
     split: SplitConfig = SplitConfig()
+    langid: LangIdConfig = LangIdConfig()
+    convert: tuple[str | None, str | None] = (None, None)
+
+    def side_normalize(self, side: str) -> NormalizeConfig:
+        if side == "tgt" and self.tgt_normalize is not None:
+            return self.tgt_normalize
+        return self.normalize
 
 
 @dataclass
@@ -41,6 +58,8 @@ class CleanedChunk:
     train_src: list[str] = field(default_factory=list)
     train_tgt: list[str] = field(default_factory=list)
     pairs_read: int = 0
+    converted: dict[str, int] = field(default_factory=dict)  # lines changed by OpenCC, per side
+    ratio_hist: dict[int, int] = field(default_factory=dict)  # length ratios x RATIO_BINS
 
 
 def _without_cr(lines: list[str]) -> list[str]:
@@ -107,20 +126,37 @@ def _split_pairs(chunk: RawChunk) -> tuple[list[str], list[str], dict[int, Rejec
 
 
 class ChunkCleaner:
-    """Callable `RawChunk -> CleanedChunk`; holds the normaliser, so build one per worker."""
+    """Callable `RawChunk -> CleanedChunk`; holds the normalisers, converters and the
+    language identifier, so build one per worker."""
 
     def __init__(self, config: CleanConfig) -> None:
         self.config = config
-        self._normalize = Normalizer(config.normalize)
+        self._normalize = [Normalizer(config.side_normalize(side)) for side in SIDES]
+        self._convert = [None if s is None else ScriptConverter(s) for s in config.convert]  # type: ignore[arg-type]
+        lid = config.langid
+        self._langid = LanguageIdentifier(lid.threshold, lid.min_letters) if lid.enabled else None
         self._placer = Placer(config.split)
 
     def __call__(self, chunk: RawChunk) -> CleanedChunk:
         out = CleanedChunk()
-        raw_src, raw_tgt, early = _split_pairs(chunk)
-        out.pairs_read = len(raw_src)
-        src = self._normalize.batch(raw_src)
-        tgt = self._normalize.batch(raw_tgt)
-        verdicts = filters.check_pairs(src, tgt, self.config.filters)
+        raw = _split_pairs(chunk)
+        early = raw[2]
+        out.pairs_read = len(raw[0])
+        sides = []
+        for k, side in enumerate(SIDES):
+            lines = self._normalize[k].batch(raw[k])
+            convert = self._convert[k]
+            if convert is not None:
+                lines, out.converted[side] = convert(lines)
+            sides.append(lines)
+        src, tgt = sides
+        counts = (scripts.count(src), scripts.count(tgt))
+        verdicts = filters.check_pairs(src, tgt, self.config.filters, counts)
+        out.ratio_hist = _ratio_hist(src, tgt, counts)
+        # A valid or test set the user gave is a reference set (scores are compared on
+        # all of it, as sacreBLEU's are): the model does not second-guess its languages.
+        if self._langid is not None and chunk.role == "train":
+            self._identify(sides, counts, early.keys() | verdicts.keys(), verdicts)
         for i in sorted(early.keys() | verdicts.keys()):
             if i in early:
                 out.rejects.append(early[i])
@@ -129,13 +165,36 @@ class ChunkCleaner:
                 line = chunk.first_line + i
                 out.rejects.append(
                     Reject(
-                        chunk.origin, line, reason, detail, raw_src[i].encode(), raw_tgt[i].encode()
+                        chunk.origin, line, reason, detail, raw[0][i].encode(), raw[1][i].encode()
                     )
                 )
         keep = [i for i in range(len(src)) if i not in early and i not in verdicts]
         if keep:
             self._place(chunk, [src[i] for i in keep], [tgt[i] for i in keep], keep, out)
         return out
+
+    def _identify(
+        self,
+        sides: list[list[str]],
+        counts: tuple[np.ndarray, np.ndarray],
+        gone: set[int],
+        verdicts: dict[int, Verdict],
+    ) -> None:
+        """Add a `wrong-language` verdict for each surviving pair with a side not in its
+        declared language (the source is looked at first, the target for the rest)."""
+        assert self._langid is not None
+        alive = [i for i in range(len(sides[0])) if i not in gone]
+        for k, lang in enumerate((self.config.langid.src, self.config.langid.tgt)):
+            if lang is None or not alive:
+                continue
+            lines = [sides[k][i] for i in alive]
+            for j, found in self._langid.wrong(lines, lang, counts[k][alive]).items():
+                verdicts[alive[j]] = Verdict(
+                    filters.WRONG_LANGUAGE,
+                    f"{SIDES[k]} is {found.language} ({found.confidence:.2f}; {found.evidence}),"
+                    f" not {lang}",
+                )
+            alive = [i for i in alive if i not in verdicts]
 
     def _place(
         self, chunk: RawChunk, src: list[str], tgt: list[str], keep: list[int], out: CleanedChunk
@@ -161,3 +220,16 @@ class ChunkCleaner:
                 [tgt[i] for i in g],
                 pa.array(lines[group]),
             )
+
+
+def _ratio_hist(
+    src: list[str], tgt: list[str], counts: tuple[np.ndarray, np.ndarray]
+) -> dict[int, int]:
+    """Histogram of the length ratios of every pair with two non-empty sides, rejected
+    or not, in bins of 1/RATIO_BINS: what the report draws against the limit."""
+    ratio = filters.length_ratios(src, tgt, counts)
+    both = np.fromiter(map(bool, src), bool, len(src)) & np.fromiter(map(bool, tgt), bool, len(tgt))
+    bins = np.minimum(np.rint(ratio[both] * RATIO_BINS), RATIO_MAX * RATIO_BINS).astype(np.int64)
+    counted = np.bincount(bins)
+    nonzero = np.flatnonzero(counted)
+    return dict(zip(nonzero.tolist(), counted[nonzero].tolist(), strict=True))

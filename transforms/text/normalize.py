@@ -6,6 +6,12 @@ characters turned into ASCII spaces), so text cleaned here is text SentencePiece
 not change again. The `nfkc`, `nfc` and `none` forms use Python's `unicodedata` with
 the same NMT rules. Every form also removes NUL and the C1 controls (U+0080..U+009F,
 mojibake in practice), which SentencePiece keeps, and maps NEL (U+0085) to a space.
+
+NFKC turns Chinese and Japanese full-width punctuation ("，", "！", "（") into ASCII.
+`keep_fullwidth_punct` (the default for those languages, see `prepare_plan.py`) keeps
+it: a model trained on such text writes Chinese the way Chinese is written and is
+scored against raw references. Full-width letters, digits and symbols are still
+normalised.
 """
 
 from __future__ import annotations
@@ -45,6 +51,13 @@ def _contains_any(text: str, codepoints: Iterable[int]) -> bool:
 # half-width forms: the classic `_str_q2b` of Chinese NLP scripts. NFKC does this too;
 # the option matters for `nfc` and `none`.
 _Q2B = {0x3000: " ", **{cp: chr(cp - 0xFEE0) for cp in range(0xFF01, 0xFF5F)}}
+# Full-width punctuation (Unicode category P, 23 characters) hides from NFKC as Unicode
+# noncharacters (U+FDD0...), which no text should hold and every form leaves alone; any
+# found in the input are removed first.
+_PUNCT = [cp for cp in range(0xFF01, 0xFF5F) if unicodedata.category(chr(cp)).startswith("P")]
+_HIDE = {cp: chr(0xFDD0 + i) for i, cp in enumerate(_PUNCT)}
+_SHOW = {0xFDD0 + i: chr(cp) for i, cp in enumerate(_PUNCT)}
+_NONCHARACTERS = dict.fromkeys(range(0xFDD0, 0xFDF0))
 
 
 @dataclass(frozen=True)
@@ -54,10 +67,13 @@ class NormalizeConfig:
     form: Form = "nmt_nfkc"
     q2b: bool = False
     collapse_whitespace: bool = True
+    keep_fullwidth_punct: bool = False
 
     def __post_init__(self) -> None:
         if self.form not in FORMS:
             raise ValueError(f"unknown normalisation {self.form!r}; choose from {', '.join(FORMS)}")
+        if self.q2b and self.keep_fullwidth_punct:
+            raise ValueError("q2b maps full-width punctuation to ASCII: it cannot also keep it")
 
 
 class Normalizer:
@@ -85,6 +101,16 @@ class Normalizer:
     def batch(self, lines: list[str]) -> list[str]:
         if not lines:
             return []
+        if self.config.keep_fullwidth_punct:
+            joined = "\n".join(lines)
+            if _contains_any(joined, _HIDE):
+                if _contains_any(joined, _NONCHARACTERS):
+                    joined = joined.translate(_NONCHARACTERS)
+                hidden = self._batch(joined.translate(_HIDE).split("\n"))
+                return "\n".join(hidden).translate(_SHOW).split("\n")
+        return self._batch(lines)
+
+    def _batch(self, lines: list[str]) -> list[str]:
         if self._spm is None:
             return self._python(lines, ascii_only=False)
         # For ASCII text NFKC changes nothing and SentencePiece's rules are exactly

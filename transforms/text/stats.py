@@ -59,8 +59,26 @@ def summarize_lengths(hist: Mapping[int | str, int]) -> dict[str, float]:
     return out
 
 
+def _sorted_hist(hist: Mapping[int | str, int]) -> dict[str, int]:
+    """A histogram with JSON's string keys, in numeric order."""
+    return {str(k): int(v) for k, v in sorted((int(k), v) for k, v in hist.items())}
+
+
+def _inputs(partial: Partial) -> dict[str, Any]:
+    """Per input: pairs read, kept and rejected by reason."""
+    out = {}
+    for origin, info in sorted(partial.get("inputs", {}).items()):
+        rejects = {r: int(n) for r, n in sorted(info.get("rejects", {}).items())}
+        read = int(info.get("read", 0))
+        out[origin] = {"read": read, "kept": read - sum(rejects.values()), "rejects": rejects}
+    return out
+
+
 def finalize(partial: Partial, splits: Iterable[str]) -> dict[str, Any]:
-    """The `stats.json` document: every reason and split present, histograms summarised."""
+    """The `stats.json` document: every reason and split present, lengths summarised
+    (and kept as histograms, in characters, for the report), per input what was read
+    and kept, lines converted to one Chinese script, and the histogram of length ratios
+    (key: ratio x 10, see `clean.py`)."""
     rejects = {reason: int(partial.get("rejects", {}).get(reason, 0)) for reason in REASONS}
     split_stats: dict[str, Any] = {}
     kept = 0
@@ -74,6 +92,7 @@ def finalize(partial: Partial, splits: Iterable[str]) -> dict[str, Any]:
             split_stats[split][side] = {
                 "chars": int(s.get("chars", 0)),
                 "length_chars": summarize_lengths(s.get("char_hist", {})),
+                "length_hist": _sorted_hist(s.get("char_hist", {})),
             }
             if "tokens" in s:  # T2T tokens are counted for the train split
                 split_stats[split][side]["tokens"] = int(s["tokens"])
@@ -84,4 +103,7 @@ def finalize(partial: Partial, splits: Iterable[str]) -> dict[str, Any]:
         "rejects": rejects,
         "splits": {split: s["pairs"] for split, s in split_stats.items()},
         "split_details": split_stats,
+        "inputs": _inputs(partial),
+        "converted": {side: int(n) for side, n in sorted(partial.get("converted", {}).items())},
+        "length_ratio_hist": _sorted_hist(partial.get("ratio_hist", {})),
     }

@@ -56,7 +56,7 @@ def decode(tokens: list[str]) -> str:
 
 
 @functools.cache
-def _alnum_table() -> np.ndarray:
+def alnum_table() -> np.ndarray:
     """T2T's alphanumeric set as a lookup table over all code points.
 
     Built from the alphanumeric runs of one string of every code point (about 700
@@ -101,7 +101,7 @@ def _tokens(text: str, ascii_only: bool) -> pa.StringArray:
         cps = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
     else:
         cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    alnum = _alnum_table()[cps]
+    alnum = alnum_table()[cps]
     dropped = cps == ord("\n")
     between = np.zeros_like(dropped)
     between[1:-1] = alnum[:-2] & alnum[2:]
@@ -113,6 +113,12 @@ def _tokens(text: str, ascii_only: bool) -> pa.StringArray:
     if chars.size == 0:
         return pa.array([], pa.string())
     starts[0] = True
+    return string_array(chars, starts, ascii_only)
+
+
+def string_array(chars: np.ndarray, starts: np.ndarray, ascii_only: bool) -> pa.StringArray:
+    """Code points `chars` (uint8 if `ascii_only`, else uint32) cut into strings where
+    `starts` is True (it must be at 0), as one Arrow array with no Python string made."""
     if ascii_only:
         data, offsets = chars.tobytes(), np.flatnonzero(starts)
         end = chars.size

@@ -12,12 +12,11 @@ import heapq
 import itertools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.fsio import WrittenFile
@@ -126,38 +125,43 @@ def write_chars(url: str, per_side: Mapping[str, Mapping[str, int]]) -> WrittenF
     return fsio.write_parquet(url, table)
 
 
-def _rows(url: str) -> Iterator[tuple[str, int]]:
-    """(token, count) rows of one count file, a row group at a time."""
-    fs, path = fsio.url_to_fs(url)
-    with fs.open(path, "rb") as f:
-        for batch in pq.ParquetFile(f).iter_batches(columns=["token", "count"]):
-            yield from zip(batch["token"].to_pylist(), batch["count"].to_pylist(), strict=True)
+class CountFile(NamedTuple):
+    """A count file as its prepare manifest lists it: the output's root and the entry."""
+
+    root: str
+    entry: Mapping[str, Any]
 
 
-def count_files(root: str, prepared: Mapping[str, Any], side: str) -> tuple[list[str], int]:
-    """The URLs of a side's count files in a committed `prepare` manifest, and their rows."""
+def _rows(source: CountFile) -> Iterator[tuple[str, int]]:
+    """(token, count) rows of one count file, a record batch at a time, its sha256
+    checked as it is read (an IntegrityError naming it otherwise)."""
+    for batch in manifest.iter_parquet_entry(source.root, source.entry, ["token", "count"]):
+        yield from zip(batch["token"].to_pylist(), batch["count"].to_pylist(), strict=True)
+
+
+def count_files(root: str, prepared: Mapping[str, Any], side: str) -> tuple[list[CountFile], int]:
+    """A side's count files in a committed `prepare` manifest, and their rows."""
     entries = {f["path"]: f for f in prepared["files"]}
     paths = prepared["counts"][side]
-    urls = [manifest.file_url(root, entries[p]) for p in paths]
-    return urls, sum(entries[p]["rows"] for p in paths)
+    return [CountFile(root, entries[p]) for p in paths], sum(entries[p]["rows"] for p in paths)
 
 
-def read_counts(urls: Iterable[str], limit: int | None = None) -> dict[str, int]:
+def read_counts(files: Iterable[CountFile], limit: int | None = None) -> dict[str, int]:
     """The counts of a side's count files; with `limit`, only the `limit` most frequent
     tokens (ties by token), merged from the files' canonical order in bounded memory."""
-    streams = [_rows(url) for url in urls]
+    streams = [_rows(source) for source in files]
     if limit is None:
         return dict(itertools.chain.from_iterable(streams))
     merged = heapq.merge(*streams, key=lambda tc: (-tc[1], tc[0]))
     return dict(itertools.islice(merged, limit))
 
 
-def sum_counts(datasets: Iterable[Iterable[str]], limit: int | None = None) -> dict[str, int]:
+def sum_counts(datasets: Iterable[Iterable[CountFile]], limit: int | None = None) -> dict[str, int]:
     """The counts of several datasets' count files summed (a token may be in each);
     `limit` keeps the most frequent after summing (ties by token)."""
     total: Counter[str] = Counter()
-    for urls in datasets:
-        total.update(read_counts(urls))
+    for files in datasets:
+        total.update(read_counts(files))
     if limit is None:
         return dict(total)
     return dict(sorted(total.items(), key=lambda tc: (-tc[1], tc[0]))[:limit])

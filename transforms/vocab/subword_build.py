@@ -29,7 +29,7 @@ Only the final ordering (count, then string, both descending) is T2T's Python so
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -253,10 +253,15 @@ class SubwordBuilder:
         return self._vocabulary(*self._select(counts, min_count))
 
     def build_to_target_size(
-        self, target_size: int, min_val: int = 1, max_val: int = 1000
+        self,
+        target_size: int,
+        min_val: int = 1,
+        max_val: int = 1000,
+        on_build: Callable[[int, int], None] = lambda min_count, size: None,
     ) -> tuple[list[str], BuildTrace]:
         """T2T's `build_to_target_size`: bisect on min_count until within 1% of the
-        target, else return the closest size found, exactly as T2T does."""
+        target, else return the closest size found, exactly as T2T does. `on_build`
+        hears of each build (its min_count and size), for a progress display."""
         if min_val > max_val:
             raise ValueError("lower bound for the minimum token count is above the upper bound")
         if target_size < 1:
@@ -267,6 +272,7 @@ class SubwordBuilder:
             present = (lo + hi) // 2
             vocab = self.build(present)
             trace.steps.append((present, len(vocab)))
+            on_build(present, len(vocab))
             if abs(len(vocab) - target_size) * 100 < target_size or lo >= hi or present < 2:
                 return vocab, present
             other = bisect(present + 1, hi) if len(vocab) > target_size else bisect(lo, present - 1)

@@ -113,15 +113,20 @@ class Vocabulary:
     def dict_url(self, lang: str) -> str:
         return fsio.join(self.root, f"dict.{lang}.txt")
 
+    def read(self, url: str) -> bytes:
+        """A file of this vocabulary, checked against its sha256 as it is read."""
+        return manifest.read_entry(self.root, manifest.entry_of(self.root, self.doc, url))
+
     def encoder(self, lang: str) -> SideEncoder:
         """The encoder of `lang`, read from storage (call once per worker)."""
         side = self.side_of(lang)
         model_file = self.doc["vocabularies"][side]["files"][0]
-        data = fsio.read_bytes(fsio.join(self.root, model_file))
-        entries = read_dict(fsio.read_bytes(self.dict_url(lang)).decode("utf-8"))
+        data = self.read(fsio.join(self.root, model_file))
+        entries = read_dict(self.read(self.dict_url(lang)).decode("utf-8"))
         return SideEncoder(self.model, data, len(SPECIALS) + len(entries))
 
 
 def open_vocabulary(url: str) -> Vocabulary:
-    """The committed vocabulary at `url`, its files checked against their sha256."""
-    return Vocabulary(*manifest.open_committed(url, KIND, "vocab", checksums=True))
+    """The committed vocabulary at `url` (its files' sha256s are checked as they are
+    read)."""
+    return Vocabulary(*manifest.open_committed(url, KIND, "vocab"))

@@ -14,6 +14,7 @@ from nmtpipe.pipelines.beam.prepare_graph import (
     CountTokens,
     PrepareCorpus,
     PrepareSpec,
+    ProtectSplits,
     WritePairShards,
     WriteRejectFiles,
 )
@@ -22,6 +23,7 @@ from nmtpipe.transforms.formats.batch_transport import inline, rejects_table
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import CleanConfig
+from nmtpipe.transforms.text.overlap import Protected
 from nmtpipe.transforms.text.records import Reject, pair_batch, reject_batch
 from nmtpipe.transforms.text.split import SplitConfig
 from tests.helpers import IN_MEMORY, write_pair
@@ -64,29 +66,40 @@ def test_clean_chunks_keys_pairs_and_tags_rejects_counts_and_stats(tmp_path):
         assert_that(sides | beam.Distinct(), equal_to(["en", "zh"]), label="counted sides")
 
 
-def test_write_pair_shards_drops_duplicates_and_takes_their_tokens_back(tmp_path):
+def test_write_pair_shards_drops_duplicates_and_overlap_and_takes_their_tokens_back(tmp_path):
     s = spec(tmp_path)
     batch = pair_batch("c", _array([7, 7, 9]), ["A cat.", "A cat.", "Hi."], ["猫", "猫", "嗨"],
                        _array([3, 5, 1]))  # fmt: skip
+    test_batch = pair_batch("t", _array([11]), ["hi!"], ["你好"], _array([4]))
     with TestPipeline(argv=IN_MEMORY) as p:
-        out = p | beam.Create([(("train", 0), inline(batch))]) | WritePairShards(s, None)
+        pairs = p | "Pairs" >> beam.Create([(("train", 0), inline(batch))])
+        protected = (
+            p
+            | "Test pairs" >> beam.Create([Protected.of_batch("test", test_batch)])
+            | ProtectSplits()
+        )
+        out = (pairs, protected) | WritePairShards(s, None)
         files = out[FILES] | beam.Map(lambda f: (f["path"], f["rows"]))
-        assert_that(files, equal_to([("train-00000-of-00001.parquet", 2)]), label="files")
-        dups = (
+        assert_that(files, equal_to([("train-00000-of-00001.parquet", 1)]), label="files")
+        dropped = (
             out[REJECTS]
             | beam.Values()
             | beam.FlatMap(lambda item: rejects_table([item]).to_pylist())
             | beam.Map(lambda r: (r["line"], r["reason"], r["detail"]))
         )
-        assert_that(dups, equal_to([(5, "duplicate", "same pair as c:3")]), label="duplicates")
+        expected_rejects = [
+            (5, "duplicate", "same pair as c:3"),
+            (1, "overlap", "src is also the src of test pair t:4"),
+        ]
+        assert_that(dropped, equal_to(expected_rejects), label="rejects")
         negative = out[COUNTS] | beam.Map(lambda kv: (kv[0][0], kv[1]))
         expected = [
-            ("en", {t: -c for t, c in t2t_tokenizer.count_tokens(["A cat."]).items()}),
-            ("zh", {"猫": -1}),
+            ("en", {t: -c for t, c in t2t_tokenizer.count_tokens(["A cat.", "Hi."]).items()}),
+            ("zh", {"猫": -1, "嗨": -1}),
         ]
         assert_that(negative, equal_to(expected), label="counts taken back")
     rows = pq.read_table(tmp_path / "out" / "train-00000-of-00001.parquet").to_pylist()
-    assert [(r["id"], r["line"]) for r in rows] == [(7, 3), (9, 1)]
+    assert [(r["id"], r["line"]) for r in rows] == [(7, 3)]
 
 
 def test_write_reject_files_gathers_every_source_into_its_shard(tmp_path):

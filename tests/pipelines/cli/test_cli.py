@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import signal
 import subprocess
@@ -66,9 +67,73 @@ def test_unknown_options_are_usage_errors(capsys, small_corpus, tmp_path):
     )
     assert code == 2
     assert err.strip().splitlines() == [
-        "nmtpipe prepare: error: unknown option(s): --trainpre --num_workers_typo=2 "
-        "(see --help and --help-beam)"
+        "nmtpipe prepare: error: unknown options --trainpre (did you mean --trainpref?), "
+        "--num_workers_typo (did you mean --num_workers?); see --help and --help-beam"
     ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["prepare", "--exmaple"], "nmtpipe prepare: error: unknown option --exmaple (did you "
+         "mean --example?); see --help and --help-beam"),
+        (["vocab", "--runer=FnApiRunner"], "nmtpipe vocab: error: unknown option --runer (did "
+         "you mean --runner?); see --help and --help-beam"),
+        (["train", "--max-updates", "3"], "nmtpipe train: error: unknown option --max-updates "
+         "(did you mean --max-update?); see nmtpipe train --help"),
+        (["decode", "--bem", "5"], "nmtpipe decode: error: unknown option --bem (did you mean "
+         "--beam?); see nmtpipe decode --help"),
+        (["run", "--untill", "vocab"], "nmtpipe run: error: unknown option --untill (did you "
+         "mean --until?); see nmtpipe run --help"),
+        (["refresh", "--exmaple"], "nmtpipe refresh: error: unknown option --exmaple (did you "
+         "mean --example?); see --help and --help-beam"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_option_gets_a_did_you_mean_before_anything_else(capsys, argv, line):
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out, err.strip().splitlines()) == (2, "", [line])
+
+
+def _help(capsys, command: str) -> str:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    return capsys.readouterr().out
+
+
+def test_every_option_of_every_command_has_help_and_shows_its_default(capsys):
+    from nmtpipe.pipelines.cli.main import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.choices and "train" in a.choices).choices
+    for name, sub in commands.items():
+        text = " ".join(_help(capsys, name).split())
+        assert "examples:" in text, name
+        assert ("--help-beam" in text) == (name in {"prepare", "vocab", "encode", "refresh"})
+        for action in sub._actions:
+            if not action.option_strings or action.dest in ("help", "help_beam"):
+                continue
+            assert action.help, f"{name} {action.option_strings[0]} has no help"
+            if action.default not in (None, False, []) and action.default is not True:
+                shown = f"(default: {action.default})"
+                assert text.count(shown) >= 1, f"{name} {action.option_strings[0]}: {shown}"
+    # Defaults come from argparse, never written by hand beside them.
+    assert "(default: 4096) (default: 4096)" not in _help(capsys, "train")
+
+
+def test_fairseq_and_sacrebleu_spellings_are_accepted():
+    from nmtpipe.pipelines.cli.main import build_parser
+
+    parser = build_parser()
+    args, _ = parser.parse_known_args(
+        ["decode", "--path", "c.pt", "--gen-subset", "valid", "--tokenize", "13a"]
+    )
+    assert (args.checkpoint, args.split, args.bleu_tokenize) == ("c.pt", "valid", "13a")
+    args, _ = parser.parse_known_args(["decode", "--sacrebleu-tokenizer", "zh"])
+    assert args.bleu_tokenize == "zh"
+    args, _ = parser.parse_known_args(["vocab", "--joined-dictionary"])
+    assert args.joined
+    args, _ = parser.parse_known_args(["train", "--reset-dataloader"])
+    assert args.reset_data
 
 
 def test_missing_input_names_the_files_tried(capsys, tmp_path):
@@ -139,26 +204,42 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
         assert proc.returncode == 0, proc.stderr
         return proc
 
-    prepare = ["prepare", "--example", "--output", str(tmp_path / "prepared")]
-    out = nmtpipe(*prepare).stdout
-    assert "kept" in out and "train" in out and "test 1,997" in out
-    assert nmtpipe(*prepare).stdout.startswith("cached:")
+    def results(proc: subprocess.CompletedProcess) -> dict:
+        # One contract for every command: stdout holds JSON lines only, the result last.
+        lines = [json.loads(line) for line in proc.stdout.splitlines()]
+        assert lines[-1]["command"] == proc.args[len(NMTPIPE)]
+        return lines[-1]["result"]
+
+    prepare = ["prepare", "--example", "--split-key", "src", "--test-fraction", "0.02",
+               "--output", str(tmp_path / "prepared")]  # fmt: skip
+    first = nmtpipe(*prepare)
+    assert results(first)["stats"]["splits"]["test"] == 630 and not results(first)["cached"]
+    assert "kept" in first.stderr and "train" in first.stderr and "test 630" in first.stderr
+    assert "Prepare on FnApiRunner" in first.stderr  # the Beam step's progress line
+    again = nmtpipe(*prepare, "--quiet")
+    assert results(again)["cached"] and again.stderr.startswith("cached:")
+    assert "Prepare on" not in again.stderr
     vocab = nmtpipe(
-        "vocab", "--prepared", str(tmp_path / "prepared"), "--vocab-size", "8192", "--joined",
+        "vocab", "--prepared", str(tmp_path / "prepared"), "--model", "unigram",
+        "--vocab-size", "4000", "--joined", "--byte-fallback", "--normalization-rule", "identity",
         "--output", str(tmp_path / "vocab"),
     )  # fmt: skip
-    assert vocab.stdout.splitlines()[1].split()[:2] == ["joined", "t2t"]
+    assert vocab.stderr.splitlines()[-1].split()[:4] == ["joined", "unigram", "4,000", "entries"]
+    assert results(vocab)["vocabularies"]["joined"]["vocab_size"] == 4000
     assert sorted(p.name for p in (tmp_path / "vocab").iterdir()) == [
         "dict.en.txt",
         "dict.zh.txt",
         "manifest.json",
-        "vocab.subwords",
+        "spm.model",
+        "spm.vocab",
+        "tokenizer.json",
     ]
     encode = nmtpipe(
         "encode", "--prepared", str(tmp_path / "prepared"), "--vocab", str(tmp_path / "vocab"),
         "--output", str(tmp_path / "encoded"),
     )  # fmt: skip
-    assert "test       1,997 pairs" in encode.stdout
+    assert "test         630 pairs" in encode.stderr and "(0.0% <unk>" in encode.stderr
+    assert results(encode)["stats"]
     bins = sorted(p.name for p in (tmp_path / "encoded" / "fairseq").glob("*.bin"))
     assert bins[:2] == ["test.en-zh.en.bin", "test.en-zh.zh.bin"] and len(bins) == 6
     assert len(list((tmp_path / "encoded" / "arrow").glob("*.arrow"))) == 3
@@ -167,16 +248,18 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
         "--max-tokens", "2048", "--max-update", "10", "--log-interval", "5",
     )  # fmt: skip
     assert '"update": 10' in train.stdout and "trained to update 10" in train.stderr
+    assert results(train)["updates"] == 10
     assert (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
     # Short hypotheses: a model of 10 updates would babble to the length limit.
     decode = nmtpipe(
         "decode", "--checkpoint", str(tmp_path / "ckpt" / "checkpoint_last.pt"),
         "--output", str(tmp_path / "decoded"), "--max-len-a", "0", "--max-len-b", "6",
     )  # fmt: skip
-    assert "translated 1,997 sentences" in decode.stderr
+    assert "translated 630 sentences" in decode.stderr and results(decode)["sentences"] == 630
+    assert "decode: 100%" in decode.stderr  # the progress display's last line
     assert "BLEU = " in decode.stderr and "chrF2 = " in decode.stderr
     hypotheses = (tmp_path / "decoded" / "hypotheses.txt").read_text(encoding="utf-8")
-    assert hypotheses.count("\n") == 1997
+    assert hypotheses.count("\n") == 630
 
 
 def test_vocab_errors_are_one_line(capsys, tmp_path):

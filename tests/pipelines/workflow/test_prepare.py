@@ -180,12 +180,16 @@ def test_s3_input_and_output_match_local_disk(small_corpus, tmp_path, s3):
         fs.put_file(f"{small_corpus}.{lang}", f"{s3}/raw/train.{lang}")
     local = prepare(small_corpus, tmp_path / "local", num_shards=2)
     remote = prepare(f"{s3}/raw/train", f"{s3}/prepared", num_shards=2)
-    assert remote.stats == local.stats
+    # The statistics name the inputs, which differ; the rest is the same.
+    assert {k: v for k, v in remote.stats.items() if k != "inputs"} == {
+        k: v for k, v in local.stats.items() if k != "inputs"
+    }
+    assert list(remote.stats["inputs"].values()) == list(local.stats["inputs"].values())
     doc = manifest.read_manifest(f"{s3}/prepared", "nmtpipe.prepare")
     manifest.verify_files(f"{s3}/prepared", doc, checksums=True)
     # Files without origins in them are byte-identical; pair shards differ only there.
     for path, digest in file_hashes(local).items():
-        if path.startswith("counts/") or path == "stats.json":
+        if path.startswith("counts/"):
             assert file_hashes(remote)[path] == digest, path
     for split in ("train", "valid", "test"):
         strip = lambda rows: [{k: v for k, v in r.items() if k != "origin"} for r in rows]  # noqa: E731
@@ -193,3 +197,69 @@ def test_s3_input_and_output_match_local_disk(small_corpus, tmp_path, s3):
             read_split(str(tmp_path / "local"), local, split)
         )
     assert not fs.exists(f"{s3.removeprefix('s3://')}/prepared/.nmtpipe")
+
+
+def test_origins_are_the_inputs_as_given_so_outputs_are_portable(
+    small_corpus, tmp_path, monkeypatch
+):
+    # The same corpus under two folders, named relatively: the same bytes, no home paths.
+    copy = tmp_path / "elsewhere" / "corpus"
+    copy.mkdir(parents=True)
+    for lang in ("en", "zh"):
+        (copy / f"train.{lang}").write_bytes((small_corpus.parent / f"train.{lang}").read_bytes())
+    outcomes = []
+    for folder in (small_corpus.parent.parent, tmp_path / "elsewhere"):
+        monkeypatch.chdir(folder)
+        outcomes.append(prepare(Path("corpus/train"), folder / "out"))
+        rows = read_split(str(folder / "out"), outcomes[-1], "train")
+        assert {r["origin"] for r in rows} == {"corpus/train.{en,zh}"}
+    assert file_hashes(outcomes[0]) == file_hashes(outcomes[1])
+
+
+def test_a_noisy_corpus_loses_its_wrong_languages_and_its_leaked_test_pairs(tmp_path):
+    """Tatoeba training data with Japanese and Korean targets, German and French
+    sources, NTREX test pairs leaked into it, and one copied whole into valid."""
+    langid = Path(__file__).parents[2] / "data" / "langid"
+
+    def sample(name: str) -> list[str]:
+        return (langid / f"ntrex128-{name}.txt").read_text(encoding="utf-8").splitlines()[:10]
+
+    en, zh = example_lines("tatoeba-cmn", "en")[::80], example_lines("tatoeba-cmn", "zh")[::80]
+    test_en, test_zh = sample("eng"), sample("zho-CN")
+    train = write_pair(
+        tmp_path / "train",
+        en + test_en[:2] + test_en[:5] + sample("deu") + sample("fra") + [test_en[9]],
+        zh + test_zh[:2] + sample("jpn")[:5] + sample("zho-CN") + sample("zho-CN")
+        + [test_zh[9].rstrip("。") + "！"],
+    )  # fmt: skip
+    valid = write_pair(tmp_path / "valid", [en[0], test_en[8]], [zh[0], test_zh[8]])
+    # A given test set is kept whole, whatever its languages: scores are compared on all of it.
+    test = write_pair(tmp_path / "test", [*test_en, test_en[0]], [*test_zh, sample("kor")[0]])
+    out = tmp_path / "out"
+    outcome = run_prepare(
+        PrepareConfig("en", "zh", str(out), trainpref=(str(train),), validpref=(str(valid),),
+                      testpref=(str(test),)),
+        IN_MEMORY,
+    )  # fmt: skip
+    rows = {s: read_split(str(out), outcome, s) for s in ("train", "valid", "test")}
+    # No pair in two splits, no side of a test pair in train or valid, none of valid in train.
+    sides = {s: {(r["src"], r["tgt"]) for r in rows[s]} for s in rows}
+    assert not (sides["train"] & sides["valid"]) and not (sides["train"] & sides["test"])
+    for lower, higher in (("train", "test"), ("valid", "test"), ("train", "valid")):
+        for k in ("src", "tgt"):
+            assert not {r[k] for r in rows[lower]} & {r[k] for r in rows[higher]}, (lower, k)
+    stats = outcome.stats
+    assert stats["splits"] == {"train": len(en) - 1, "valid": 1, "test": 11}
+    # 5 Japanese targets, 10 German and 10 French sources; as duplicates the two leaked
+    # test pairs, valid's first pair in train and valid's copy of a test pair; a test
+    # pair with other punctuation as overlap.
+    assert stats["rejects"]["wrong-language"] == 25
+    assert stats["rejects"]["duplicate"] == 2 + 1 + 1 and stats["rejects"]["overlap"] == 1
+    rejects = pq.read_table(out / "rejects").to_pylist()
+    wrong = [r["detail"] for r in rejects if r["reason"] == "wrong-language"]
+    assert sum(d.startswith("tgt is ja") for d in wrong) == 5
+    assert sum(d.startswith("src is de") for d in wrong) == 10
+    inputs = stats["inputs"]
+    assert inputs[f"{train}.{{en,zh}}"]["read"] == len(en) + 28
+    assert inputs[f"{valid}.{{en,zh}}"] == {"read": 2, "kept": 1, "rejects": {"duplicate": 1}}
+    assert inputs[f"{test}.{{en,zh}}"] == {"read": 11, "kept": 11, "rejects": {}}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 from nmtpipe.pipelines.workflow.refresh import Refresh
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
+from nmtpipe.transforms.formats.exclusions import read_exclusions
 from nmtpipe.transforms.formats.prepared import read_prepared
 from nmtpipe.transforms.storage import versions
 from nmtpipe.transforms.text.t2t_tokenizer import count_tokens
@@ -37,12 +39,12 @@ def slice_input(raw: Path, k: int) -> Path:
     return write_pair(raw / f"part{k}", EN[lines], ZH[lines])
 
 
-def config(tmp_path: Path, root: str | None = None, **refresh) -> Path:
+def config(tmp_path: Path, root: str | None = None, prepare=None, **refresh) -> Path:
     doc = {
         "root": root or str(tmp_path / "root"),
         "beam": IN_MEMORY,
         "prepare": {"src_lang": "en", "tgt_lang": "zh", "trainpref": [str(tmp_path / "raw/part*")],
-                    "valid_fraction": 0.03, "test_fraction": 0.03},
+                    "valid_fraction": 0.03, "test_fraction": 0.03, **(prepare or {})},
         "vocab": {"vocab_size": 1000, "joined": True},
         "encode": {"formats": ["arrow", "fairseq"]},
         "train": {"max_tokens": 1024, "max_update": 2, "warmup_updates": 1},
@@ -55,28 +57,38 @@ def config(tmp_path: Path, root: str | None = None, **refresh) -> Path:
 
 
 def refresh(path: Path, capsys, *args: str) -> str:
+    """The report a refresh printed for people (on stderr; stdout holds its JSON)."""
     assert main(["refresh", str(path), *args]) == 0
-    return capsys.readouterr().out
+    return capsys.readouterr().err
 
 
 def texts(url: str) -> dict[str, set[tuple[str, str]]]:
-    """The prepared pairs of a dataset or of a version's parts, per split."""
+    """The prepared pairs of a dataset or of a version's parts (less what the version
+    excludes), per split."""
     if versions.is_version(url):
         root, number = versions.locate(url)
-        parts = versions.read_version(root, number)["parts"]
-        found = [texts(str(Path(root) / p["prepared"])) for p in parts]
+        doc = versions.read_version(root, number)
+        dropped = read_exclusions(str(Path(root) / doc["exclusions"]["path"]))
+        found = [
+            texts_of(str(Path(root) / p["prepared"]), {s: set(r.tolist()) for (k, s), r
+                                                     in dropped.items() if k == p["key"]})
+            for p in doc["parts"]
+        ]  # fmt: skip
         return {
             s: set().union(*(f.get(s, set()) for f in found)) for s in ("train", "valid", "test")
         }
+    return texts_of(url, {})
+
+
+def texts_of(url: str, skip: dict[str, set[int]]) -> dict[str, set[tuple[str, str]]]:
     root, doc = read_prepared(url)
     result = {}
     for split, info in doc["splits"].items():
-        result[split] = set()
+        rows = []
         for path in info["files"]:
             table = pq.read_table(Path(root) / path, columns=["src", "tgt"])
-            result[split] |= set(
-                zip(table["src"].to_pylist(), table["tgt"].to_pylist(), strict=True)
-            )
+            rows += zip(table["src"].to_pylist(), table["tgt"].to_pylist(), strict=True)
+        result[split] = {pair for i, pair in enumerate(rows) if i not in skip.get(split, ())}
     return result
 
 
@@ -140,10 +152,12 @@ def test_drift_past_the_threshold_builds_a_new_vocabulary(tmp_path, capsys):
     raw = tmp_path / "raw"
     raw.mkdir()
     slice_input(raw, 0)
-    path, root = config(tmp_path, drift_threshold=0.05), tmp_path / "root"
+    # Greek text (kept: language identification would take it for a wrong language):
+    # every one of its tokens has letters outside the vocabulary.
+    langid = {"langid": False}
+    path, root = config(tmp_path, prepare=langid, drift_threshold=0.05), tmp_path / "root"
     refresh(path, capsys)
     v1 = versions.read_version(str(root), 1)
-    # Greek text: every one of its tokens has letters outside the vocabulary.
     greek = ["Καλημέρα σας, φίλε μου.", "Το τρένο φεύγει στις δέκα."] * 20
     write_pair(raw / "part_greek", greek, ZH[:40])
     out = refresh(path, capsys)
@@ -184,6 +198,32 @@ def test_changed_options_make_a_new_version_and_leave_the_old_one_whole(tmp_path
     doc["vocab"]["vocab_size"] = 900
     path.write_text(yaml.safe_dump(doc))
     assert "vocab    new" in refresh(path, capsys)
+
+
+def test_a_corrupted_part_stops_the_refresh_with_the_file_named_and_how_to_rebuild(
+    tmp_path, capsys
+):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    path, root = config(tmp_path), tmp_path / "root"
+    refresh(path, capsys)
+    part = root / versions.read_version(str(root), 1)["parts"][0]["prepared"]
+    shard = sorted(part.glob("train-*.parquet"))[0]
+    damaged = bytearray(shard.read_bytes())
+    damaged[len(damaged) // 2] ^= 0x10  # same size: only the sha256 (or a page CRC) tells
+    shard.write_bytes(bytes(damaged))
+    doc = yaml.safe_load(path.read_text())
+    doc["encode"]["formats"] = ["arrow"]  # new encode options: the part is encoded again
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["refresh", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert f"{shard} is corrupted: " in err[-1] and "Traceback" not in "".join(err)
+    assert err[-1].endswith(f"delete {part} and run nmtpipe refresh again, which rebuilds it")
+    assert versions.published(str(root)) == [1]
+    shutil.rmtree(part)  # what the line says to do
+    assert "prepared 1 part(s), encoded 1" in refresh(path, capsys)
+    assert versions.published(str(root)) == [1, 2]
 
 
 def test_retention_keeps_the_newest_versions_and_what_they_need(tmp_path, capsys):
@@ -390,3 +430,35 @@ def test_small_changes_run_in_process_on_local_runners(tmp_path, capsys):
         "multi_processing",
         2,
     )
+
+
+def test_a_version_leaves_out_pairs_repeated_or_leaked_across_its_inputs(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    write_pair(raw / "part0", EN[:300], ZH[:300])
+    write_pair(raw / "part1", EN[290:600], ZH[290:600])  # ten pairs of part0 again
+    # A test input whose second source is a training sentence of part0, translated anew.
+    test = write_pair(tmp_path / "test", [EN[700], EN[5]], [ZH[700], "另一个全新的翻译。"])
+    prepare = {"testpref": [str(test)], "valid_fraction": 0.05}
+    path, root = config(tmp_path, prepare=prepare), tmp_path / "root"
+    refresh(path, capsys)
+    doc = versions.read_version(str(root), 1)
+    assert doc["exclusions"]["rejects"].get("duplicate", 0) >= 10
+    assert doc["exclusions"]["rejects"]["overlap"] >= 1
+    # What one prepare of all inputs gives, split by split.
+    whole = tmp_path / "whole"
+    run_prepare(
+        PrepareConfig("en", "zh", str(whole), trainpref=(str(raw / "part*"),),
+                      testpref=(str(test),), valid_fraction=0.05, test_fraction=0.03),
+        IN_MEMORY,
+    )  # fmt: skip
+    version = texts(str(root / "versions/LATEST"))
+    assert version == texts(str(whole))
+    assert not version["train"] & version["test"] and EN[5] not in {s for s, _ in version["train"]}
+    # Readers see the version without them, ids and sizes alike.
+    data = open_dataset(str(root / "versions/LATEST"), "fairseq")
+    assert {s: len(data[s]) for s in data.splits} == doc["splits"]
+    assert len(data["train"].src_sizes) == doc["splits"]["train"]
+    arrow = open_dataset(str(root / "versions/LATEST"), "arrow")
+    for i in (0, 100, -1):  # fairseq's ids of T2T pieces are theirs + 2 (EOS aside)
+        np.testing.assert_array_equal(arrow["train"][i][1][:-1] + 2, data["train"][i][1][:-1])

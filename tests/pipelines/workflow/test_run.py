@@ -11,7 +11,7 @@ import yaml
 from nmtpipe.pipelines.cli.config_file import example_config, load_config
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.transforms.errors import ConfigError
-from tests.helpers import IN_MEMORY, example_lines, write_pair
+from tests.helpers import IN_MEMORY, command_result, example_lines, write_pair
 
 
 def config(tmp_path: Path, **changes) -> Path:
@@ -42,17 +42,15 @@ def config(tmp_path: Path, **changes) -> Path:
 
 
 def table(stdout: str) -> dict[str, str]:
-    """step → status, from the summary table at the end of the output."""
-    lines = stdout.splitlines()
-    start = max(i for i, line in enumerate(lines) if line.startswith("step "))
-    return {line.split()[0]: line.split()[1] for line in lines[start + 1 : start + 6]}
+    """step → status, from the result the command printed on stdout."""
+    return {s["step"]: s["status"] for s in command_result(stdout)["steps"]}
 
 
 def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     path = config(tmp_path)
     assert main(["run", str(path)]) == 0
-    first = capsys.readouterr().out
-    assert table(first) == dict.fromkeys(["prepare", "vocab", "encode", "train", "decode"], "ran")
+    out, first = capsys.readouterr()  # the result on stdout, the report on stderr
+    assert table(out) == dict.fromkeys(["prepare", "vocab", "encode", "train", "decode"], "ran")
     root = tmp_path / "root"
     scores = json.loads((root / "decoded" / "scores.json").read_text())
     assert "chrf" in scores and scores["sentences"] > 0
@@ -60,6 +58,7 @@ def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     # five translations to read.
     news = json.loads((root / "decoded" / "news" / "scores.json").read_text())
     assert news["sentences"] == 5 and news["input"] == [f"{tmp_path}/news.en"]
+    assert command_result(out)["scores"]["news"]["bleu_line"] == news["bleu_line"]
     assert f"test ({scores['sentences']:,} sentences): {scores['bleu_line']}" in first
     assert f"news (5 sentences): {news['bleu_line']}" in first and "|tok:zh|" in first
     report = first[first.index("5 translations of the test split:") :].splitlines()[1:16]
@@ -117,6 +116,21 @@ def test_bad_configs_are_refused_before_anything_runs(tmp_path, capsys, changes,
     assert not (tmp_path / "root").exists()
 
 
+def test_the_corpus_quality_options_work_from_the_config(tmp_path):
+    """What the demo sets in YAML: script conversion, per-side normalisation, langid."""
+    path = config(tmp_path, prepare__zh_script="simplified", prepare__tgt_normalize="nfkc",
+                  prepare__langid=False, prepare__langid_threshold=0.95,
+                  prepare__keep_overlap=True)  # fmt: skip
+    prepare = load_config(str(path)).prepare
+    assert (prepare.zh_script, prepare.tgt_normalize, prepare.src_normalize) == (
+        "simplified", "nfkc", None,
+    )  # fmt: skip
+    assert prepare.langid is False and not prepare.langid_config().enabled
+    assert prepare.langid_threshold == 0.95 and prepare.keep_overlap
+    assert load_config(str(config(tmp_path, prepare__langid=True))).prepare.langid is True
+    assert load_config(str(config(tmp_path))).prepare.langid_config().enabled  # the default
+
+
 def test_broken_files_and_the_bundled_example(tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("root: [unclosed\n", encoding="utf-8")
@@ -130,6 +144,12 @@ def test_broken_files_and_the_bundled_example(tmp_path, capsys):
     assert (encode.prepared, encode.vocab, encode.output) == (
         "runs/example/prepared", "runs/example/vocab", "runs/example/encoded",
     )  # fmt: skip
+    assert example.vocab.spm.byte_fallback and example.nproc == {"train": 2, "decode": 2}
+    (news,) = example.evaluate  # the out-of-domain set, from the bundled folder
+    assert news.name == "ntrex128" and all(Path(p).is_file() for p in news.inputs + news.references)
+    recipe = load_config(example_config("tatoeba"))  # nmtpipe run --example tatoeba
+    assert recipe.decode_checkpoint() == "runs/tatoeba/checkpoints/checkpoint_avg.pt"
+    assert recipe.train.best_checkpoint_metric == "bleu" and recipe.evaluate == example.evaluate
 
 
 def _digests(root: Path, step: str) -> dict[str, str]:

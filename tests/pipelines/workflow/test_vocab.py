@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from tokenizers import Tokenizer
 
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
@@ -13,7 +16,7 @@ from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, read_dict
 from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
 from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
 from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
-from tests.helpers import IN_MEMORY, MULTI_PROCESS, prepare_example
+from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, prepare_example
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +42,7 @@ def test_joined_t2t_vocabulary_from_prepares_counts(prepared, tmp_path):
     encoder = SubwordTextEncoder.from_file(str(out / "vocab.subwords"))
     # The same vocabulary the builder makes from the counts prepare committed.
     prep = manifest.read_manifest(prepared, "nmtpipe.prepare")
-    counts = counts_lib.read_counts([f"{prepared}/{p}" for p in prep["counts"]["joined"]])
+    counts = counts_lib.read_counts(counts_lib.count_files(str(prepared), prep, "joined")[0])
     expected, _ = SubwordBuilder(counts).build_to_target_size(2000)
     assert list(encoder.subtokens) == expected
     info = doc["vocabularies"]["joined"]
@@ -94,12 +97,12 @@ def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):
         prepared,
         tmp_path / "a",
         model="unigram",
-        vocab_size=1600,
+        vocab_size=1500,
         spm=spm_config,
         sample_sentences=2000,
     )
     vocab(
-        prepared, tmp_path / "b", model="unigram", vocab_size=1600, spm=spm_config,
+        prepared, tmp_path / "b", model="unigram", vocab_size=1500, spm=spm_config,
         sample_sentences=2000, beam_args=MULTI_PROCESS,
     )  # fmt: skip
     for lang in ("en", "zh"):
@@ -124,6 +127,16 @@ def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):
         prepared, tmp_path / "j", model="bpe", vocab_size=2500, spm=spm_config, joined=True
     )
     assert (tmp_path / "j" / "spm.model").exists() and joined.manifest["model"] == "bpe"
+    # each SentencePiece model also as tokenizer.json, in the manifest, with the same ids
+    lines = example_lines("tatoeba-cmn", "en", 200) + example_lines("tatoeba-cmn", "zh", 200)
+    for outcome, infix in ((a, ".en"), (a, ".zh"), (joined, "")):
+        root = Path(outcome.output)
+        kinds = {f["path"]: f["kind"] for f in outcome.manifest["files"]}
+        assert kinds[f"tokenizer{infix}.json"] == "tokenizer-json"
+        tok = Tokenizer.from_file(str(root / f"tokenizer{infix}.json"))
+        sp = spm_vocab.processor((root / f"spm{infix}.model").read_bytes())
+        for line in lines:
+            assert tok.encode(line).ids == [*sp.encode(line), sp.eos_id()], line
 
 
 def test_bad_inputs(prepared, tmp_path):

@@ -9,6 +9,7 @@ from nmtpipe.pipelines.cli.main import main
 from nmtpipe.trainers.loop import checkpoint, run_files
 from nmtpipe.trainers.loop.average import average, write_average
 from nmtpipe.transforms.errors import InputError
+from tests.helpers import command_result
 
 
 def state(seed: int, **changes) -> dict:
@@ -53,7 +54,9 @@ def test_the_last_numbered_checkpoints_by_update_and_the_command(tmp_path, capsy
     assert [u.rsplit("/", 1)[-1] for u in urls] == ["checkpoint2_20.pt", "checkpoint2_100.pt"]
     assert main(["average", "--save-dir", str(tmp_path), "--last", "3", "--output",
                  str(tmp_path / "avg3.pt")]) == 0  # fmt: skip
-    assert "averaged 3 checkpoint(s)" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "averaged 3 checkpoint(s)" in err
+    assert command_result(out)["output"] == str(tmp_path / "avg3.pt")
     three = checkpoint.load(str(tmp_path / "avg3.pt"))
     assert three["averaged"] == ["checkpoint1_10.pt", "checkpoint2_20.pt", "checkpoint2_100.pt"]
     assert main(["average", "--save-dir", str(tmp_path / "none")]) == 1

@@ -123,7 +123,7 @@ def test_raw_text_gets_what_the_split_got(trained, tmp_path):
     assert [r["source"] for r in raw_nbest] == sources
 
 
-def test_over_long_inputs_are_truncated_or_skipped_and_counted(trained, tmp_path):
+def test_over_long_inputs_are_truncated_or_skipped_and_counted(trained, tmp_path, capsys):
     text = tmp_path / "in.en"
     text.write_text("Tom is here.\n" + "very " * 200 + "long.\nHello!\n", encoding="utf-8")
     common = ["--input", str(text), "--max-source-positions", "12", *SHORT]
@@ -131,6 +131,9 @@ def test_over_long_inputs_are_truncated_or_skipped_and_counted(trained, tmp_path
     hyps, nbest, scores = outputs(tmp_path / "t")
     assert len(hyps) == 3 and scores["truncated"] == 1 and nbest[1]["input"] == "truncated"
     assert "bleu" not in scores  # no references, no scores
+    # What was translated is counted, scored or not (it once said "translated 0").
+    assert scores["sentences"] == 3 and scores["scored_sentences"] == 0
+    assert "translated 3 sentences" in capsys.readouterr().err
     assert decode(trained, tmp_path / "s", *common, "--skip-invalid-size-inputs") == 0
     hyps, nbest, scores = outputs(tmp_path / "s")
     assert scores["skipped"] == 1 and hyps[1] == "" and nbest[1]["hypotheses"] == []

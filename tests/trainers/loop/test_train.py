@@ -13,7 +13,7 @@ from nmtpipe.pipelines.cli.main import main
 from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.trainers.loop import checkpoint
-from tests.helpers import IN_MEMORY, prepare_example
+from tests.helpers import IN_MEMORY, command_result, prepare_example
 
 UPDATES, SAVE_AT = 24, 12
 NMTPIPE = [sys.executable, "-m", "nmtpipe"]
@@ -63,13 +63,13 @@ def ddp(encoded, tmp_path_factory):
 def test_two_process_ddp_learns_and_equals_one_process(encoded, ddp, tmp_path):
     curve = losses(ddp)
     assert sorted(curve) == list(range(1, UPDATES + 1))
-    summary = next(r["summary"] for r in records(ddp) if "summary" in r)
+    summary = command_result(ddp)
     assert summary["updates"] == UPDATES and summary["valid_loss"] < 0.75 * curve[1]
     # One process with two micro-batches per update sees the same global batches.
     args = train_args(encoded, tmp_path / "single", "--update-freq", "2", "--eval-bleu")
     single = run([*NMTPIPE, *args])
     # BLEU: each rank translates its share of the validation split, the statistics summed.
-    single_summary = next(r["summary"] for r in records(single.stdout) if "summary" in r)
+    single_summary = command_result(single.stdout)
     assert single_summary["valid_bleu"] == pytest.approx(summary["valid_bleu"], abs=1.0)
     single_curve = losses(single.stdout)
     assert sorted(single_curve) == sorted(curve)
@@ -124,7 +124,7 @@ def test_bad_inputs_and_incompatible_checkpoints(encoded, tmp_path, capsys):
     short = [*train_args(encoded, tmp_path / "short"), "--max-update", "2"]
     short[short.index("--max-tokens") + 1] = "16"
     assert main([*short, "--tensorboard-logdir", str(tmp_path / "tb")]) == 0
-    summary = next(r["summary"] for r in records(capsys.readouterr().out) if "summary" in r)
+    summary = command_result(capsys.readouterr().out)
     assert summary["skipped_too_long"] > 0 and 0 < summary["data_share"] < 1
     assert list((tmp_path / "tb").glob("events.out.tfevents.*"))
     # The same save dir with another model shape is refused.
@@ -144,7 +144,8 @@ def test_a_corrupt_shard_is_a_clear_error(encoded, tmp_path, capsys):
     shard.write_bytes(bytes(data))
     assert main(train_args(str(copy), tmp_path / "c", "--format", "fairseq")) == 1
     err = capsys.readouterr().err
-    assert "train.en-zh.zh.bin does not match its sha256 in the manifest (corrupted)" in err
+    assert "train.en-zh.zh.bin is corrupted: its sha256 is" in err
+    assert "rebuild it: nmtpipe encode ... --output" in err and "Traceback" not in err
 
 
 def test_an_uneven_epoch_over_two_ranks_does_not_hang(encoded, tmp_path):
@@ -161,7 +162,7 @@ def test_an_uneven_epoch_over_two_ranks_does_not_hang(encoded, tmp_path):
     args = train_args(encoded, tmp_path / "c", "--nproc", "2", "--max-epoch", "1")
     args[args.index("--max-tokens") + 1] = str(budget)
     args[args.index("--max-update") + 1] = "1000"
-    summary = next(r["summary"] for r in records(run([*NMTPIPE, *args]).stdout) if "summary" in r)
+    summary = command_result(run([*NMTPIPE, *args]).stdout)
     assert summary["updates"] == batches // 2 and summary["epoch"] == 2
 
 
@@ -189,7 +190,7 @@ def test_early_stopping_and_checkpoints_on_s3(encoded, tmp_path, capsys, s3):
     assert main(args) == 0
     out = records(capsys.readouterr().out)
     assert [r["update"] for r in out if "valid_loss" in r] == [1, 2, 3]
-    assert next(r["summary"] for r in out if "summary" in r)["updates"] == 3
+    assert out[-1]["result"]["updates"] == 3
     import s3fs
 
     names = sorted(p.rsplit("/", 1)[-1] for p in s3fs.S3FileSystem().ls("nmtpipe-test/ckpt"))
@@ -199,7 +200,7 @@ def test_early_stopping_and_checkpoints_on_s3(encoded, tmp_path, capsys, s3):
     ]  # fmt: skip
     # Resuming from S3 continues where it stopped (patience already ran out: no update).
     assert main(args) == 0
-    summary = next(r["summary"] for r in records(capsys.readouterr().out) if "summary" in r)
+    summary = command_result(capsys.readouterr().out)
     assert summary["resumed"] and summary["updates"] == 3
 
 
@@ -211,12 +212,13 @@ def test_bleu_picks_the_best_checkpoint_and_the_run_leaves_curves_and_an_average
             "--validate-interval-updates", "6", "--best-checkpoint-metric", "bleu",
             "--average-last", "2"]  # fmt: skip
     assert main(args) == 0
-    out = records(capsys.readouterr().out)
+    stdout = capsys.readouterr().out
+    out = records(stdout)
     bleu = {r["update"]: r["valid_bleu"] for r in out if "valid_bleu" in r}
     assert sorted(bleu) == [6, 12] and all(0 <= b <= 100 for b in bleu.values())
     best = checkpoint.load(str(save_dir / "checkpoint_best.pt"))
     assert best["best_metric"] == "bleu" and best["best"] == max(bleu.values())
-    summary = next(r["summary"] for r in out if "summary" in r)
+    summary = command_result(stdout)
     assert summary["best_valid_bleu"] == max(bleu.values())
     # The learning curves: the points of every log and validation, and their drawing.
     points = json.loads((save_dir / "learning_curve.json").read_text())
@@ -232,3 +234,81 @@ def test_bleu_picks_the_best_checkpoint_and_the_run_leaves_curves_and_an_average
     decode = ["decode", "--checkpoint", str(save_dir / "checkpoint_avg.pt"), "--output",
               str(tmp_path / "decoded"), "--max-len-a", "0", "--max-len-b", "4"]  # fmt: skip
     assert main(decode) == 0
+
+
+def test_a_finished_run_says_so_and_other_data_needs_reset_data(encoded, tmp_path, capsys):
+    import shutil
+
+    args = [*train_args(encoded, tmp_path / "c"), "--max-update", "2"]
+    assert main(args) == 0
+    last = tmp_path / "c" / "checkpoint_last.pt"
+    before = last.read_bytes()
+    capsys.readouterr()
+    assert main(args) == 0  # at --max-update already: no "0 target tokens/s"
+    err = capsys.readouterr().err
+    assert "already trained: 2 updates reached --max-update 2" in err
+    assert "raise --max-update" in err and "tokens/s" not in err
+    assert last.read_bytes() == before  # a finished run's checkpoint is left as it was
+    # The same checkpoint on other data (here: the same shards, re-fingerprinted) is
+    # refused, naming both fingerprints, unless --reset-data.
+    other = tmp_path / "other"
+    shutil.copytree(encoded, other)
+    doc = json.loads((other / "manifest.json").read_text())
+    theirs, doc["fingerprint"] = doc["fingerprint"], "e" * 64
+    (other / "manifest.json").write_text(json.dumps(doc))
+    moved = [*train_args(str(other), tmp_path / "c"), "--max-update", "3"]
+    assert main(moved) == 1
+    err = capsys.readouterr().err
+    assert f"was trained on other data (fingerprint {theirs[:12]})" in err
+    assert "(fingerprint eeeeeeeeeeee); pass --reset-data" in err
+    assert main([*moved, "--reset-data"]) == 0
+    assert command_result(capsys.readouterr().out)["updates"] == 3
+
+
+def _rank_pid(rank: int) -> int | None:
+    """The pid of torchrun rank `rank` of a job started by `nmtpipe train --nproc`."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().split(b"\0")
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except OSError:
+            continue
+        ours = b"nmtpipe.trainers.loop.launch" in cmdline and b"--torchrun" not in cmdline
+        if ours and f"RANK={rank}".encode() in environ:
+            return int(entry)
+    return None
+
+
+def test_a_rank_killed_by_a_signal_is_one_line(encoded, tmp_path):
+    import signal
+    import time
+
+    save_dir = tmp_path / "c"
+    args = train_args(encoded, save_dir, "--nproc", "2", "--save-interval-updates", "2")
+    args[args.index("--max-update") + 1] = "100000"
+    proc = subprocess.Popen(
+        [*NMTPIPE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        pid = None
+        for _ in range(1200):  # until the first checkpoint is there (bounded, 0.1 s steps)
+            if (save_dir / "checkpoint_last.pt").exists():
+                pid = _rank_pid(1)
+                break
+            time.sleep(0.1)
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1
+    assert err.strip().splitlines()[-1] == (
+        "nmtpipe train: error: rank 1 of 2 died (killed by SIGKILL); re-running the same "
+        f"command resumes from the last checkpoint in {save_dir}"
+    )
+    assert "Traceback" not in err and "ChildFailedError" not in err

@@ -12,7 +12,7 @@ from apache_beam.testing.util import assert_that
 
 from nmtpipe.transforms.beam.encode_fns import EncodePartFn, EncodeSpec, EncodeTask
 from nmtpipe.transforms.formats.fairseq_mmap import MMapDataset
-from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.vocab.fairseq_dict import dict_text
 from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
 from nmtpipe.transforms.vocab.vocabulary import Vocabulary
@@ -24,13 +24,14 @@ LANGS = {"src": "en", "tgt": "zh"}
 def t2t_vocabulary(folder) -> Vocabulary:
     """A joined T2T vocabulary folder as `nmtpipe vocab` lays it out (golden T2T file)."""
     text = gzip.decompress((DATA / "golden" / "t2t-vocab-tatoeba.zh.8192.txt.gz").read_bytes())
-    (folder / "vocab.subwords").write_bytes(text)
     subtokens = SubwordTextEncoder.from_text(text.decode()).subtokens
+    files = {"vocab.subwords": text}
     for lang in LANGS.values():
-        (folder / f"dict.{lang}.txt").write_text(
-            dict_text(subtokens[2:], [1] * (len(subtokens) - 2))
-        )
+        files[f"dict.{lang}.txt"] = dict_text(subtokens[2:], [1] * (len(subtokens) - 2)).encode()
+    root = str(folder)
+    written = [fsio.write_bytes(fsio.join(root, name), data) for name, data in files.items()]
     doc = {
+        "files": [manifest.file_entry(root, w, "vocab", 0) for w in written],
         "model": "t2t",
         "fingerprint": "f" * 64,
         "languages": LANGS,
@@ -44,14 +45,16 @@ def test_a_part_is_encoded_into_both_formats(tmp_path):
     vocab = t2t_vocabulary(tmp_path)
     en, zh = example_lines("tatoeba-cmn", "en", 700), example_lines("tatoeba-cmn", "zh", 700)
     shard = str(tmp_path / "train-00000-of-00001.parquet")
-    fsio.write_parquet(
+    written = fsio.write_parquet(
         shard, pa.table({"id": list(range(700)), "src": en, "tgt": zh}), row_group_size=300
     )
     out = str(tmp_path / "out")
     spec = EncodeSpec(
         out, vocab.root, vocab.doc, LANGS, ("arrow", "fairseq"), "uint16", "uint16", 128
     )
-    task = EncodeTask("train", 1, 3, shard, (1, 2), "fairseq/train1.en-zh")  # rows 300..699
+    entry = manifest.file_entry(str(tmp_path), written, "pairs", 700)
+    # rows 300..699: two of the shard's three row groups, checked page by page
+    task = EncodeTask("train", 1, 3, str(tmp_path), entry, (1, 2), False, "fairseq/train1.en-zh")
     encoder = SubwordTextEncoder.from_text((tmp_path / "vocab.subwords").read_text())
     expected_tokens = sum(len(encoder.encode(line)) + 1 for line in en[300:])
 

@@ -79,3 +79,18 @@ def test_bad_tsv_columns(text):
 def test_brace_pair():
     assert brace_pair("/d/train.en", "/d/train.zh") == "/d/train.{en,zh}"
     assert brace_pair("s3://b/x.de.gz", "s3://b/x.en.gz") == "s3://b/x.{de,en}.gz"
+
+
+def test_a_relative_input_keeps_its_relative_name_as_origin(tmp_path: Path, monkeypatch):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.en").write_bytes(b"a\n")
+    (tmp_path / "data" / "train.zh.gz").write_bytes(gzip.compress(b"b\n"))
+    (tmp_path / "data" / "t.tsv").write_bytes(b"a\tb\n")
+    monkeypatch.chdir(tmp_path)
+    (inp,) = resolve_pair_prefix("data/train", "en", "zh", "train")
+    assert inp.src == f"{tmp_path}/data/train.en"  # read by its full path
+    assert inp.origin == "data/train.{en,zh.gz}"  # recorded as the user named it
+    (tsv,) = resolve_tsv("data/*.tsv", (0, 1), "train")
+    assert tsv.origin == "data/t.tsv"
+    (absolute,) = resolve_pair_prefix(str(tmp_path / "data" / "train"), "en", "zh", "train")
+    assert absolute.origin == f"{tmp_path}/data/train.{{en,zh.gz}}"

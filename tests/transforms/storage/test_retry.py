@@ -67,3 +67,17 @@ def test_persistent_transient_errors_give_up_with_a_clear_message():
 def test_delays_back_off_exponentially_up_to_a_cap():
     policy = RetryPolicy(attempts=6, first_delay=0.5, factor=3, max_delay=10)
     assert policy.delays() == [0.5, 1.5, 4.5, 10, 10]
+
+
+def test_tries_of_nmtpipe_and_of_the_store_client_are_bounded_together(s3):
+    import fsspec
+    import s3fs
+
+    from nmtpipe.transforms.storage.retry import MAX_TRIES, client_tries, policy_for
+
+    s3_fs = s3fs.S3FileSystem()
+    assert client_tries(s3_fs) == s3_fs.retries == 5
+    assert policy_for(s3_fs).attempts == 2  # 2 x 5 = 10 tries in all, not 6 x 5
+    for fs in (s3_fs, fsspec.filesystem("file"), fsspec.filesystem("memory")):
+        assert policy_for(fs).attempts * client_tries(fs) <= MAX_TRIES
+    assert policy_for(fsspec.filesystem("file")).attempts == 6

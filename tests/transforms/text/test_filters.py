@@ -12,6 +12,8 @@ from nmtpipe.transforms.text.filters import (
     FilterConfig,
     check_pairs,
 )
+from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
+from tests.helpers import example_lines
 
 
 def verdicts(pairs, **config):
@@ -45,7 +47,7 @@ def test_details_say_which_side_and_how_much():
     (empty,) = check_pairs([""], [""], FilterConfig()).values()
     assert empty.detail == "src and tgt empty after normalisation"
     (ratio,) = check_pairs(["a" * 20], ["b"], FilterConfig(max_length_ratio=3)).values()
-    assert ratio.detail == "20 vs 1 characters, ratio 20.0 (limit 3)"
+    assert ratio.detail == "20 vs 1 weighted characters, ratio 20.0 (limit 3)"
 
 
 def test_empty_wins_over_everything_and_copies_can_be_kept():
@@ -63,3 +65,21 @@ def test_token_limit_counts_t2t_tokens():
 def test_bad_limits(kwargs):
     with pytest.raises(ValueError):
         FilterConfig(**kwargs)
+
+
+def test_length_ratio_defaults_keep_every_correct_ntrex_pair_and_catch_misaligned_ones():
+    en = Normalizer(NormalizeConfig())
+    zh = Normalizer(NormalizeConfig(keep_fullwidth_punct=True))
+    src = en.batch([x.rstrip("\r") for x in example_lines("ntrex128-enzh", "en")])
+    tgt = zh.batch([x.rstrip("\r") for x in example_lines("ntrex128-enzh", "zh")])
+    config = FilterConfig()
+    assert not any(v.reason == LENGTH_RATIO for v in check_pairs(src, tgt, config).values())
+    # Shifted by one line, a headline meets a long sentence: those pairs go (a correct
+    # pair has about 3 English characters per Chinese one).
+    shifted = check_pairs(src[1:], tgt[:-1], config)
+    ratio_rejects = {i for i, v in shifted.items() if v.reason == LENGTH_RATIO}
+    raw = [len(src[i + 1]) / len(tgt[i]) for i in range(len(src) - 1)]
+    gross = {i for i, r in enumerate(raw) if r < 0.4 or r > 25}
+    assert len(ratio_rejects) >= 80 and gross and gross <= ratio_rejects
+    # A short idiom and its translation are comparable.
+    assert check_pairs(["Break a leg!"], ["祝你好运！"], config) == {}

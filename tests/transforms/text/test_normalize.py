@@ -104,3 +104,18 @@ def test_keep_whitespace():
 def test_unknown_form_is_refused():
     with pytest.raises(ValueError, match="unknown normalisation"):
         NormalizeConfig("nfkd")  # type: ignore[arg-type]
+
+
+def test_chinese_full_width_punctuation_is_kept_on_request_in_every_form():
+    line = "你好，世界！（１２３）％ ＡＢ"
+    for form in ("nmt_nfkc", "nfkc", "nfc"):
+        kept = Normalizer(NormalizeConfig(form, keep_fullwidth_punct=True))(line)
+        assert kept.startswith("你好，世界！（"), form
+    assert (
+        Normalizer(NormalizeConfig(keep_fullwidth_punct=True))(line) == "你好，世界！（123）％ AB"
+    )
+    assert Normalizer(NormalizeConfig())(line) == "你好,世界!(123)% AB"
+    # The noncharacters the punctuation hides as never come back from the input.
+    assert Normalizer(NormalizeConfig(keep_fullwidth_punct=True))("\ufdd0好，") == "好，"
+    with pytest.raises(ValueError, match="q2b"):
+        NormalizeConfig(q2b=True, keep_fullwidth_punct=True)

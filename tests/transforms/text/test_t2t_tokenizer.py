@@ -17,7 +17,7 @@ from tests.helpers import GOLDEN, example_lines, golden_counts
 
 def test_alphanumeric_set_is_t2ts_for_every_code_point():
     # T2T: Unicode category L* or N*, over range(sys.maxunicode).
-    table = t2t_tokenizer._alnum_table()
+    table = t2t_tokenizer.alnum_table()
     for cp in range(sys.maxunicode + 1):
         expected = cp < sys.maxunicode and unicodedata.category(chr(cp))[0] in "LN"
         assert table[cp] == expected, hex(cp)

@@ -11,7 +11,9 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from nmtpipe.transforms.beam.prepare_fns import MergeCountsFn
+from nmtpipe.transforms.storage import manifest
 from nmtpipe.transforms.vocab.counts import (
+    CountFile,
     canonical_rows,
     char_counts,
     into_buckets,
@@ -48,16 +50,20 @@ def test_buckets_split_counts_stably_and_completely():
     assert into_buckets(counts, 1) == [counts]
 
 
+def _listed(root, written):
+    return CountFile(str(root), manifest.file_entry(str(root), written, "counts", 0))
+
+
 def test_canonical_order_and_round_trip(tmp_path):
     counts = {"b": 2, "a": 2, "c": 5, "é": 1}
     assert canonical_rows(counts) == [("c", 5), ("a", 2), ("b", 2), ("é", 1)]
     url = str(tmp_path / "en-00000-of-00001.parquet")
     written = write_counts(url, counts)
     assert written.size == (tmp_path / "en-00000-of-00001.parquet").stat().st_size
-    assert list(read_counts([url]).items()) == canonical_rows(counts)
-    other = str(tmp_path / "en-00001.parquet")
-    write_counts(other, {"d": 3, "a0": 2})
-    assert read_counts([url, other], limit=3) == {"c": 5, "d": 3, "a": 2}
+    first = _listed(tmp_path, written)
+    assert list(read_counts([first]).items()) == canonical_rows(counts)
+    other = _listed(tmp_path, write_counts(str(tmp_path / "en-00001.parquet"), {"d": 3, "a0": 2}))
+    assert read_counts([first, other], limit=3) == {"c": 5, "d": 3, "a": 2}
     assert (
         write_counts(str(tmp_path / "again.parquet"), dict(reversed(counts.items()))).sha256
         == written.sha256

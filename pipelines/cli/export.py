@@ -1,0 +1,74 @@
+"""`nmtpipe export` on the command line: a checkpoint → Transformers or CTranslate2."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from nmtpipe.pipelines.cli import logs
+from nmtpipe.trainers.loop.export_config import FORMATS, QUANTIZATIONS, ExportConfig
+from nmtpipe.transforms.errors import ConfigError
+
+SUMMARY = "export a checkpoint to Hugging Face Transformers (MarianMT) or CTranslate2"
+DESCRIPTION = """\
+Export a trained checkpoint for use without nmtpipe, into --output (any fsspec URL):
+
+  --format hf           a MarianMT folder: AutoModelForSeq2SeqLM and AutoTokenizer load
+                        it with no custom code; tokenizer.json encodes raw text as
+                        nmtpipe does (normalisation included); generation_config.json,
+                        README.md (the model card: data, vocabulary, training, scores)
+  --format ctranslate2  a CTranslate2 model (CTranslate2's converter on the above,
+                        --quantization int8|int8_float32|float16|float32) with the
+                        tokenizer files beside it
+
+Needs `pip install 'nmtpipe[export]'`. Post-norm Transformers trained on a joined
+SentencePiece vocabulary are exported; others are refused with the reason.
+"""
+EPILOG = """\
+examples:
+  nmtpipe export --checkpoint runs/ckpt/checkpoint_best.pt --format hf --output runs/hf
+  nmtpipe export --checkpoint runs/ckpt/checkpoint_best.pt --format ctranslate2 \\
+      --quantization int8 --output runs/ct2 --scores runs/decoded/scores.json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("export")
+    group.add_argument("--checkpoint", metavar="URL", help="a checkpoint of nmtpipe train")
+    group.add_argument("--output", metavar="URL", help="folder for the exported model")
+    group.add_argument("--format", choices=FORMATS, default="hf", help="what to write")
+    group.add_argument("--quantization", choices=QUANTIZATIONS,
+                       help="CTranslate2 weights; none: float32")  # fmt: skip
+    group.add_argument("--max-positions", type=int, default=1024,
+                       help="longest input or output, in tokens")  # fmt: skip
+    group.add_argument("--scores", metavar="URL", help="a decode's scores.json for the card")
+    group.add_argument("--force", action="store_true", help="export again even if cached")
+
+
+def config_from_args(args: argparse.Namespace) -> ExportConfig:
+    if not args.checkpoint or not args.output:
+        raise ConfigError("--checkpoint and --output are required")
+    return ExportConfig(
+        checkpoint=args.checkpoint, output=args.output, format=args.format,
+        quantization=args.quantization, max_positions=args.max_positions, scores=args.scores,
+    )  # fmt: skip
+
+
+def show(result: dict[str, Any]) -> None:
+    """The manifest as the command's JSON result, one line for the user on stderr."""
+    what = "cached: already exported" if result["cached"] else f"exported in {result['seconds']} s"
+    files = ", ".join(f["path"] for f in result["files"])
+    report = f"{what}: {result['format']} model in {result['options']['checkpoint']} → {files}"
+    logs.show("export", result, report)
+
+
+def run(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if beam_args:
+        raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
+    config = config_from_args(args)
+    try:
+        from nmtpipe.trainers.loop.export import run_export  # transformers: only here
+    except ImportError as e:
+        raise ConfigError(f"export needs pip install 'nmtpipe[export]' ({e})") from None
+    show(run_export(config, force=args.force, log=logs.progress))
+    return 0

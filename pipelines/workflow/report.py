@@ -1,0 +1,284 @@
+"""`nmtpipe report OUTPUT`: one self-contained HTML page about a prepared or encoded
+dataset, or a published version, to look at before training on it.
+
+It lives in the workflow room because it is a driver-side step over committed outputs
+(it reads manifests, statistics, a few rejects and the encoded shards' sizes, and
+writes one file), which `nmtpipe run` and `nmtpipe refresh` call after the steps they
+run; the plots are drawn by `report_plots.py`. Nothing in the page loads anything: the
+plots are inline SVG and there is no script.
+
+What it shows: pairs read and kept per input, rejects by reason with a few examples
+each, length histograms per side, the length-ratio distribution with the filter's
+limit, split sizes, lines converted to one Chinese script; after encode, tokens per
+sentence, `<unk>` rate and subword fertility (subwords per T2T token) per language, and
+the most frequent pieces.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from nmtpipe.pipelines.workflow import report_plots as plots
+from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.formats import encoded_dataset, prepared
+from nmtpipe.transforms.storage import fsio, manifest, versions
+from nmtpipe.transforms.text.clean import RATIO_BINS
+from nmtpipe.transforms.text.filters import REASONS
+from nmtpipe.transforms.text.stats import merge_into
+from nmtpipe.transforms.vocab import id_layout, vocabulary
+
+REPORT = "report.html"
+EXAMPLES = 3  # rejects shown per reason
+PIECES = 20  # most frequent pieces shown per language
+PIECE_SAMPLE = 5_000_000  # ids counted per language for the pieces (the first pairs)
+_SUMMED = ("pairs_read", "pairs_kept", "pairs_rejected", "rejects", "splits", "inputs",
+           "converted", "length_ratio_hist")  # fmt: skip
+
+
+def _kind(url: str) -> str:
+    if versions.is_version(url):
+        return versions.KIND
+    try:
+        doc = json.loads(fsio.read_bytes(manifest.manifest_url(fsio.canonical_url(url))))
+    except FileNotFoundError:
+        raise InputError(f"{url} holds no committed output (no manifest.json)") from None
+    return doc.get("kind", "")
+
+
+def _prepared_stats(roots: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The statistics of one prepared output, or of a version's parts summed, and the
+    first one's options."""
+    total: dict[str, Any] = {}
+    options: dict[str, Any] = {}
+    for root in roots:
+        _, doc = prepared.read_prepared(root)
+        options = options or doc["options"]
+        stats = json.loads(fsio.read_bytes(fsio.join(root, manifest.STATS_FILE)))
+        merge_into(total, {k: stats.get(k, {}) for k in _SUMMED})
+        for split, info in stats["split_details"].items():
+            for side in ("src", "tgt"):
+                side_info = info[side]
+                merge_into(
+                    total.setdefault("length_hist", {}).setdefault(side, {}),
+                    side_info["length_hist"],
+                )
+                if "tokens" in side_info and split == "train":
+                    merge_into(total.setdefault("tokens", {}), {side: side_info["tokens"]})
+    return total, options
+
+
+def _examples(roots: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Up to EXAMPLES rejects per reason, reading reject files only as far as needed."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for root in roots:
+        _, doc = prepared.read_prepared(root)
+        for rel in doc["rejects"]["files"]:
+            fs, path = fsio.url_to_fs(fsio.join(root, rel))
+            with fs.open(path, "rb") as f:
+                reader = pq.ParquetFile(f)
+                for g in range(reader.num_row_groups):
+                    for row in reader.read_row_group(g).to_pylist():
+                        shown = found.setdefault(row["reason"], [])
+                        if len(shown) < EXAMPLES:
+                            shown.append(row)
+    return found
+
+
+def _text(raw: bytes | None) -> str:
+    return "" if raw is None else raw.decode("utf-8", errors="replace")
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> str:
+    cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
+    return f"<table><tr>{cells}</tr>{body}</table>"
+
+
+def _figure(title: str, svg: str) -> str:
+    return f'<figure class="plot"><figcaption>{html.escape(title)}</figcaption>{svg}</figure>'
+
+
+def _prepared_sections(stats: dict[str, Any], options: dict[str, Any], examples: dict) -> str:
+    langs = options["languages"]
+    out = []
+    inputs = stats.get("inputs", {})
+    names = [origin.rsplit("/", 1)[-1] for origin in inputs]
+    rows = [[o, f"{i['read']:,}", f"{i['kept']:,}", f"{sum(i['rejects'].values()):,}"]
+            for o, i in inputs.items()]  # fmt: skip
+    out.append("<h2>Inputs</h2>" + _table(["input", "read", "kept", "rejected"], rows))
+    out.append(
+        _figure(
+            "pairs read and kept per input",
+            plots.bars(
+                names,
+                {
+                    "read": [i["read"] for i in inputs.values()],
+                    "kept": [i["kept"] for i in inputs.values()],
+                },
+                "pairs",
+            ),
+        )
+    )
+    rejects = {r: n for r, n in stats.get("rejects", {}).items() if n}
+    out.append("<h2>Rejects</h2>")
+    if rejects:
+        ordered = [r for r in REASONS if r in rejects]
+        out.append(
+            _figure(
+                "rejects by reason",
+                plots.bars(ordered, {"pairs": [rejects[r] for r in ordered]}, "pairs"),
+            )
+        )
+        rows = []
+        for reason in ordered:
+            for ex in examples.get(reason, []):
+                rows.append([reason, f"{ex['origin']}:{ex['line']}", ex["detail"],
+                             _text(ex["src"]), _text(ex["tgt"])])  # fmt: skip
+        out.append(_table(["reason", "where", "why", langs["src"], langs["tgt"]], rows))
+    else:
+        out.append("<p>No pair was rejected.</p>")
+    converted = {s: n for s, n in stats.get("converted", {}).items() if n}
+    if converted:
+        script = options.get("zh_script", {})
+        out.append(
+            "<p>Converted to one Chinese script (OpenCC): "
+            + ", ".join(f"{n:,} {langs[s]} lines to {script.get(s)}" for s, n in converted.items())
+            + ".</p>"
+        )
+    splits = stats.get("splits", {})
+    out.append("<h2>Splits</h2>")
+    out.append(
+        _figure(
+            "pairs per split", plots.bars(list(splits), {"pairs": list(splits.values())}, "pairs")
+        )
+    )
+    hists = {
+        langs[side]: {int(k): v for k, v in stats.get("length_hist", {}).get(side, {}).items()}
+        for side in ("src", "tgt")
+    }
+    out.append("<h2>Lengths</h2>")
+    out.append(
+        _figure("sentence length, characters (kept pairs)", plots.histograms(hists, "characters"))
+    )
+    ratio = {int(k): v for k, v in stats.get("length_ratio_hist", {}).items()}
+    limit = options["filters"]["max_length_ratio"]
+    plot = plots.histograms(
+        {"pairs": ratio}, "longer side / shorter side", 1 / RATIO_BINS, limit, f"limit {limit:g}"
+    )
+    out.append(
+        _figure("length ratio, script-weighted characters (every pair with two sides)", plot)
+    )
+    return "\n".join(out)
+
+
+def _encoded_sections(data: encoded_dataset.EncodedDataset, stats: dict[str, Any]) -> str:
+    langs = data.languages
+    vocab = vocabulary.open_vocabulary(data.manifest["vocab"]["url"])
+    train = data["train"] if "train" in data.splits else data[data.splits[0]]
+    out = ["<h2>Encoded</h2>"]
+    hists, rows, pieces = {}, [], []
+    for side, sizes in (("src", train.src_sizes), ("tgt", train.tgt_sizes)):
+        lang = langs[side]
+        counts = np.bincount(sizes)
+        hists[lang] = {int(i): int(c) for i, c in enumerate(counts.tolist()) if c}
+        ids = _sample_ids(train, side)
+        if data.format == encoded_dataset.FAIRSEQ:
+            ids = id_layout.from_fairseq(vocab.model, ids)
+        unk = data.layout.unk
+        unk_rate = float(np.mean(ids == unk)) if unk is not None and ids.size else 0.0
+        subwords = int(sizes.sum()) - len(sizes)  # without EOS
+        words = stats.get("tokens", {}).get(side, 0)
+        fertility = f"{subwords / words:.2f}" if words else "-"
+        rows.append([lang, f"{np.mean(sizes):.1f}" if len(sizes) else "-",
+                     f"{100 * unk_rate:.3f}%", fertility])  # fmt: skip
+        top = Counter(ids[ids >= data.layout.first_symbol].tolist()).most_common(PIECES)
+        encoder = vocab.encoder(lang)
+        pieces.append([lang, "  ".join(f"{encoder.decode([i])!r} {n:,}" for i, n in top)])
+    out.append(
+        _table(
+            [
+                "language",
+                "tokens per sentence (EOS included)",
+                "<unk> rate",
+                "fertility (subwords per T2T token)",
+            ],
+            rows,
+        )
+    )
+    out.append(_figure("tokens per sentence (train split)", plots.histograms(hists, "tokens")))
+    out.append("<h3>Most frequent pieces</h3>" + _table(["language", "piece and count"], pieces))
+    return "\n".join(out)
+
+
+def _sample_ids(split: encoded_dataset.SplitData, side: str) -> np.ndarray:
+    """The ids of the first pairs of a split, up to PIECE_SAMPLE ids."""
+    out, total = [], 0
+    for i in range(len(split)):
+        ids = split[i][0 if side == "src" else 1]
+        out.append(np.asarray(ids, dtype=np.int64)[:-1])  # without EOS
+        total += len(ids)
+        if total >= PIECE_SAMPLE:
+            break
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+_STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222 }
+table { border-collapse: collapse; margin: .5em 0 1em } td, th { border: 1px solid #ccc;
+padding: 2px 6px; vertical-align: top; max-width: 420px; overflow-wrap: anywhere }
+th { background: #f3f3f3 } figure.plot { margin: 1em 0 } figure.plot svg { max-width: 100%;
+height: auto } figcaption { font-weight: 600 }
+"""
+
+
+def build_report(url: str) -> str:
+    """The report page of the prepared or encoded output, or version, at `url`."""
+    kind = _kind(url)
+    data = None
+    if kind == prepared.KIND:
+        roots = [fsio.canonical_url(url)]
+    elif kind in (encoded_dataset.KIND, versions.KIND):
+        data = encoded_dataset.open_dataset(url, verify="size")
+        sources = data.manifest["prepared"]
+        roots = [p["url"] for p in (sources if isinstance(sources, list) else [sources])]
+    else:
+        raise InputError(f"{url} is a {kind!r} output; report reads prepare, encode and versions")
+    stats, options = _prepared_stats(roots)
+    langs = options["languages"]
+    title = f"{langs['src']}–{langs['tgt']} dataset: {url}"
+    summary = (
+        f"<p>{stats.get('pairs_read', 0):,} pairs read, {stats.get('pairs_kept', 0):,} kept, "
+        f"{stats.get('pairs_rejected', 0):,} rejected. Written "
+        f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}.</p>"
+    )
+    body = _prepared_sections(stats, options, _examples(roots))
+    if data is not None:
+        body += _encoded_sections(data, stats)
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>{summary}{body}</body></html>\n"
+    )
+
+
+def write_report(url: str, output: str | None = None) -> str:
+    """Write the report of `url` (to `output`, default `url/report.html`; a version's
+    into its folder) atomically; its URL."""
+    where = output
+    if where is None:
+        folder = url
+        if versions.is_version(url):
+            root, number = versions.locate(url)
+            folder = versions.version_url(root, number)
+        where = fsio.join(fsio.canonical_url(folder), REPORT)
+    fsio.write_bytes(where, build_report(url).encode())
+    return where

@@ -1,0 +1,75 @@
+"""The progress display: a bar on a terminal, plain lines otherwise, nothing when quiet."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from nmtpipe.transforms import progress
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture(autouse=True)
+def settings():
+    yield
+    progress.configure(quiet=False, interval=30.0)
+
+
+def test_plain_lines_carry_count_rate_and_figures():
+    progress.configure(quiet=False, interval=0.0)  # a line per update
+    log = io.StringIO()
+    with progress.Progress("decode", 4, "sentence", stream=log) as shown:
+        shown.update(2, loss="1.5")
+        shown.update(2)
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 3  # two updates and the closing line
+    assert lines[0].startswith("decode:  50%") and "2/4" in lines[0] and "loss=1.5" in lines[0]
+    assert "sentence/s" in lines[-1] and "4/4" in lines[-1] and "\r" not in log.getvalue()
+
+
+def test_plain_lines_come_once_per_interval():
+    progress.configure(quiet=False, interval=3600.0)
+    log = io.StringIO()
+    with progress.Progress("train", 100, "update", stream=log) as shown:
+        for _ in range(100):
+            shown.update(1)
+    assert log.getvalue().count("\n") == 1  # only the closing line within the hour
+
+
+def test_a_terminal_gets_a_bar_and_quiet_gets_nothing():
+    terminal = Terminal()
+    with progress.Progress("train", 10, "update", stream=terminal) as shown:
+        shown.update(5)
+    assert "train:" in terminal.getvalue() and "\r" in terminal.getvalue()
+    progress.configure(quiet=True)
+    silent = Terminal()
+    with progress.Progress("train", 10, "update", stream=silent) as shown:
+        shown.update(5)
+    progress.note("a note")
+    assert silent.getvalue() == ""
+
+
+def test_heartbeat_reports_what_is_done_and_survives_a_failing_probe():
+    progress.configure(quiet=False, interval=0.0)
+    log = io.StringIO()
+    done = [0]
+    with progress.heartbeat("encode", lambda: done[0], total=3, stream=log):
+        done[0] = 3  # the work the body does, as the probe sees it
+    assert "3/3" in log.getvalue().splitlines()[-1]
+    log = io.StringIO()
+    with progress.heartbeat("Prepare on FnApiRunner", stream=log):
+        pass
+    assert log.getvalue() == "Prepare on FnApiRunner: 00:00 elapsed\n"
+
+    def broken() -> int:
+        raise OSError("listing failed")
+
+    log = io.StringIO()
+    with progress.heartbeat("encode", broken, total=3, stream=log):
+        pass
+    assert "0/3" in log.getvalue()

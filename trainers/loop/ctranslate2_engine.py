@@ -1,0 +1,75 @@
+"""`nmtpipe translate --engine ctranslate2`: a CTranslate2 export as the translator.
+
+The export's `tokenizer.json` normalises and encodes raw text as nmtpipe does; its
+tokens go to `ctranslate2.Translator.translate_batch` with the search options of
+`nmtpipe decode --lenpen` (CTranslate2 scores by score / length ** lenpen and stops a
+sentence when `beam` hypotheses finished, as fairseq does). Imported only by that engine.
+"""
+
+from __future__ import annotations
+
+import os
+
+import ctranslate2
+import numpy as np
+import torch
+from tokenizers import Tokenizer
+
+from nmtpipe.trainers.loop.translate_config import TranslateConfig
+from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.vocab.tokenizer_json import TOKENIZER_FILE
+
+
+class CTranslate2Engine:
+    def __init__(self, config: TranslateConfig) -> None:
+        assert config.model is not None
+        path = os.path.join(config.model, TOKENIZER_FILE)
+        if not os.path.isfile(os.path.join(config.model, "model.bin")) or not os.path.isfile(path):
+            raise InputError(f"{config.model}: not a CTranslate2 export of nmtpipe "
+                             f"(needs model.bin and {TOKENIZER_FILE})")  # fmt: skip
+        self.tokenizer = Tokenizer.from_file(path)
+        self.tokenizer.encode_special_tokens = True
+        unk = self.tokenizer.token_to_id("<unk>")
+        self._control = {i for i in self.tokenizer.get_added_tokens_decoder() if i != unk}
+        threads = config.threads or os.cpu_count() or 1
+        self.translator = ctranslate2.Translator(config.model, device="cpu", inter_threads=1,
+                                                 intra_threads=threads)  # fmt: skip
+        self.config = config
+
+    def encode(self, lines: list[str]) -> list[np.ndarray]:
+        limit = self.config.max_source_positions
+        out = []
+        for encoding in self.tokenizer.encode_batch(lines):
+            tokens = encoding.tokens
+            out.append(np.array(tokens if len(tokens) <= limit else
+                                [*tokens[: limit - 1], tokens[-1]], dtype=object))  # fmt: skip
+        return out
+
+    def translate(self, sources: list[np.ndarray]) -> list[list[tuple[str, float]]]:
+        c = self.config.search
+        lengths = [s.size for s in sources]
+        results = self.translator.translate_batch(
+            [s.tolist() for s in sources], beam_size=c.beam, num_hypotheses=c.nbest,
+            length_penalty=c.lenpen,
+            # fairseq's limit, tokens before the forced EOS, for the batch's longest source
+            # (CTranslate2 takes one per batch); CTranslate2's counts the EOS.
+            max_decoding_length=int(c.max_lengths(torch.tensor(lengths)).max()) + 1,
+            min_decoding_length=c.min_len, no_repeat_ngram_size=c.no_repeat_ngram_size,
+            return_scores=True,
+        )  # fmt: skip
+        return [
+            [(self._text(hyp), float(score))
+             for hyp, score in zip(r.hypotheses, r.scores, strict=True)]
+            for r in results
+        ]  # fmt: skip
+
+    def _text(self, tokens: list[str]) -> str:
+        """Detokenised as SentencePiece does: unknown pieces as " ⁇ ", control symbols dropped."""
+        ids = [self.tokenizer.token_to_id(t) for t in tokens]
+        ids = [i for i in ids if i not in self._control]
+        # SentencePiece drops every whitespace-only piece at the start, Metaspace only
+        # the first one's space.
+        start = 0
+        while start < len(ids) and not self.tokenizer.id_to_token(ids[start]).strip("▁"):
+            start += 1
+        return self.tokenizer.decode(ids[start:], skip_special_tokens=False)
