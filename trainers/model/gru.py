@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtpipe.trainers.model.config import ModelConfig
+from nmtpipe.trainers.model.embeddings import embedding_tables
 from nmtpipe.trainers.model.transformer import hypothesis_rows
 
 
@@ -51,15 +52,8 @@ class GruSeq2Seq(nn.Module):
         super().__init__()
         c = self.config = config
         units = c.gru_hidden
-        self.tgt_embed = nn.Embedding(c.tgt_vocab, c.d_model, padding_idx=c.pad)
-        self.src_embed = (
-            self.tgt_embed
-            if c.share_all_embeddings
-            else nn.Embedding(c.src_vocab, c.d_model, padding_idx=c.pad)
-        )
-        for table in {id(t): t for t in (self.src_embed, self.tgt_embed)}.values():
-            nn.init.normal_(table.weight, 0.0, c.d_model**-0.5)
-            nn.init.zeros_(table.weight[c.pad])
+        src_embed, self.tgt_embed = embedding_tables(c)  # target first: the parameter order
+        self.src_embed = src_embed
         between = c.dropout if c.encoder_layers > 1 else 0.0
         self.encoder = nn.GRU(c.d_model, units, c.encoder_layers, batch_first=True,
                               bidirectional=True, dropout=between)  # fmt: skip

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from nmtpipe.trainers.model.config import ModelConfig
+from nmtpipe.trainers.model.embeddings import embedding_tables
 
 
 def timing_signal(length: int, channels: int, offset: int = 0) -> Tensor:
@@ -240,15 +241,8 @@ class Transformer(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         c = self.config = config
-        self.tgt_embed = nn.Embedding(c.tgt_vocab, c.d_model, padding_idx=c.pad)
-        self.src_embed = (
-            self.tgt_embed
-            if c.share_all_embeddings
-            else nn.Embedding(c.src_vocab, c.d_model, padding_idx=c.pad)
-        )
-        for table in {id(t): t for t in (self.src_embed, self.tgt_embed)}.values():
-            nn.init.normal_(table.weight, 0.0, c.d_model**-0.5)
-            nn.init.zeros_(table.weight[c.pad])
+        src_embed, self.tgt_embed = embedding_tables(c)  # target first: the parameter order
+        self.src_embed = src_embed
         self.encoder = nn.ModuleList(EncoderLayer(c) for _ in range(c.encoder_layers))
         self.decoder = nn.ModuleList(DecoderLayer(c) for _ in range(c.decoder_layers))
         # Pre-norm stacks end with a norm; post-norm layers end in one already.
