@@ -265,8 +265,9 @@ def test_a_finished_run_says_so_and_other_data_needs_reset_data(encoded, tmp_pat
     assert command_result(capsys.readouterr().out)["updates"] == 3
 
 
-def _rank_pid(rank: int) -> int | None:
-    """The pid of torchrun rank `rank` of a job started by `nmtpipe train --nproc`."""
+def _rank_pid(rank: int, job: str) -> int | None:
+    """The pid of torchrun rank `rank` of the `nmtpipe train --nproc` job whose
+    environment holds NMTPIPE_TEST_JOB=`job` (never another job's on this machine)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -278,7 +279,8 @@ def _rank_pid(rank: int) -> int | None:
         except OSError:
             continue
         ours = b"nmtpipe.trainers.loop.launch" in cmdline and b"--torchrun" not in cmdline
-        if ours and f"RANK={rank}".encode() in environ:
+        mine = f"NMTPIPE_TEST_JOB={job}".encode() in environ
+        if ours and mine and f"RANK={rank}".encode() in environ:
             return int(entry)
     return None
 
@@ -290,14 +292,16 @@ def test_a_rank_killed_by_a_signal_is_one_line(encoded, tmp_path):
     save_dir = tmp_path / "c"
     args = train_args(encoded, save_dir, "--nproc", "2", "--save-interval-updates", "2")
     args[args.index("--max-update") + 1] = "100000"
+    job = str(tmp_path)
     proc = subprocess.Popen(
-        [*NMTPIPE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
+        [*NMTPIPE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "NMTPIPE_TEST_JOB": job},
+    )  # fmt: skip
     try:
         pid = None
         for _ in range(1200):  # until the first checkpoint is there (bounded, 0.1 s steps)
             if (save_dir / "checkpoint_last.pt").exists():
-                pid = _rank_pid(1)
+                pid = _rank_pid(1, job)
                 break
             time.sleep(0.1)
         assert pid is not None
