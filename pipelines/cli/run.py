@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.config_file import EXAMPLES, example_config, load_config
@@ -61,8 +62,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     result: dict = {"steps": steps}
     report = summary_table(results)
     if any(r.step == "decode" and r.status in ("ran", "cached") for r in results):
-        result["scores"] = dict(step_outputs.evaluations(config))
-        report += "\n" + evaluation_report(config)
+        evaluations = step_outputs.evaluations(config)
+        result["scores"] = dict(evaluations)
+        report += "\n" + evaluation_report(config, evaluations)
     page = write_run_report(config)
     if page is not None:
         result["report"] = page
@@ -76,11 +78,13 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     return 0
 
 
-def evaluation_report(config: RunConfig, count: int = 5) -> str:
+def evaluation_report(
+    config: RunConfig, evaluations: list[tuple[str, dict[str, Any]]], count: int = 5
+) -> str:
     """Each test set's BLEU as sacreBLEU writes it, with its signature, then `count`
     translations of the test split to read."""
     lines = []
-    for name, scores in step_outputs.evaluations(config):
+    for name, scores in evaluations:
         if "bleu_line" in scores:
             lines.append(f"{name} ({scores['sentences']:,} sentences): {scores['bleu_line']}")
             lines.append(f"    {scores['bleu_signature']}")
