@@ -7,11 +7,13 @@ import argparse
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.workflow.vocab import MODELS, VocabConfig, VocabOutcome, run_vocab
 from nmtpipe.transforms.errors import ConfigError
-from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab import hf_vocab
+from nmtpipe.transforms.vocab.hf_vocab import HfConfig
+from nmtpipe.transforms.vocab.spm_vocab import MODEL_TYPES, SpmConfig
 from nmtpipe.transforms.vocab.subword import RESERVED_TOKENS
 
 TAKES_BEAM = True  # options it does not know go to Beam (main.py)
-SUMMARY = "build the subword vocabulary: Tensor2Tensor subwords or SentencePiece"
+SUMMARY = "build the subword vocabulary: Tensor2Tensor, SentencePiece or HF tokenizers"
 DESCRIPTION = """\
 Build the subword vocabulary of a prepared dataset (`nmtpipe prepare`'s --output) on
 the driver, and write to --output:
@@ -19,7 +21,11 @@ the driver, and write to --output:
   vocab[.LANG].subwords   --model t2t: Tensor2Tensor's SubwordTextEncoder, the same
                           file T2T writes for the same token counts and options
   spm[.LANG].model/.vocab --model unigram|bpe: SentencePiece, trained on a deterministic
-                          sample of the training split drawn in Beam
+                          sample of the training split drawn in Beam (and the same
+                          model as tokenizer[.LANG].json where one reproduces it)
+  tokenizer[.LANG].json   --model wordpiece|bpe-hf|unigram-hf: Hugging Face tokenizers,
+                          trained on the same sample; the whole pipeline in one file
+                          (normaliser, pre-tokeniser, model, </s> appended, decoder)
   dict.SRC.txt dict.TGT.txt  fairseq dictionaries of the same vocabulary
   manifest.json           written last: files, sizes, sha256, options, the bisection
 
@@ -32,6 +38,8 @@ examples:
   nmtpipe vocab --prepared runs/prepared --model t2t --vocab-size 8192 --joined --output runs/vocab
   nmtpipe vocab --prepared s3://bucket/prepared --model unigram --vocab-size 32000 \\
       --sample-sentences 2000000 --output s3://bucket/vocab
+  nmtpipe vocab --prepared runs/prepared --model bpe-hf --vocab-size 8000 --joined \\
+      --hf-pre-tokenizer byte-level --output runs/vocab-bpe
 """
 
 
@@ -96,7 +104,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=VocabConfig.sample_sentences,
         metavar="N",
-        help="train on about N pairs' sentences, drawn by hash",
+        help="train on about N pairs' sentences, drawn by hash (SentencePiece and tokenizers)",
     )
     sp.add_argument(
         "--character-coverage",
@@ -132,6 +140,55 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "bytes instead of <unk>, so every input can be translated",
     )
 
+    hf = parser.add_argument_group("Hugging Face tokenizers (--model wordpiece|bpe-hf|unigram-hf)")
+    hf.add_argument(
+        "--hf-normalizer",
+        choices=hf_vocab.NORMALIZERS,
+        default=HfConfig.normalizer,
+        help="the tokenizer's own normaliser, after prepare's",
+    )
+    hf.add_argument(
+        "--hf-pre-tokenizer",
+        choices=hf_vocab.PRE_TOKENIZERS,
+        help="metaspace: SentencePiece's ▁ word starts; byte-level: GPT-2's bytes, no "
+        "unknown text (default: byte-level for bpe-hf, metaspace otherwise)",
+    )
+    hf.add_argument(
+        "--isolate-cjk",
+        action=argparse.BooleanOptionalAction,
+        help="each Han, kana and Hangul character a word of its own, as BERT splits "
+        "Chinese (default: on for wordpiece, which cannot learn unspaced text)",
+    )
+    hf.add_argument(
+        "--min-frequency",
+        type=int,
+        default=HfConfig.min_frequency,
+        metavar="N",
+        help="wordpiece, bpe-hf: merge no pair seen fewer than N times",
+    )
+    hf.add_argument(
+        "--max-piece-length",
+        type=int,
+        default=HfConfig.max_piece_length,
+        metavar="L",
+        help="bpe-hf, unigram-hf: pieces of at most L characters",
+    )
+
+
+def _hf_config(args: argparse.Namespace) -> HfConfig:
+    """The `tokenizers` pipeline of the flags, with the defaults of the model."""
+    pre_tokenizer = args.hf_pre_tokenizer or (
+        "byte-level" if args.model == "bpe-hf" else "metaspace"
+    )
+    isolate = args.model == "wordpiece" if args.isolate_cjk is None else args.isolate_cjk
+    return HfConfig(
+        normalizer=args.hf_normalizer,
+        pre_tokenizer=pre_tokenizer,
+        isolate_cjk=isolate,
+        min_frequency=args.min_frequency,
+        max_piece_length=args.max_piece_length,
+    )
+
 
 def _pair(text: str, flag: str) -> tuple[int, int]:
     try:
@@ -146,7 +203,7 @@ def config_from_args(args: argparse.Namespace) -> VocabConfig:
         raise ConfigError("--prepared and --output are required")
     try:
         spm = SpmConfig(
-            model_type=args.model if args.model != "t2t" else "unigram",
+            model_type=args.model if args.model in MODEL_TYPES else "unigram",
             character_coverage=args.character_coverage,
             normalization_rule_name=args.normalization_rule,
             user_defined_symbols=tuple(s for s in args.user_defined_symbols.split(",") if s),
@@ -154,6 +211,7 @@ def config_from_args(args: argparse.Namespace) -> VocabConfig:
             seed=args.seed,
             byte_fallback=args.byte_fallback,
         )
+        hf = _hf_config(args)
     except ValueError as e:
         raise ConfigError(str(e)) from e
     return VocabConfig(
@@ -169,6 +227,7 @@ def config_from_args(args: argparse.Namespace) -> VocabConfig:
         min_count_bounds=_pair(args.min_count_range, "--min-count-range"),
         sample_sentences=args.sample_sentences,
         spm=spm,
+        hf=hf,
     )
 
 
@@ -183,6 +242,10 @@ def report(outcome: VocabOutcome) -> str:
     for side, info in doc["vocabularies"].items():
         files = ", ".join(info["files"])
         detail = f"  {side:<8} {doc['model']} {info['vocab_size']:>7,} entries  {files}"
+        if "pipeline" in info:
+            stages = info["pipeline"]
+            detail += f"\n           {stages['normalizer']} → {' + '.join(stages['pre_tokenizer'])}"
+            detail += f" → {stages['model']} → {stages['post_processor']} → {stages['decoder']}"
         if "min_count" in info:
             detail += f"  (min_count {info['min_count']}, {len(info['bisection'])} builds)"
         lines.append(detail)

@@ -1,8 +1,9 @@
 """`nmtpipe vocab` on the driver: the subword vocabulary of a prepared dataset.
 
 Tensor2Tensor's SubwordTextEncoder is built from the token counts `prepare` committed
-(or from T2T's byte-budget line sample); SentencePiece unigram/BPE models train on a
-deterministic sample of the training split. Samples are drawn in Beam
+(or from T2T's byte-budget line sample); SentencePiece unigram/BPE models and Hugging
+Face `tokenizers` vocabularies (WordPiece, BPE, Unigram) train on a deterministic sample
+of the training split. Samples are drawn in Beam
 (`pipelines/beam/sample_graph.py`). Either way the output also has fairseq
 `dict.{lang}.txt` files for the same vocabulary, and is committed like every step:
 files first, `manifest.json` last, reused when the same inputs and options come again.
@@ -31,9 +32,10 @@ from nmtpipe.transforms.storage.commit import STAGING, commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import file_entry
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.vocab import counts as counts_lib
-from nmtpipe.transforms.vocab import id_layout, spm_vocab, tokenizer_json
+from nmtpipe.transforms.vocab import hf_vocab, id_layout, spm_vocab, tokenizer_json
 from nmtpipe.transforms.vocab.counts import JOINED
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, dict_text
+from nmtpipe.transforms.vocab.hf_vocab import HfConfig
 from nmtpipe.transforms.vocab.sample import (
     BudgetSample,
     IdSample,
@@ -47,7 +49,7 @@ from nmtpipe.transforms.vocab.subword import RESERVED_TOKENS, SubwordTextEncoder
 from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
 from nmtpipe.transforms.vocab.vocabulary import KIND
 
-MODELS = ("t2t", "unigram", "bpe")
+MODELS = ("t2t", "unigram", "bpe", *hf_vocab.KINDS)
 _OURS = re.compile(
     r"^(vocab(\.[^/]+)?\.subwords|spm(\.[^/]+)?\.(model|vocab)|tokenizer(\.[^/]+)?\.json"
     r"|dict\.[^/]+\.txt)$"
@@ -69,9 +71,10 @@ class VocabConfig:
     max_tokens_in_memory: int | None = None
     reserved_tokens: tuple[str, ...] = RESERVED_TOKENS
     min_count_bounds: tuple[int, int] = (1, 1000)
-    # SentencePiece's options.
+    # SentencePiece's and `tokenizers`' options (both train on a sample).
     sample_sentences: int = 1_000_000
     spm: SpmConfig = SpmConfig()
+    hf: HfConfig = HfConfig()
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -102,6 +105,8 @@ class VocabConfig:
                 "reserved_tokens",
                 "min_count_bounds",
             }
+        elif self.model in hf_vocab.KINDS:
+            keep |= {"sample_sentences", "hf"}
         else:
             keep |= {"sample_sentences", "spm"}
         return {k: v for k, v in dataclasses.asdict(self).items() if k in keep}
@@ -120,6 +125,8 @@ def vocab_files(model: str, side: str) -> list[str]:
     infix = "" if side == JOINED else f".{side}"
     if model == "t2t":
         return [f"vocab{infix}.subwords"]
+    if model in hf_vocab.KINDS:
+        return [f"{tokenizer_json.TOKENIZER_FILE[: -len('.json')]}{infix}.json"]
     return [f"spm{infix}.model", f"spm{infix}.vocab"]
 
 
@@ -220,14 +227,41 @@ class _Build:
             )
         return SubwordTextEncoder(vocab)
 
-    def spm_model(self, side: str, report: dict[str, Any]) -> tuple[bytes, list[int]]:
-        """A SentencePiece model of `side` and its piece counts over the sample."""
+    def sentences(self, side: str, report: dict[str, Any]) -> list[str]:
+        """About `sample_sentences` pairs' sentences of `side`, chosen by pair id."""
         pairs = sum(doc["splits"]["train"]["pairs"] for _, doc in self.parts)
         fraction = min(1.0, self.config.sample_sentences / max(pairs, 1))
         sentences = self.sample(IdSample(fraction), side)
         report["sample_sentences"] = len(sentences)
         if not sentences:
             raise InputError(f"the training split has no sentences for {side}")
+        return sentences
+
+    def hf_tokenizer(
+        self, side: str, report: dict[str, Any], log: Callable[[str], None]
+    ) -> tuple[Any, list[int]]:
+        """A `tokenizers` vocabulary of `side` and its piece counts over the sample."""
+        config = self.config
+        sentences = self.sentences(side, report)
+        try:
+            with heartbeat(f"{config.model} {side} on {len(sentences):,} sentences"):
+                tok = hf_vocab.train(sentences, config.model, config.vocab_size, config.hf)
+        except Exception as e:  # `tokenizers` raises bare Exceptions
+            raise ConfigError(
+                f"tokenizers could not train a {config.model} vocabulary of "
+                f"{config.vocab_size} for {side}: {e} (raise --vocab-size, or use "
+                "--hf-pre-tokenizer byte-level, whose alphabet is 256 bytes)"
+            ) from e
+        report["pipeline"] = hf_vocab.pipeline(config.model, config.hf)
+        size = tok.get_vocab_size(with_added_tokens=False)
+        why = hf_vocab.describe_size(config.model, config.vocab_size, size)
+        if why:
+            log(f"{side}: {why}")
+        return tok, hf_vocab.piece_counts(tok, sentences)
+
+    def spm_model(self, side: str, report: dict[str, Any]) -> tuple[bytes, list[int]]:
+        """A SentencePiece model of `side` and its piece counts over the sample."""
+        sentences = self.sentences(side, report)
         spm_config = dataclasses.replace(self.config.spm, vocab_size=self.config.vocab_size)
         try:
             with heartbeat(f"SentencePiece {side} on {len(sentences):,} sentences"):
@@ -316,6 +350,15 @@ def run_vocab(
             written = [fsio.write_bytes(fsio.join(out, names[0]), encoder.to_text().encode())]
             dicts[side] = _t2t_dict(encoder, counts)
             report["vocab_size"] = encoder.vocab_size
+        elif config.model in hf_vocab.KINDS:
+            tok, piece_counts = build.hf_tokenizer(side, report, log)
+            pieces = hf_vocab.pieces(tok)
+            dicts[side] = dict_text(pieces[len(SPECIALS) :], piece_counts[len(SPECIALS) :])
+            # padded to the dictionary's size: tokenizer ids are fairseq ids throughout
+            tok = hf_vocab.padded(tok, len(SPECIALS) + dicts[side].count("\n"))
+            report["vocab_size"] = len(pieces)
+            text = tok.to_str(pretty=True).encode("utf-8")
+            written = [fsio.write_bytes(fsio.join(out, names[0]), text)]
         else:
             model, piece_counts = build.spm_model(side, report)
             written = [

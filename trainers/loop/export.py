@@ -4,7 +4,8 @@ The folder holds everything a user of that library needs and nothing of nmtpipe:
 weights (`marian_weights.py`), `generation_config.json` with nmtpipe's search as far as
 Transformers can express it, a `tokenizer.json` that turns raw text into the ids
 `nmtpipe decode --input` gives it (the prepare step's normalisation, then the
-SentencePiece vocabulary; `transforms/vocab/tokenizer_json.py`), and a model card. The
+vocabulary: a SentencePiece model as `transforms/vocab/tokenizer_json.py` writes it, or
+the `tokenizers` vocabulary's own file), and a model card. The
 CTranslate2 format is CTranslate2's converter run on that folder
 (`ctranslate2_convert.py`), with the tokenizer files beside it.
 
@@ -25,6 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tokenizers import Tokenizer
 from transformers import GenerationConfig
 
 from nmtpipe import __version__
@@ -39,7 +41,7 @@ from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import file_entry
 from nmtpipe.transforms.text.normalize import NormalizeConfig
-from nmtpipe.transforms.vocab import tokenizer_json
+from nmtpipe.transforms.vocab import hf_vocab, tokenizer_json
 from nmtpipe.transforms.vocab.id_layout import IdLayout
 from nmtpipe.transforms.vocab.vocabulary import Vocabulary, open_vocabulary
 
@@ -80,8 +82,8 @@ class _Source:
         if self.vocab.model == "t2t":
             raise ConfigError(
                 f"{url} uses a Tensor2Tensor SubwordTextEncoder vocabulary, which no "
-                "tokenizer.json reproduces; export models trained on a SentencePiece "
-                "vocabulary (nmtpipe vocab --model unigram|bpe)"
+                "tokenizer.json reproduces; export models trained on a SentencePiece or "
+                "tokenizers vocabulary (nmtpipe vocab --model unigram|bpe|bpe-hf|...)"
             )
         if not self.doc["joined"]:
             raise ConfigError(
@@ -95,11 +97,15 @@ class _Source:
     def tokenizer(self, size: int) -> Any:
         side = self.vocab.side_of(self.doc["languages"]["src"])
         model_file = self.vocab.doc["vocabularies"][side]["files"][0]
-        model = fsio.read_bytes(fsio.join(self.vocab.root, model_file))
-        try:
-            tok = tokenizer_json.spm_tokenizer(model, size)
-        except tokenizer_json.NotExpressible as e:
-            raise ConfigError(f"{self.vocab.root}: {e} cannot be exported exactly") from None
+        model = self.vocab.read(fsio.join(self.vocab.root, model_file))
+        if self.vocab.model in hf_vocab.KINDS:
+            tok = hf_vocab.padded(Tokenizer.from_str(model.decode("utf-8")), size)
+        else:
+            try:
+                tok = tokenizer_json.spm_tokenizer(model, size)
+            except tokenizer_json.NotExpressible as e:
+                msg = f"{self.vocab.root}: {e} cannot be exported exactly"
+                raise ConfigError(msg) from None
         return tokenizer_json.with_normalization(tok, NormalizeConfig(**self.normalize))
 
 

@@ -1,7 +1,8 @@
 """A committed vocabulary, loaded for encoding: text in, ids with EOS out, in batches.
 
-`nmtpipe vocab` commits either Tensor2Tensor subword files or SentencePiece models, one
-joined or one per language, with fairseq `dict.{lang}.txt` files beside them. This
+`nmtpipe vocab` commits Tensor2Tensor subword files, SentencePiece models or `tokenizers`
+`tokenizer.json` files, one joined or one per language, with fairseq `dict.{lang}.txt`
+files beside them. This
 module opens such an output by its manifest and gives one `SideEncoder` per language.
 Ids stay in the vocabulary's own space (`transforms/id_layout.py` maps them to
 fairseq's); the integer type that holds them is chosen here, once.
@@ -18,6 +19,7 @@ import numpy as np
 import sentencepiece as spm
 
 from nmtpipe.transforms.storage import fsio, manifest
+from nmtpipe.transforms.vocab import hf_vocab
 from nmtpipe.transforms.vocab.counts import JOINED
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, read_dict
 from nmtpipe.transforms.vocab.id_layout import IdLayout, layout_of
@@ -51,6 +53,9 @@ class SideEncoder:
         if model == "t2t":
             self._t2t = SubwordTextEncoder.from_text(data.decode("utf-8"))
             self.vocab_size = self._t2t.vocab_size
+        elif model in hf_vocab.KINDS:
+            self._hf = hf_vocab.for_encoding(data)
+            self.vocab_size = self._hf.get_vocab_size(with_added_tokens=False)
         else:
             self._spm = spm.SentencePieceProcessor(model_proto=data)
             self.vocab_size = self._spm.get_piece_size()
@@ -61,6 +66,8 @@ class SideEncoder:
         if self.model == "t2t":
             eos = self.layout.eos
             encoded = [[*self._t2t.encode(line), eos] for line in lines]
+        elif self.model in hf_vocab.KINDS:  # its post-processor appends the layout's EOS
+            encoded = [e.ids for e in self._hf.encode_batch_fast(list(lines))]
         else:  # the model's eos_id is the layout's (spm_vocab trains it so)
             encoded = self._spm.encode(list(lines), add_eos=True, num_threads=1)
         lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
@@ -69,22 +76,30 @@ class SideEncoder:
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ids in this vocabulary's own space (without EOS): T2T's `decode`
-        or SentencePiece's."""
+        or SentencePiece's or the `tokenizer.json`'s."""
         if self.model == "t2t":
             return self._t2t.decode(ids)
+        if self.model in hf_vocab.KINDS:  # `<unk>` shown, as SentencePiece shows it
+            control = {self.layout.bos, self.layout.pad, self.layout.eos}
+            kept = [int(i) for i in ids if int(i) not in control]
+            return self._hf.decode(kept, skip_special_tokens=False)
         return self._spm.decode([int(i) for i in ids])
 
     def outside(self, tokens: Sequence[str]) -> np.ndarray:
         """Which tokens this vocabulary cannot spell with its own pieces: those with
         characters outside a T2T alphabet (escaped as `\\NNN;`), or that SentencePiece
-        encodes with `<unk>`."""
+        or `tokenizers` encodes with `<unk>`."""
         if self.model == "t2t":
             alphabet = self._t2t.alphabet
             return np.fromiter(
                 (any(c not in alphabet or c == "\n" for c in t) for t in tokens), bool, len(tokens)
             )
         unk = self.layout.unk
-        encoded = self._spm.encode(list(tokens), num_threads=1)
+        if self.model in hf_vocab.KINDS:
+            batch = self._hf.encode_batch_fast(list(tokens), add_special_tokens=False)
+            encoded = [e.ids for e in batch]
+        else:
+            encoded = self._spm.encode(list(tokens), num_threads=1)
         return np.fromiter((unk in ids for ids in encoded), bool, len(tokens))
 
     def unknowns(self, ids: np.ndarray) -> int:

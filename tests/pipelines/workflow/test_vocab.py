@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
@@ -11,11 +12,13 @@ from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.vocab import counts as counts_lib
-from nmtpipe.transforms.vocab import spm_vocab
+from nmtpipe.transforms.vocab import hf_vocab, spm_vocab
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, read_dict
+from nmtpipe.transforms.vocab.hf_vocab import HfConfig
 from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
 from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
 from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
+from nmtpipe.transforms.vocab.vocabulary import open_vocabulary
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, prepare_example
 
 
@@ -139,6 +142,55 @@ def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):
             assert tok.encode(line).ids == [*sp.encode(line), sp.eos_id()], line
 
 
+@pytest.mark.parametrize(
+    ("kind", "pre_tokenizer", "joined"),
+    [("bpe-hf", "byte-level", True), ("wordpiece", "metaspace", False),
+     ("unigram-hf", "metaspace", True)],
+)  # fmt: skip
+def test_tokenizers_vocabularies(prepared, tmp_path, kind, pre_tokenizer, joined):
+    """One tokenizer.json per side, ids = fairseq ids, deterministic across runners,
+    encoding and decoding through the committed vocabulary as every step does."""
+    config = HfConfig(pre_tokenizer=pre_tokenizer, isolate_cjk=kind == "wordpiece")
+    size = 2500 if kind == "unigram-hf" else 1200  # Unigram holds every character
+    options = dict(model=kind, vocab_size=size, joined=joined, hf=config, sample_sentences=3000)
+    a = vocab(prepared, tmp_path / "a", **options)
+    b = vocab(prepared, tmp_path / "b", beam_args=MULTI_PROCESS, **options)
+    sides = {"": "joined"} if joined else {".en": "en", ".zh": "zh"}
+    names = {"dict.en.txt", "dict.zh.txt", "manifest.json"}
+    assert {p.name for p in Path(a.output).iterdir()} == names | {
+        f"tokenizer{infix}.json" for infix in sides
+    }
+    for infix, side in sides.items():
+        data = (Path(a.output) / f"tokenizer{infix}.json").read_bytes()
+        assert data == (Path(b.output) / f"tokenizer{infix}.json").read_bytes()
+        info = a.manifest["vocabularies"][side]
+        assert info["pipeline"] == hf_vocab.pipeline(kind, config)
+        # WordPiece keeps every character of the sample: 2,000 distinct Chinese ones
+        assert 1000 <= info["vocab_size"] <= (2500 if side == "zh" else size)
+        tok = Tokenizer.from_str(data.decode())
+        lang = "en" if side == "joined" else side
+        symbols = [
+            s for s, _ in read_dict((Path(a.output) / f"dict.{lang}.txt").read_text("utf-8"))
+        ]
+        # the tokenizer holds the dictionary's padding too: its ids are fairseq ids
+        assert [tok.id_to_token(i) for i in range(4, 4 + len(symbols))] == symbols
+        assert tok.get_vocab_size(with_added_tokens=False) == 4 + len(symbols)
+    assert a.manifest["options"]["hf"]["pre_tokenizer"] == pre_tokenizer
+    encoders = open_vocabulary(a.output)
+    lines = example_lines("tatoeba-cmn", "zh", 300)
+    zh = encoders.encoder("zh")
+    flat, lengths = zh.encode_batch(lines)
+    assert lengths.sum() == flat.size and (flat[np.cumsum(lengths) - 1] == 2).all()
+    rows = np.split(flat, np.cumsum(lengths)[:-1])
+    normalized = [Tokenizer.from_str(data.decode()).normalizer.normalize_str(x) for x in lines]
+    decoded = [zh.decode(row[:-1]) for row in rows]
+    if pre_tokenizer == "byte-level":
+        assert decoded == normalized  # nothing is unknown: every line comes back
+    else:
+        assert sum(d == x for d, x in zip(decoded, normalized, strict=True)) > 0.9 * len(lines)
+    assert vocab(prepared, tmp_path / "a", **options).cached
+
+
 def test_bad_inputs(prepared, tmp_path):
     with pytest.raises(InputError, match="holds no committed prepare output"):
         vocab(str(tmp_path / "nothing"), tmp_path / "v")
@@ -147,5 +199,7 @@ def test_bad_inputs(prepared, tmp_path):
         match=r"more than this data supports for en: the largest vocabulary it gives is \d+",
     ):
         vocab(prepared, tmp_path / "v", vocab_size=10**6)
+    with pytest.raises(ConfigError, match="could not train a unigram-hf vocabulary of 300 for"):
+        vocab(prepared, tmp_path / "u", model="unigram-hf", vocab_size=300, sample_sentences=500)
     with pytest.raises(ConfigError, match="unknown --model"):
-        VocabConfig(prepared, str(tmp_path / "v"), model="wordpiece")
+        VocabConfig(prepared, str(tmp_path / "v"), model="word-piece")

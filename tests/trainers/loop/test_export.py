@@ -23,6 +23,7 @@ from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
+from nmtpipe.transforms.vocab.hf_vocab import HfConfig
 from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
 from tests.helpers import IN_MEMORY, prepare_example
 
@@ -218,3 +219,31 @@ def test_models_without_an_exact_marian_twin_are_refused(trained, monkeypatch):
     monkeypatch.setattr(export, "open_vocabulary", as_t2t)
     with pytest.raises(ConfigError, match="SentencePiece"):
         export.build(ExportConfig(trained["checkpoint"], "unused"), "unused", print)
+
+
+def test_a_tokenizers_vocabulary_exports_and_translates(tmp_path):
+    """A byte-level BPE vocabulary from `tokenizers`: the export's tokenizer gives the
+    encoded ids of every test sentence, and `translate` reads it like any other."""
+    prepared = prepare_example(tmp_path, 12, valid_fraction=0.02, test_fraction=0.03)
+    vocab, encoded = str(tmp_path / "vocab"), str(tmp_path / "encoded")
+    hf = HfConfig(pre_tokenizer="byte-level")
+    run_vocab(VocabConfig(prepared, vocab, "bpe-hf", 1000, joined=True, hf=hf), IN_MEMORY)
+    run_encode(EncodeConfig(prepared, vocab, encoded), IN_MEMORY)
+    train = ["train", "--data", encoded, "--save-dir", str(tmp_path / "ckpt"), "--arch",
+             "transformer_tiny", "--max-tokens", "1024", "--max-update", "2",
+             "--validate-interval-updates", "2", "--save-interval-updates", "2"]  # fmt: skip
+    assert main(train) == 0
+    ckpt = str(tmp_path / "ckpt" / run_files.BEST)
+    assert main(["export", "--checkpoint", ckpt, "--output", str(tmp_path / "hf")]) == 0
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+    data = open_dataset(encoded, "arrow")
+    texts = list(_prepared_texts(data.manifest, "test"))
+    assert len(texts) > 20
+    for i, (src_text, tgt_text) in enumerate(texts):
+        src, tgt = data["test"][i]
+        assert tokenizer(src_text).input_ids == src.tolist()
+        assert tokenizer(text_target=tgt_text).input_ids == tgt.tolist()
+    done = subprocess.run([*NMTPIPE, "translate", "--checkpoint", ckpt, "--max-len-b", "3"],
+                          input=b"Hello.\n\xe4\xbd\xa0\xe5\xa5\xbd\n", capture_output=True,
+                          check=True)  # fmt: skip
+    assert len(done.stdout.decode("utf-8").split("\n")) == 3
