@@ -97,7 +97,11 @@ def _card(plan: PreparePlan, files: list[dict[str, Any]]) -> str:
         "inputs in manifest.json; statistics in stats.json). Token counts (`counts/`) and "
         "rejected pairs with their reasons (`rejects/`) are beside the splits, not in them."
     ]
-    columns = "`id`, `src` and `tgt` (the texts), `origin` and `line` (where each pair came from)"
+    columns = (
+        "`id`, `src` and `tgt` (the texts), `origin` and `line` (where each pair came from), "
+        "`src_raw` and `tgt_raw` (valid and test: the lines as read where normalisation "
+        "changed them, else null)"
+    )
     return dataset_card(f"{src}–{tgt} prepared", about, split_shards(files, "pairs"), columns)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.formats.encoded_dataset import SplitData
@@ -136,7 +137,9 @@ def prepared_normalization(encode_doc: dict[str, Any], required: bool) -> dict[s
 
 def _prepared_texts(encode_doc: dict[str, Any], split: str) -> Iterator[tuple[str, str]] | None:
     """The (source, target) texts of `split` from the prepared shards the encoded split
-    came from, in the same order; None when they are gone or were made again since."""
+    came from, in the same order, as the user gave them (the lines read, where `prepare`
+    kept them because normalisation changed them); None when the shards are gone or
+    were made again since."""
     found = []
     for info in prepared_sources(encode_doc):
         try:
@@ -156,17 +159,22 @@ def _prepared_texts(encode_doc: dict[str, Any], split: str) -> Iterator[tuple[st
             row = 0
             for path in paths:
                 for group in range(len(parquet_row_groups(root, entries[path]))):
-                    table = read_parquet_entry(root, entries[path], ["src", "tgt"], [group])
-                    for pair in zip(
-                        table.column("src").to_pylist(),
-                        table.column("tgt").to_pylist(),
-                        strict=True,
-                    ):
+                    table = read_parquet_entry(root, entries[path], None, [group])
+                    for pair in zip(_as_given(table, "src"), _as_given(table, "tgt"), strict=True):
                         if row not in skip:
                             yield pair
                         row += 1
 
     return rows()
+
+
+def _as_given(table: pa.Table, side: str) -> list[str]:
+    """A side's lines as read, where the shard has them (older shards do not)."""
+    kept = table.column(side).to_pylist()
+    if f"{side}_raw" not in table.column_names:
+        return kept
+    raw = table.column(f"{side}_raw").to_pylist()
+    return [text if line is None else line for text, line in zip(kept, raw, strict=True)]
 
 
 def split_sentences(

@@ -170,7 +170,10 @@ class ChunkCleaner:
                 )
         keep = [i for i in range(len(src)) if i not in early and i not in verdicts]
         if keep:
-            self._place(chunk, [src[i] for i in keep], [tgt[i] for i in keep], keep, out)
+            kept = ([src[i] for i in keep], [tgt[i] for i in keep])
+            self._place(
+                chunk, kept, ([raw[0][i] for i in keep], [raw[1][i] for i in keep]), keep, out
+            )
         return out
 
     def _identify(
@@ -197,9 +200,16 @@ class ChunkCleaner:
             alive = [i for i in alive if i not in verdicts]
 
     def _place(
-        self, chunk: RawChunk, src: list[str], tgt: list[str], keep: list[int], out: CleanedChunk
+        self,
+        chunk: RawChunk,
+        kept: tuple[list[str], list[str]],
+        read: tuple[list[str], list[str]],
+        keep: list[int],
+        out: CleanedChunk,
     ) -> None:
-        """Add the kept pairs to `out`, batched by (split, shard)."""
+        """Add the kept pairs to `out`, batched by (split, shard); valid and test pairs
+        with the lines as `read` where normalisation changed them."""
+        src, tgt = kept
         placed = self._placer.place(src, tgt, chunk.role)
         train = np.flatnonzero(placed.splits == SPLITS.index("train")).tolist()
         if len(train) == len(src):
@@ -213,13 +223,19 @@ class ChunkCleaner:
         for group in np.split(order, np.flatnonzero(np.diff(keys)) + 1):
             g = group.tolist()
             key = (SPLITS[placed.splits[g[0]]], int(placed.shards[g[0]]))
-            out.pairs[key] = pair_batch(
-                chunk.origin,
-                pa.array(placed.ids[group]),
-                [src[i] for i in g],
-                [tgt[i] for i in g],
-                pa.array(lines[group]),
-            )
+            texts = ([src[i] for i in g], [tgt[i] for i in g])
+            raw = None
+            if key[0] != "train":
+                src_raw, tgt_raw = (_changed([side[i] for i in g], text)
+                                    for side, text in zip(read, texts, strict=True))  # fmt: skip
+                raw = (src_raw, tgt_raw)
+            ids, at = pa.array(placed.ids[group]), pa.array(lines[group])
+            out.pairs[key] = pair_batch(chunk.origin, ids, *texts, at, raw)
+
+
+def _changed(read: list[str], kept: list[str]) -> list[str | None]:
+    """Each line as read where normalisation changed it, else None."""
+    return [line if line != text else None for line, text in zip(read, kept, strict=True)]
 
 
 def _ratio_hist(

@@ -93,3 +93,23 @@ def test_only_train_pairs_are_handed_on_for_counting():
     train = out.pairs[("train", 0)].column("src").to_pylist()
     assert sorted(out.train_src) == sorted(train)
     assert 50 < len(train) < 150
+
+
+def test_valid_and_test_pairs_keep_the_lines_normalisation_changed():
+    """Scores compare with the references the user gave: where normalisation changed a
+    held-out line, the line as read is kept beside it; train keeps none."""
+    config = CleanConfig(
+        split=SplitConfig(valid_fraction=0.5, test_fraction=0.0, carve=("valid",),
+                          shards=(("train", 1), ("valid", 1)))
+    )  # fmt: skip
+    src = "\r\n".join(f"Ｎo.{i}  here" if i % 2 else f"No.{i} here" for i in range(40)).encode()
+    tgt = "\n".join(f"第{i}个" for i in range(40)).encode()
+    out = clean(src, tgt, config=config)
+    for (split, _), batch in out.pairs.items():
+        columns = (batch.column(c).to_pylist() for c in ("line", "src", "src_raw", "tgt_raw"))
+        for line, text, src_raw, tgt_raw in zip(*columns, strict=True):
+            i = line - 11
+            assert tgt_raw is None and text == f"No.{i} here"
+            changed = split == "valid" and i % 2
+            assert src_raw == (f"Ｎo.{i}  here" if changed else None)
+    assert {split for split, _ in out.pairs} == {"train", "valid"}
