@@ -126,7 +126,7 @@ def vocab_files(model: str, side: str) -> list[str]:
     if model == "t2t":
         return [f"vocab{infix}.subwords"]
     if model in hf_vocab.KINDS:
-        return [f"{tokenizer_json.TOKENIZER_FILE[: -len('.json')]}{infix}.json"]
+        return [f"tokenizer{infix}.json"]
     return [f"spm{infix}.model", f"spm{infix}.vocab"]
 
 
