@@ -103,7 +103,7 @@ def test_a_later_step_alone_needs_the_earlier_ones(tmp_path, capsys):
         ({"decode__lenpen": None}, "decode.lenpen: wants a value"),
         ({"root": None}, "root (the storage URL every step writes under) is required"),
         ({"beam": "--runner=X"}, "beam is a list of Beam options"),
-        ({"vocab__model": "wordpiece"}, "invalid choice: 'wordpiece'"),
+        ({"vocab__model": "word-piece"}, "invalid choice: 'word-piece'"),
     ],
 )
 def test_bad_configs_are_refused_before_anything_runs(tmp_path, capsys, changes, message):
@@ -148,7 +148,9 @@ def test_broken_files_and_the_bundled_example(tmp_path, capsys):
     (news,) = example.evaluate  # the out-of-domain set, from the bundled folder
     assert news.name == "ntrex128" and all(Path(p).is_file() for p in news.inputs + news.references)
     recipe = load_config(example_config("tatoeba"))  # nmtpipe run --example tatoeba
-    assert recipe.decode_checkpoint() == "runs/tatoeba/checkpoints/checkpoint_avg.pt"
+    # the best checkpoint once training chose one (before: the last)
+    assert recipe.decode_checkpoint() == "runs/tatoeba/checkpoints/checkpoint_last.pt"
+    assert not recipe.train.average_last
     assert recipe.train.best_checkpoint_metric == "bleu" and recipe.evaluate == example.evaluate
 
 
