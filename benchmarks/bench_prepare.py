@@ -15,8 +15,8 @@ tokens:
 
 `--example` runs them on the bundled Tatoeba corpus (32k pairs, gzipped) instead of a
 generated one: there the whole command's fixed cost is what counts.
-- nmtpipe-no-langid: the same with `--no-langid`, to measure what language
-  identification (on by default) costs.
+- nmtpipe-no-langid, nmtpipe-auto-no-langid: the same with `--no-langid`, to measure
+  what language identification (on by default) costs.
 
 Every contender runs in its own process, watched by psutil for wall time and peak
 resident memory (per process, so that Beam's worker processes show separately).
@@ -164,8 +164,8 @@ def watch(cmd: list[str]) -> dict:
 
 
 def _command(name: str, prefix: str, pairs: int, workers: int) -> list[str]:
-    if name == "nmtpipe-no-langid":
-        return [*_command("nmtpipe", prefix, pairs, workers), "--no-langid"]
+    if name.endswith("-no-langid"):
+        return [*_command(name.removesuffix("-no-langid"), prefix, pairs, workers), "--no-langid"]
     if not name.startswith("nmtpipe"):
         return [
             sys.executable,
@@ -254,7 +254,8 @@ def main() -> None:
     parser.add_argument(
         "--contenders",
         default="loop,hf,nmtpipe",
-        help="comma-separated: loop,t2t-loop,hf,nmtpipe,nmtpipe-auto,nmtpipe-no-langid",
+        help="comma-separated: loop,t2t-loop,hf,nmtpipe,nmtpipe-auto and the last two "
+        "with -no-langid",
     )
     parser.add_argument(
         "--example", action="store_true", help="the bundled Tatoeba corpus, not a generated one"
