@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import pipeline_options, run_branches
@@ -239,7 +240,7 @@ class _Build:
 
     def hf_tokenizer(
         self, side: str, report: dict[str, Any], log: Callable[[str], None]
-    ) -> tuple[Any, list[int]]:
+    ) -> tuple[Tokenizer, list[int]]:
         """A `tokenizers` vocabulary of `side` and its piece counts over the sample."""
         config = self.config
         sentences = self.sentences(side, report)

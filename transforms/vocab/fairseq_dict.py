@@ -9,7 +9,10 @@ the specials. Writing a vocabulary's symbols in id order keeps its ids: fairseq 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 SPECIALS = ("<s>", "<pad>", "</s>", "<unk>")
 BOS, PAD, EOS, UNK = range(len(SPECIALS))
@@ -32,6 +35,16 @@ def dict_text(symbols: Sequence[str], counts: Sequence[int], padding_factor: int
     padding = (-total) % padding_factor if padding_factor > 1 else 0
     lines += [f"madeupword{i:04d} 0" for i in range(padding)]
     return "".join(line + "\n" for line in lines)
+
+
+def id_counts(batches: Iterable[list[list[int]]], size: int) -> list[int]:
+    """How often each of `size` ids occurs in batches of encoded lines (the counts a
+    `dict.txt` holds); one batch's ids are Python objects at a time."""
+    totals = np.zeros(size, dtype=np.int64)
+    for encoded in batches:
+        ids = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int64)
+        totals += np.bincount(ids, minlength=size)[:size]
+    return totals.tolist()
 
 
 def read_dict(text: str) -> list[tuple[str, int]]:

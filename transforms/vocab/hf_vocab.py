@@ -32,7 +32,6 @@ piece: WordPiece always, Unigram where a character of it is outside the vocabula
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 from collections.abc import Sequence
@@ -41,18 +40,17 @@ from typing import Any
 
 import numpy as np
 from tokenizers import (
-    AddedToken,
     Regex,
     Tokenizer,
     decoders,
     models,
     normalizers,
-    processors,
     trainers,
 )
 from tokenizers import pre_tokenizers as pre
 
-from nmtpipe.transforms.vocab.fairseq_dict import EOS, SPECIALS, UNK
+from nmtpipe.transforms.vocab import tokenizer_json
+from nmtpipe.transforms.vocab.fairseq_dict import BOS, EOS, PAD, SPECIALS, UNK, id_counts
 
 KINDS = ("wordpiece", "bpe-hf", "unigram-hf")
 NORMALIZERS = ("none", "nfc", "nfkc", "nfkc-lowercase")
@@ -89,8 +87,11 @@ class HfConfig:
 
 def pipeline(kind: str, config: HfConfig) -> dict[str, Any]:
     """The five stages in words, for the manifest and the command's report."""
-    words = ["split at each Han, kana and Hangul character"] if config.isolate_cjk else []
-    words.insert(0 if config.pre_tokenizer == "metaspace" else 1, config.pre_tokenizer)
+    isolate = ["split at each Han, kana and Hangul character"] if config.isolate_cjk else []
+    if config.pre_tokenizer == "metaspace":  # the order `_pre_tokenizer` runs them in
+        words = [config.pre_tokenizer, *isolate]
+    else:
+        words = [*isolate, config.pre_tokenizer]
     return {
         "normalizer": config.normalizer,
         "pre_tokenizer": words,
@@ -181,15 +182,12 @@ def _settled_unigram(tok: Tokenizer) -> Tokenizer:
 
 
 def _finished(tok: Tokenizer) -> Tokenizer:
-    """Specials registered for decoding (`skip_special_tokens`), `</s>` appended."""
+    """The trainer put fairseq's specials first; registered and `</s>` appended as in
+    every nmtpipe `tokenizer.json`."""
     for i, name in enumerate(SPECIALS):
         if tok.token_to_id(name) != i:
             raise AssertionError(f"{name} is not id {i} of the trained vocabulary")
-    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in SPECIALS])
-    eos = SPECIALS[EOS]
-    tok.post_processor = processors.TemplateProcessing(
-        single=f"$A {eos}", pair=f"$A $B {eos}", special_tokens=[(eos, EOS)]
-    )
+    tokenizer_json.finish(tok, list(SPECIALS), [BOS, PAD, EOS], UNK, EOS)
     return tok
 
 
@@ -225,14 +223,12 @@ def for_encoding(data: bytes) -> Tokenizer:
 
 def piece_counts(tok: Tokenizer, sentences: Sequence[str]) -> list[int]:
     """How often each id occurs when `tok` encodes `sentences` (without `</s>`)."""
-    totals = np.zeros(tok.get_vocab_size(with_added_tokens=False), dtype=np.int64)
-    for start in range(0, len(sentences), _BATCH):
-        batch = tok.encode_batch_fast(
-            list(sentences[start : start + _BATCH]), add_special_tokens=False
-        )
-        ids = np.fromiter(itertools.chain.from_iterable(e.ids for e in batch), dtype=np.int64)
-        totals += np.bincount(ids, minlength=totals.size)[: totals.size]
-    return totals.tolist()
+
+    def encode(lines: Sequence[str]) -> list[list[int]]:
+        return [e.ids for e in tok.encode_batch_fast(list(lines), add_special_tokens=False)]
+
+    batches = (encode(sentences[i : i + _BATCH]) for i in range(0, len(sentences), _BATCH))
+    return id_counts(batches, tok.get_vocab_size(with_added_tokens=False))
 
 
 def describe_size(kind: str, asked: int, got: int) -> str | None:

@@ -11,14 +11,12 @@ reduction order, hence the scores).
 from __future__ import annotations
 
 import io
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 import sentencepiece as spm
 
-from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS
+from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, id_counts
 
 MODEL_TYPES = ("unigram", "bpe")
 
@@ -101,9 +99,5 @@ def piece_counts(model: bytes, sentences: Sequence[str], batch: int = 10_000) ->
     """How often each id occurs when the model encodes `sentences` (in batches, so that
     only one batch's ids are ever Python objects)."""
     sp = processor(model)
-    totals = np.zeros(sp.get_piece_size(), dtype=np.int64)
-    for start in range(0, len(sentences), batch):
-        encoded = sp.encode(list(sentences[start : start + batch]))
-        ids = np.fromiter(itertools.chain.from_iterable(encoded), dtype=np.int64)
-        totals += np.bincount(ids, minlength=totals.size)
-    return totals.tolist()
+    batches = (sp.encode(list(sentences[i : i + batch])) for i in range(0, len(sentences), batch))
+    return id_counts(batches, sp.get_piece_size())

@@ -197,7 +197,7 @@ def spm_tokenizer(model: bytes, size: int | None = None) -> Tokenizer:
     tok.decoder = decoders.Sequence(
         [*steps, decoders.Metaspace(replacement=_SPACE, prepend_scheme=prepend)]
     )
-    _finish(tok, pieces, control, unk, sp.eos_id())
+    finish(tok, pieces, control, unk, sp.eos_id())
     return tok
 
 
@@ -225,8 +225,9 @@ def _bpe(
                       byte_fallback=byte_fallback, fuse_unk=True)  # fmt: skip
 
 
-def _finish(tok: Tokenizer, pieces: list[str], control: list[int], unk: int, eos: int) -> None:
-    """Specials registered (for decoding with `skip_special_tokens`), EOS appended."""
+def finish(tok: Tokenizer, pieces: list[str], control: list[int], unk: int, eos: int) -> None:
+    """Specials registered (for decoding with `skip_special_tokens`), EOS appended: the
+    last stage of every nmtpipe `tokenizer.json`, trained here or by `hf_vocab`."""
     specials = sorted({*control, unk})
     tok.add_special_tokens([AddedToken(pieces[i], special=True, normalized=False)
                             for i in specials])  # fmt: skip

@@ -81,7 +81,7 @@ class SideEncoder:
             return self._t2t.decode(ids)
         if self.model in hf_vocab.KINDS:  # `<unk>` shown, as SentencePiece shows it
             control = {self.layout.bos, self.layout.pad, self.layout.eos}
-            kept = [int(i) for i in ids if int(i) not in control]
+            kept = [i for i in map(int, ids) if i not in control]
             return self._hf.decode(kept, skip_special_tokens=False)
         return self._spm.decode([int(i) for i in ids])
 
