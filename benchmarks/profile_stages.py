@@ -40,7 +40,7 @@ def main() -> None:
     mark("import Beam")
     from nmtpipe.pipelines.cli import main as cli
 
-    command = cli.build_parser()
+    command = cli.build_parser("prepare")
     mark("command modules and parsers")
     from nmtpipe.pipelines.beam.options import describe, pipeline_options
     from nmtpipe.pipelines.cli.prepare import config_from_args

@@ -7,7 +7,6 @@ import argparse
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.transforms.errors import ConfigError
 
-SUMMARY = "average the weights of the last checkpoints of a run (or of given ones)"
 DESCRIPTION = """\
 Average the weights of several checkpoints into one (fairseq's average_checkpoints.py,
 T2T's avg_checkpoints): the last N numbered checkpoints of a --save-dir

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import re
-from importlib import import_module, resources
+from importlib import resources
 from typing import Any
 
 import yaml
 
-from nmtpipe.pipelines.cli.main import COMMANDS
+from nmtpipe.pipelines.cli.main import command_module
 from nmtpipe.pipelines.workflow.refresh import check_settings
 from nmtpipe.pipelines.workflow.run_config import (
     STEPS,
@@ -55,7 +55,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _step_parser(step: str) -> _Parser:
     parser = _Parser(prog=f"nmtpipe {step}", add_help=False)
-    import_module(COMMANDS[step]).add_arguments(parser)
+    command_module(step).add_arguments(parser)
     return parser
 
 
@@ -101,7 +101,7 @@ def _step_config(step: str, options: dict[str, Any], root: str, source: str) -> 
     wired = [arg for dest, url in wiring(root, step).items() for arg in (_flag(dest), url)]
     try:
         args = parser.parse_args([*argv, *wired])
-        config = import_module(COMMANDS[step]).config_from_args(args)
+        config = command_module(step).config_from_args(args)
     except ConfigError as e:
         raise ConfigError(f"{source}: {step}: {e}") from None
     return config, getattr(args, "nproc", 1) if step in TORCH_STEPS else 1

@@ -11,7 +11,6 @@ from nmtpipe.pipelines.cli.torch_jobs import run_torch_job
 from nmtpipe.trainers.loop.decode_config import DecodeConfig
 from nmtpipe.transforms.errors import ConfigError
 
-SUMMARY = "translate a split or text files with beam search (torchrun), score with sacrebleu"
 DESCRIPTION = """\
 Translate with a trained checkpoint: a split of an encoded dataset (--data, default the
 one the model was trained on; --split, default test) or raw text files (--input, one

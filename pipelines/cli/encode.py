@@ -11,7 +11,6 @@ from nmtpipe.transforms.formats.encoded_dataset import FORMATS
 from nmtpipe.transforms.storage.commit import StepOutcome
 
 TAKES_BEAM = True  # options it does not know go to Beam (main.py)
-SUMMARY = "encode the prepared pairs with the vocabulary: Arrow and fairseq mmap shards"
 DESCRIPTION = """\
 Encode a prepared dataset (`nmtpipe prepare`'s --output) with a vocabulary (`nmtpipe
 vocab`'s --output) in Beam, and write to --output:

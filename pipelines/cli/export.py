@@ -9,7 +9,6 @@ from nmtpipe.pipelines.cli import logs
 from nmtpipe.trainers.loop.export_config import FORMATS, QUANTIZATIONS, ExportConfig
 from nmtpipe.transforms.errors import ConfigError
 
-SUMMARY = "export a checkpoint to Hugging Face Transformers (MarianMT) or CTranslate2"
 DESCRIPTION = """\
 Export a trained checkpoint for use without nmtpipe, into --output (any fsspec URL):
 

@@ -19,36 +19,57 @@ from nmtpipe.pipelines.cli import logs
 from nmtpipe.transforms import progress
 from nmtpipe.transforms.errors import error_line, unknown_options
 
-# Imported when the command line is parsed, after logging is set up (they import Beam).
+# name: (module, one line for `nmtpipe --help`). A module is imported only when its
+# command runs or its help is asked for: each imports Beam, torch or matplotlib.
 COMMANDS = {
-    "prepare": "nmtpipe.pipelines.cli.prepare",
-    "vocab": "nmtpipe.pipelines.cli.vocab",
-    "encode": "nmtpipe.pipelines.cli.encode",
-    "train": "nmtpipe.pipelines.cli.train",
-    "decode": "nmtpipe.pipelines.cli.decode",
-    "average": "nmtpipe.pipelines.cli.average",
-    "translate": "nmtpipe.pipelines.cli.translate",
-    "export": "nmtpipe.pipelines.cli.export",
-    "run": "nmtpipe.pipelines.cli.run",
-    "refresh": "nmtpipe.pipelines.cli.refresh",
-    "report": "nmtpipe.pipelines.cli.report",
+    "prepare": (
+        "nmtpipe.pipelines.cli.prepare",
+        "raw corpora -> clean, deduplicated, split, sharded Parquet + token counts",
+    ),
+    "vocab": (
+        "nmtpipe.pipelines.cli.vocab",
+        "token counts -> Tensor2Tensor subwords, SentencePiece or HF tokenizers, + fairseq dicts",
+    ),
+    "encode": (
+        "nmtpipe.pipelines.cli.encode",
+        "prepared pairs + vocabulary -> Arrow and fairseq mmap shards of ids",
+    ),
+    "train": (
+        "nmtpipe.pipelines.cli.train",
+        "encoded shards -> a Transformer or GRU model, with torchrun/DDP, resumable",
+    ),
+    "decode": (
+        "nmtpipe.pipelines.cli.decode",
+        "a checkpoint + a split or text -> translations (beam search), BLEU/chrF",
+    ),
+    "average": (
+        "nmtpipe.pipelines.cli.average",
+        "several checkpoints -> one, their weights averaged",
+    ),
+    "translate": (
+        "nmtpipe.pipelines.cli.translate",
+        "raw sentences on stdin -> translations on stdout, streamed (like fairseq-interactive)",
+    ),
+    "export": (
+        "nmtpipe.pipelines.cli.export",
+        "a checkpoint -> Hugging Face Transformers (MarianMT) or CTranslate2",
+    ),
+    "run": (
+        "nmtpipe.pipelines.cli.run",
+        "all of the above from one YAML config, skipping what is already built",
+    ),
+    "refresh": (
+        "nmtpipe.pipelines.cli.refresh",
+        "publish a new dataset version from new or changed inputs, incrementally",
+    ),
+    "report": (
+        "nmtpipe.pipelines.cli.report",
+        "a self-contained HTML page about a prepared or encoded dataset or a version",
+    ),
 }
 
 DESCRIPTION = """\
 Turn raw parallel corpora into training-ready data, at any scale, on Apache Beam.
-
-Steps available in this version:
-  prepare   raw corpora -> clean, deduplicated, split, sharded Parquet + token counts
-  vocab     token counts -> Tensor2Tensor subwords or SentencePiece, + fairseq dicts
-  encode    prepared pairs + vocabulary -> Arrow and fairseq mmap shards of ids
-  train     encoded shards -> a Transformer or GRU model, with torchrun/DDP, resumable
-  decode    a checkpoint + a split or text -> translations (beam search), BLEU/chrF
-  average   several checkpoints -> one, their weights averaged
-  translate raw sentences on stdin -> translations on stdout, streamed
-  export    a checkpoint -> Hugging Face Transformers (MarianMT) or CTranslate2
-  run       all of the above from one YAML config, skipping what is already built
-  refresh   publish a new dataset version from new or changed inputs, incrementally
-  report    a self-contained HTML page about a prepared or encoded dataset or a version
 
 prepare, vocab, encode and refresh also take Beam's pipeline options (--runner,
 --direct_num_workers, --direct_running_mode, Dataflow's --project/--region/
@@ -72,10 +93,12 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
         return super()._get_help_string(action)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command. Conventions every command gets here, for free:
-    HelpFormatter, no abbreviations, the general flags (--verbose, --quiet) and, for the
-    commands that run Beam (`TAKES_BEAM`), --help-beam."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, with the options of `command` only (of all of them
+    when None), so that a command's start imports no other command's module.
+    Conventions every command gets here, for free: HelpFormatter, no abbreviations, the
+    general flags (--verbose, --quiet) and, for the commands that run Beam
+    (`TAKES_BEAM`), --help-beam."""
     parser = argparse.ArgumentParser(
         prog="nmtpipe",
         description=DESCRIPTION,
@@ -84,10 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"nmtpipe {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="STEP", required=True)
-    for name, module in _commands().items():
+    for name, (_, summary) in COMMANDS.items():
+        if command is not None and name != command:
+            sub.add_parser(name, help=summary)
+            continue
+        module = command_module(name)
         p = sub.add_parser(
             name,
-            help=module.SUMMARY,
+            help=summary,
             description=module.DESCRIPTION,
             epilog=module.EPILOG,
             formatter_class=HelpFormatter,
@@ -109,9 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_module(command: str) -> ModuleType:
+    """The module of `nmtpipe {command}`, imported on first use."""
+    return importlib.import_module(COMMANDS[command][0])
+
+
 def takes_beam(command: str) -> bool:
     """Whether `nmtpipe {command}` passes the options it does not know to Beam."""
-    return getattr(importlib.import_module(COMMANDS[command]), "TAKES_BEAM", False)
+    return getattr(command_module(command), "TAKES_BEAM", False)
 
 
 def _option_strings(parser: argparse.ArgumentParser, command: str) -> list[str]:
@@ -119,13 +151,9 @@ def _option_strings(parser: argparse.ArgumentParser, command: str) -> list[str]:
     return [flag for action in sub.choices[command]._actions for flag in action.option_strings]
 
 
-def _commands() -> dict[str, ModuleType]:
-    return {name: importlib.import_module(path) for name, path in COMMANDS.items()}
-
-
 def show_step(step: str, result: Any) -> None:
     """Show what step `step` did as its own command shows it (for `run` and `refresh`)."""
-    importlib.import_module(COMMANDS[step]).show(result)
+    command_module(step).show(result)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,9 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     import_beam()  # only now that logging is set up, and without what nmtpipe never uses
     from nmtpipe.pipelines.beam import options
 
-    parser = build_parser()
+    # The command is the first word (the only options before it are --help and --version).
+    named = next((word for word in argv if not word.startswith("-")), None)
+    parser = build_parser(named if named in COMMANDS else None)
     args, rest = parser.parse_known_args(argv)
-    module = _commands()[args.command]
+    module = command_module(args.command)
     try:
         ours = _option_strings(parser, args.command)
         if not takes_beam(args.command):

@@ -17,7 +17,6 @@ from nmtpipe.transforms.text.normalize import FORMS, NormalizeConfig
 from nmtpipe.transforms.text.zh_script import SCRIPTS
 
 TAKES_BEAM = True  # options it does not know go to Beam (main.py)
-SUMMARY = "clean, deduplicate, split and shard raw parallel corpora; count tokens"
 DESCRIPTION = """\
 Read raw parallel corpora (pairs of line-aligned files, plain or .gz/.bz2/.xz/.zst,
 members of .tar/.tgz archives as tar://MEMBER::ARCHIVE, or TSV files) from any fsspec

@@ -14,7 +14,6 @@ from nmtpipe.pipelines.workflow.refresh import UNTIL, decode_latest, refresh, re
 from nmtpipe.transforms.errors import ConfigError
 
 TAKES_BEAM = True  # options it does not know go to Beam (main.py)
-SUMMARY = "publish a new dataset version from new or changed raw inputs, incrementally"
 DESCRIPTION = """\
 Compare the raw inputs of a workflow config (the `nmtpipe run` YAML) with the last
 published version under its root, prepare only the new and changed inputs, keep the

@@ -7,7 +7,6 @@ import argparse
 from nmtpipe.pipelines.workflow.report import REPORT, write_report
 from nmtpipe.transforms.errors import ConfigError
 
-SUMMARY = "write a self-contained HTML report of a prepared or encoded dataset or a version"
 DESCRIPTION = f"""\
 Write {REPORT}: pairs read and kept per input, rejects by reason with examples, length
 histograms, the length-ratio distribution with the filter's limit, split sizes, and for

@@ -14,7 +14,6 @@ from nmtpipe.pipelines.workflow.run import run_workflow, summary_table, write_ru
 from nmtpipe.pipelines.workflow.run_config import STEPS, RunConfig
 from nmtpipe.transforms.errors import ConfigError, error_line
 
-SUMMARY = "run the whole chain from a YAML config, skipping what is already built"
 DESCRIPTION = """\
 Run prepare → vocab → encode → train → decode from one YAML config. Each step's section
 holds the options of its command (`nmtpipe STEP --help`, with underscores); the

@@ -17,7 +17,6 @@ from nmtpipe.trainers.loop.train_config import BEST_METRICS, TrainConfig
 from nmtpipe.trainers.model.config import PRESETS
 from nmtpipe.transforms.errors import ConfigError
 
-SUMMARY = "train a Transformer or GRU model on an encoded dataset with torchrun/DDP"
 DESCRIPTION = """\
 Train a translation model (a Transformer preset, or the GRU seq2seq: --arch rnn_gru) on
 an encoded dataset (`nmtpipe encode`'s --output), with DDP over all ranks of a torchrun

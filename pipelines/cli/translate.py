@@ -11,9 +11,6 @@ from nmtpipe.pipelines.cli.search_flags import add_search_arguments, search_from
 from nmtpipe.trainers.loop.translate_config import ENGINES, TranslateConfig
 from nmtpipe.transforms.errors import ConfigError
 
-SUMMARY = (
-    "translate raw sentences from stdin or files to stdout, streamed (like fairseq-interactive)"
-)
 DESCRIPTION = """\
 Translate raw sentences, one per line, from stdin (or --input files) to stdout, in input
 order. Lines are normalised and encoded as the training data was, batched by tokens as

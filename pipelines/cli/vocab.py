@@ -13,7 +13,6 @@ from nmtpipe.transforms.vocab.spm_vocab import MODEL_TYPES, SpmConfig
 from nmtpipe.transforms.vocab.subword import RESERVED_TOKENS
 
 TAKES_BEAM = True  # options it does not know go to Beam (main.py)
-SUMMARY = "build the subword vocabulary: Tensor2Tensor, SentencePiece or HF tokenizers"
 DESCRIPTION = """\
 Build the subword vocabulary of a prepared dataset (`nmtpipe prepare`'s --output) on
 the driver, and write to --output:

@@ -120,6 +120,22 @@ def test_every_option_of_every_command_has_help_and_shows_its_default(capsys):
     assert "(default: 4096) (default: 4096)" not in _help(capsys, "train")
 
 
+def test_a_command_imports_no_other_commands_module():
+    """Each command module imports what its command needs (torch, matplotlib, Beam's
+    graphs); a command's start must not pay for the others'."""
+    probe = (
+        "import sys\n"
+        "from nmtpipe.pipelines.cli.main import COMMANDS, main\n"
+        "try:\n    main(['average', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(n for n, (m, _) in COMMANDS.items() if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert "usage: nmtpipe average" in out
+    assert out.splitlines()[-1] == "['average']"
+
+
 def test_fairseq_and_sacrebleu_spellings_are_accepted():
     from nmtpipe.pipelines.cli.main import build_parser
 
