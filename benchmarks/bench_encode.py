@@ -192,6 +192,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--random", type=int, default=200_000, help="random reads")
     parser.add_argument("--fairseq-tools", default=str(HERE.parent.parent / "shared" / "tools"))
+    parser.add_argument(
+        "--no-reading", action="store_true", help="time encoding only (no fairseq mirror needed)"
+    )
     args = parser.parse_args()
     os.chdir(HERE.parent)
     from bench_vocab import prepared
@@ -203,9 +206,10 @@ def main() -> None:
         "machine": f"{platform.node()} {os.cpu_count()} cores, Python {platform.python_version()}",
         "encoding": bench_encoding(root, vocab, args.batch_size, args.repeat),
     }
-    result["reading"] = bench_reading(
-        Path(result["encoding"]["output"]), Path(args.fairseq_tools), args.random
-    )
+    if not args.no_reading:
+        result["reading"] = bench_reading(
+            Path(result["encoding"]["output"]), Path(args.fairseq_tools), args.random
+        )
     print(json.dumps(result, indent=2))
 
 

@@ -49,7 +49,7 @@ def peak_bytes(device: str) -> int:
 def measure(name: str, tokens: int, vocab: int, dim: int, device: str, steps: int) -> dict:
     torch.manual_seed(0)
     hidden = torch.randn(tokens, dim, device=device, requires_grad=True)
-    weight = torch.randn(vocab, dim, device=device, requires_grad=True) * 0.02
+    weight = (torch.randn(vocab, dim, device=device) * 0.02).requires_grad_()
     target = torch.randint(4, vocab, (tokens,), device=device)
     target[-tokens // 10 :] = 1  # some padding
     loss_fn = CONTENDERS[name]
