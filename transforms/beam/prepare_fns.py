@@ -300,7 +300,10 @@ class MergeProtectedFn(beam.CombineFn):
         merged = Protected()
         for acc in accs:
             merged.merge(acc)
-        return merged
+        return merged.compact()
+
+    def compact(self, acc: Protected) -> Protected:
+        return acc.compact()
 
     def extract_output(self, acc: Protected) -> Protected:
-        return acc
+        return acc.compact()

@@ -11,7 +11,7 @@ never match).
 
 Valid and test sets are small, so their ids and keys (`Protected`) travel to every
 shard writer as a side input, with where each came from for the rejects' detail;
-training data is never held whole. The look-ups are Arrow hash joins (`is_in`).
+training data is never held whole. The look-ups are Arrow hash joins (`index_in`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from nmtpipe.transforms.text.records import Reject
 
 PRIORITY = ("test", "valid", "train")
 FIELDS = ("id", "src", "tgt")
+_COLUMNS = ["key", "line", "origin"]
 # Trimmed from both ends of a side's key: ASCII and common CJK/typographic punctuation
 # and spaces.
 _TRIM = string.punctuation + string.whitespace + "。，、！？：；「」『』（）《》〈〉“”‘’…—·．～"
@@ -38,33 +39,59 @@ def side_keys(texts: pa.Array) -> pa.Array:
     return pc.utf8_trim(pc.utf8_lower(texts), characters=_TRIM)
 
 
+def _first_per_key(parts: list[pa.Table]) -> pa.Table:
+    """One row per key, the one of the smallest (origin, line), sorted by key; origins
+    dictionary-encoded (a few inputs for many rows)."""
+    plain = [t.set_column(2, "origin", t["origin"].cast(pa.string())) for t in parts]
+    order = [(name, "ascending") for name in ("key", "origin", "line")]
+    table = pa.concat_tables(plain).combine_chunks().sort_by(order)
+    keys = table["key"].combine_chunks()
+    first = np.ones(len(keys), dtype=bool)
+    if len(keys) > 1:
+        first[1:] = pc.not_equal(keys[1:], keys[:-1]).to_numpy(zero_copy_only=False)
+    table = table.filter(pa.array(first))
+    return table.set_column(2, "origin", pc.dictionary_encode(table["origin"]))
+
+
 @dataclass
 class Protected:
-    """Ids and side keys of the pairs of the splits that outrank train: (split, field)
-    → {id or key: "origin:line" of the pair it came from (the smallest, if several)}."""
+    """Ids and side keys of the pairs of the splits that outrank train, with where each
+    came from: (split, field) → Arrow tables of `key` (the id, or the side key), `line`
+    and `origin` (the smallest location, where a key came from several pairs).
 
-    found: dict[tuple[str, str], dict] = field(default_factory=dict)
+    Held as Arrow columns, not Python objects: the valid and test sets are a share of the
+    corpus, so this grows with it (about 80 bytes a key instead of 250). A batch's keys
+    and merges are appended as they come (`unsorted` names those slots); `compact()`
+    leaves one table with one row per key, before the set is used or shipped.
+    """
+
+    found: dict[tuple[str, str], list[pa.Table]] = field(default_factory=dict)
+    unsorted: set[tuple[str, str]] = field(default_factory=set)
 
     @classmethod
     def of_batch(cls, split: str, batch: pa.RecordBatch | pa.Table) -> Protected:
         """What the pairs of `batch`, of split `split`, protect."""
-        origins, lines = batch["origin"].to_pylist(), batch["line"].to_pylist()
-        where = [f"{o}:{n}" for o, n in zip(origins, lines, strict=True)]
         out = cls()
         for name in FIELDS:
-            values = batch["id"] if name == "id" else side_keys(batch[name])
-            found = out.found.setdefault((split, name), {})
-            for value, loc in zip(values.to_pylist(), where, strict=True):
-                if value != "" and (value not in found or loc < found[value]):
-                    found[value] = loc
+            keys = batch["id"] if name == "id" else side_keys(batch[name])
+            table = pa.table([keys, batch["line"], batch["origin"]], names=_COLUMNS)
+            if name != "id":  # an empty key never matches
+                table = table.filter(pc.not_equal(table["key"], ""))
+            out.found[(split, name)] = [table]
+            out.unsorted.add((split, name))
         return out
 
     def merge(self, other: Protected) -> Protected:
-        for slot, values in other.found.items():
-            mine = self.found.setdefault(slot, {})
-            for value, loc in values.items():
-                if value not in mine or loc < mine[value]:
-                    mine[value] = loc
+        for slot, tables in other.found.items():
+            self.found.setdefault(slot, []).extend(tables)
+            self.unsorted.add(slot)
+        return self
+
+    def compact(self) -> Protected:
+        """One table with one row per key in every slot."""
+        for slot in self.unsorted:
+            self.found[slot] = [_first_per_key(self.found[slot])]
+        self.unsorted.clear()
         return self
 
     def exclude(
@@ -77,19 +104,23 @@ class Protected:
         found: list[tuple[int, Reject]] = []
         if n == 0:
             return gone, []
+        self.compact()
         keys = {"id": table["id"], "src": side_keys(table["src"]), "tgt": side_keys(table["tgt"])}
         for higher in PRIORITY[: PRIORITY.index(split)]:
             checks = [("id", DUPLICATE)]
             if not keep_overlap:
                 checks += [("src", OVERLAP), ("tgt", OVERLAP)]
             for name, reason in checks:
-                values = self.found.get((higher, name))
-                if not values:
+                tables = self.found.get((higher, name))
+                if not tables or tables[0].num_rows == 0:
                     continue
-                hit = pc.is_in(keys[name], value_set=pa.array(list(values), keys[name].type))
-                rows = np.flatnonzero(hit.to_numpy(zero_copy_only=False) & ~gone)
+                protected = tables[0]
+                where = pc.index_in(keys[name], value_set=protected["key"].combine_chunks())
+                where = pc.fill_null(where, -1).to_numpy(zero_copy_only=False)
+                rows = np.flatnonzero((where >= 0) & ~gone)
                 for i in rows.tolist():
-                    loc = values[keys[name][i].as_py()]
+                    j = int(where[i])
+                    loc = f"{protected['origin'][j].as_py()}:{protected['line'][j].as_py()}"
                     detail = (
                         f"same pair as {higher} pair {loc}"
                         if name == "id"

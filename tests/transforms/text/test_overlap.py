@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pyarrow as pa
 
 from nmtpipe.transforms.text.overlap import Protected, side_keys
@@ -50,3 +52,22 @@ def test_keep_overlap_still_removes_exact_duplicates():
     train = table("train", [(1, "Good morning.", "早上好。"), (3, "Good morning.", "早安。")])
     gone, rejects = protected.exclude(train, "train", keep_overlap=True)
     assert gone.tolist() == [True, False] and rejects[0].reason == "duplicate"
+
+
+def test_a_key_from_several_pairs_names_the_first_location_in_line_order():
+    """Merged from batches in any order, and compared by line number (line 9 before 10)."""
+    later = Protected.of_batch("test", table("t", [(1, "Good morning.", "早上好。")] * 10))
+    earlier = Protected.of_batch("test", table("t", [(1, "Good morning.", "早上好。")] * 9))
+    protected = Protected().merge(later).merge(earlier)
+    protected = pickle.loads(pickle.dumps(protected.compact()))  # as a side input ships
+    assert [t.num_rows for t in protected.found["test", "id"]] == [1]
+    _, rejects = protected.exclude(
+        table("train", [(1, "Good morning.", "早上好。")]), "train", False
+    )
+    assert rejects[0].detail == "same pair as test pair t:1"
+    only_tenth = Protected.of_batch(
+        "test", table("t", [(2, "Other.", "别的。")] * 8 + [(1, "Good morning.", "早上好。")] * 2)
+    )
+    protected = only_tenth.merge(Protected.of_batch("test", table("u", [(1, "Hi.", "嗨。")])))
+    _, rejects = protected.exclude(table("train", [(5, "good morning", "早安")]), "train", False)
+    assert rejects[0].detail == "src is also the src of test pair t:9"
