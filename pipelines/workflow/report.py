@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import html
 import json
-from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
@@ -202,7 +201,9 @@ def _encoded_sections(data: encoded_dataset.EncodedDataset, stats: dict[str, Any
         fertility = f"{subwords / words:.2f}" if words else "-"
         rows.append([lang, f"{np.mean(sizes):.1f}" if len(sizes) else "-",
                      f"{100 * unk_rate:.3f}%", fertility])  # fmt: skip
-        top = Counter(ids[ids >= data.layout.first_symbol].tolist()).most_common(PIECES)
+        counts = np.bincount(ids[ids >= data.layout.first_symbol])
+        ranked = np.argsort(-counts, kind="stable")[:PIECES]  # ties: the smaller id first
+        top = [(int(i), int(counts[i])) for i in ranked if counts[i]]
         encoder = vocab.encoder(lang)
         pieces.append([lang, "  ".join(f"{encoder.decode([i])!r} {n:,}" for i, n in top)])
     out.append(
@@ -222,19 +223,17 @@ def _encoded_sections(data: encoded_dataset.EncodedDataset, stats: dict[str, Any
 
 
 def _sample_ids(split: encoded_dataset.SplitData) -> tuple[np.ndarray, np.ndarray]:
-    """The source and target ids (without EOS) of the first pairs of a split, read in
-    one pass until a side has PIECE_SAMPLE ids."""
-    out: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
-    totals = [0, 0]
-    for i in range(len(split)):
-        for k, ids in enumerate(split[i]):
-            out[k].append(np.asarray(ids, dtype=np.int64)[:-1])
-            totals[k] += len(ids)
-        if max(totals) >= PIECE_SAMPLE:
-            break
-    empty = np.zeros(0, dtype=np.int64)
-    src, tgt = (np.concatenate(side) if side else empty for side in out)
-    return src, tgt
+    """The source and target ids (without EOS) of the first pairs of a split, up to the
+    first pair at which a side has PIECE_SAMPLE ids, read in bulk."""
+    totals = np.maximum(*(np.cumsum(s, dtype=np.int64) for s in (split.src_sizes, split.tgt_sizes)))
+    n = min(int(np.searchsorted(totals, PIECE_SAMPLE)) + 1, len(split))
+    out = []
+    for ids, sizes in zip(split.head(n), (split.src_sizes[:n], split.tgt_sizes[:n]), strict=True):
+        eos = np.cumsum(sizes.astype(np.int64)) - 1  # each pair's last id
+        keep = np.ones(ids.size, dtype=bool)
+        keep[eos[sizes > 0]] = False
+        out.append(ids[keep])
+    return out[0], out[1]
 
 
 _STYLE = """

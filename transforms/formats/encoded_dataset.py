@@ -43,6 +43,11 @@ class SplitData(Protocol):
 
     def __getitem__(self, i: int) -> tuple[np.ndarray, np.ndarray]: ...
 
+    def head(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of the first `n` pairs, each side concatenated (EOS included): what
+        `self[i]` gives for each, read in bulk (for samples of many pairs)."""
+        ...
+
 
 class _Locator:
     """Maps a global pair index to (part, index within part) across concatenated parts
@@ -80,6 +85,11 @@ class FairseqSplit:
         src, tgt = self._shards[shard]
         return src[j], tgt[j]
 
+    def head(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        taken = _taken(n, [len(src) for src, _ in self._shards])
+        shards = zip(self._shards, taken, strict=True)
+        return _sides([(src.head(k), tgt.head(k)) for (src, tgt), k in shards])
+
 
 class ArrowSplit:
     """A split as Arrow shards; pairs are found through their record batches."""
@@ -103,6 +113,14 @@ class ArrowSplit:
         batch = self._batches[b]
         return _item(*batch["src"], j), _item(*batch["tgt"], j)
 
+    def head(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        taken = _taken(n, [batch["id"].size for batch in self._batches])
+        pairs = [
+            tuple(values[offsets[0] : offsets[k]] for offsets, values in (b["src"], b["tgt"]))
+            for b, k in zip(self._batches, taken, strict=True)
+        ]
+        return _sides(pairs)
+
 
 class ConcatSplit:
     """One split of several datasets, one after the other (a version's parts)."""
@@ -120,6 +138,10 @@ class ConcatSplit:
         part, j = self._where.locate(i)
         return self._parts[part][j]
 
+    def head(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        taken = _taken(n, [len(part) for part in self._parts])
+        return _sides([part.head(k) for part, k in zip(self._parts, taken, strict=True)])
+
 
 class MaskedSplit:
     """A split without some of its rows (a version's exclusions); O(log dropped) a pair."""
@@ -134,6 +156,31 @@ class MaskedSplit:
 
     def __getitem__(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         return self._inner[kept_index(len(self._inner), self._dropped, i)]
+
+    def head(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        n = min(n, len(self))
+        if n <= 0:
+            return self._inner.head(0)
+        stop = kept_index(len(self._inner), self._dropped, n - 1) + 1  # inner rows read
+        keep = np.ones(stop, dtype=bool)
+        keep[self._dropped[self._dropped < stop]] = False
+        sizes = (self._inner.src_sizes[:stop], self._inner.tgt_sizes[:stop])
+        ids = self._inner.head(stop)
+        return ids[0][np.repeat(keep, sizes[0])], ids[1][np.repeat(keep, sizes[1])]
+
+
+def _taken(n: int, lengths: list[int]) -> list[int]:
+    """How many of the first `n` pairs each of consecutive parts of `lengths` holds."""
+    taken = []
+    for length in lengths:
+        taken.append(max(0, min(n, length)))
+        n -= taken[-1]
+    return taken
+
+
+def _sides(pairs: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """(all sources, all targets) of consecutive parts' `head`s, as int64."""
+    return _concat([p[0] for p in pairs], np.int64), _concat([p[1] for p in pairs], np.int64)
 
 
 def _item(offsets: np.ndarray, values: np.ndarray, j: int) -> np.ndarray:
