@@ -131,7 +131,8 @@ def test_the_corpus_quality_options_work_from_the_config(tmp_path):
     assert load_config(str(config(tmp_path))).prepare.langid_config().enabled  # the default
 
 
-def test_broken_files_and_the_bundled_example(tmp_path, capsys):
+def test_broken_files_and_the_bundled_example(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the example's root is relative: runs/ of a user's checkout
     bad = tmp_path / "bad.yaml"
     bad.write_text("root: [unclosed\n", encoding="utf-8")
     assert main(["run", str(bad)]) == 2 and "not valid YAML" in capsys.readouterr().err
@@ -150,6 +151,9 @@ def test_broken_files_and_the_bundled_example(tmp_path, capsys):
     recipe = load_config(example_config("tatoeba"))  # nmtpipe run --example tatoeba
     # the best checkpoint once training chose one (before: the last)
     assert recipe.decode_checkpoint() == "runs/tatoeba/checkpoints/checkpoint_last.pt"
+    (tmp_path / "runs/tatoeba/checkpoints").mkdir(parents=True)
+    (tmp_path / "runs/tatoeba/checkpoints/checkpoint_best.pt").write_bytes(b"")
+    assert recipe.decode_checkpoint() == "runs/tatoeba/checkpoints/checkpoint_best.pt"
     assert not recipe.train.average_last
     assert recipe.train.best_checkpoint_metric == "bleu" and recipe.evaluate == example.evaluate
 
