@@ -9,9 +9,9 @@ their *overlap key*: the normalised text, lower-cased, without the spaces and
 punctuation at its ends ("I'll do it." and "i'll do it!" are one sentence; empty keys
 never match).
 
-Valid and test sets are small, so their ids and keys (`Protected`) travel to every
-shard writer as a side input, with where each came from for the rejects' detail;
-training data is never held whole. The look-ups are Arrow hash joins (`index_in`).
+Valid and test sets are a small share of the data, so their ids and keys (`Protected`)
+travel to every shard writer as a side input, with where each came from for the
+rejects' detail; training data is never held whole. The look-ups are Arrow hash joins (`index_in`).
 """
 
 from __future__ import annotations
