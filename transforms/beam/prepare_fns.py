@@ -300,7 +300,7 @@ class MergeProtectedFn(beam.CombineFn):
         merged = Protected()
         for acc in accs:
             merged.merge(acc)
-        return merged.compact()
+        return merged
 
     def compact(self, acc: Protected) -> Protected:
         return acc.compact()

@@ -120,10 +120,9 @@ class MMapDataset:
         as fairseq writes them."""
         if n <= 0:
             return self._data[:0]
-        sizes = self.sizes[:n].astype(np.int64)
-        start, end = int(self._starts[0]), int(self._starts[n - 1] + sizes[-1])
-        if end - start == int(sizes.sum()) and np.all(np.diff(self._starts[:n]) == sizes[:-1]):
-            return self._data[start:end]
+        starts = self._starts[:n]
+        if np.array_equal(np.diff(starts), self.sizes[: n - 1]):  # each where the last ended
+            return self._data[starts[0] : starts[-1] + self.sizes[n - 1]]
         return np.concatenate([self[i] for i in range(n)])
 
 
