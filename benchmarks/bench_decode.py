@@ -13,9 +13,11 @@ CTranslate2 `length_penalty=1`, which all stop once 4 hypotheses finished), at m
 `a * source length + b` tokens (`--max-len-a 1 --max-len-b 50`; HF and CTranslate2
 apply it to a batch's longest source, nmtpipe to each source, so for a random model,
 which babbles to the limit, give `--max-len-a 0`). Threads: --threads for all (the
-cores by default). Reported: sentences/s and target tokens/s (best hypotheses, EOS
-counted), the speed relative to `generate`, and the share of best hypotheses equal to
-nmtpipe's. With a checkpoint, then `nmtpipe decode` itself with 1 and 2 ranks.
+cores by default). nmtpipe runs twice: as `nmtpipe decode` runs on the CPU (linear
+layers packed for oneDNN, trainers/model/packed_linear.py) and unpacked. Each engine's
+time is the fastest of --repeat passes. Reported: sentences/s and target tokens/s
+(best hypotheses, EOS counted), the speed relative to `generate`, and the share of best
+hypotheses equal to nmtpipe's. With a checkpoint, then `nmtpipe decode` itself with 1 and 2 ranks.
 
     python benchmarks/bench_decode.py                       # after the README's command
     # random models, 32 sentences, exactly 30 target tokens each (the same work for all):
@@ -51,6 +53,7 @@ from nmtpipe.trainers.loop import checkpoint, ctranslate2_convert
 from nmtpipe.trainers.loop.marian_weights import save_marian, to_marian
 from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.config import preset
+from nmtpipe.trainers.model.packed_linear import pack_linears
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.trainers.model.transformer import Transformer
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
@@ -117,15 +120,24 @@ def _sync(args) -> None:
         torch.cuda.synchronize()
 
 
+def _fastest(args, run):
+    """The fastest of --repeat passes of `run()`: seconds, and that pass's result."""
+    passes = []
+    for _ in range(args.repeat):
+        _sync(args)
+        started = time.perf_counter()
+        out = run()
+        _sync(args)
+        passes.append((time.perf_counter() - started, out))
+    return min(passes, key=lambda p: p[0])
+
+
 def time_ours(args, model, layout, srcs) -> tuple[float, list[list[int]], int]:
     config = SearchConfig(beam=BEAM, lenpen=1.0, max_len_a=args.max_len_a,
                           max_len_b=args.max_len_b, min_len=args.min_len)  # fmt: skip
     search = BeamSearch(model, layout, config)
     search(srcs[0][:2], _autocast(args))  # warm-up
-    _sync(args)
-    started = time.perf_counter()
-    best = [hyps[0] for src in srcs for hyps in search(src, _autocast(args))]
-    seconds = time.perf_counter() - started
+    seconds, best = _fastest(args, lambda: [h[0] for s in srcs for h in search(s, _autocast(args))])
     tokens = sum(len(h.tokens) + h.finished for h in best)
     return seconds, [h.tokens for h in best], tokens
 
@@ -142,11 +154,7 @@ def time_hf(args, hf, layout, srcs) -> tuple[float, list[list[int]], int]:
 
     with torch.no_grad(), _autocast(args):
         generate(srcs[0][:2])
-        _sync(args)
-        started = time.perf_counter()
-        outs = [generate(src) for src in srcs]
-        _sync(args)
-        seconds = time.perf_counter() - started
+        seconds, outs = _fastest(args, lambda: [generate(src) for src in srcs])
     best, tokens = [], 0
     for out in outs:
         for row in out[:, 1:].tolist():  # drop the start symbol; cut after EOS (HF pads)
@@ -171,9 +179,7 @@ def time_ctranslate2(args, path: str, layout, srcs) -> tuple[float, list[list[in
         )  # fmt: skip
 
     translate(batches_[0][:2])
-    started = time.perf_counter()
-    results = [translate(tokens) for tokens in batches_]
-    seconds = time.perf_counter() - started
+    seconds, results = _fastest(args, lambda: [translate(tokens) for tokens in batches_])
     best = [[int(t) for t in r.hypotheses[0]] for rs in results for r in rs]
     limit = [int(args.max_len_a * max(len(t) for t in b) + args.max_len_b) for b in batches_]
     sizes = [len(b) for b in batches_]
@@ -224,6 +230,9 @@ def main() -> None:
     parser.add_argument("--max-len-b", type=int, default=50)
     parser.add_argument("--min-len", type=int, default=0,
                         help="tokens before EOS, at least (= --max-len-b: equal work)")  # fmt: skip
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="passes per engine; the fastest counts"
+    )
     parser.add_argument("--nproc", type=int, nargs="*", default=[1, 2])
     parser.add_argument("--ctranslate2", nargs="*", default=["float32", "int8"],
                         help="CTranslate2 quantizations to time (CPU)")  # fmt: skip
@@ -239,6 +248,8 @@ def main() -> None:
         for s in batches(data["test"], args.sentences, args.max_tokens, layout.pad)
     ]
     diff = max_logit_difference(model, hf, srcs[len(srcs) // 2][:8], layout.eos)
+    plain = time_ours(args, model, layout, srcs)
+    packed = pack_linears(model)  # as `nmtpipe decode` runs on the CPU
     ours_s, ours_best, ours_tokens = time_ours(args, model, layout, srcs)
     hf_s, hf_best, hf_tokens = time_hf(args, hf, layout, srcs)
     n = len(ours_best)
@@ -249,6 +260,7 @@ def main() -> None:
                     [a == b for a, b in zip(ours_best, best, strict=True)])), 3)}  # fmt: skip
 
     engines = {"nmtpipe": versus(ours_s, ours_best, ours_tokens),
+               "nmtpipe_unpacked": versus(*plain),
                "hf_generate": versus(hf_s, hf_best, hf_tokens)}  # fmt: skip
     if args.device == "cpu" and args.ctranslate2:
         with tempfile.TemporaryDirectory(prefix="nmtpipe-bench-ct2-") as folder:
@@ -264,7 +276,7 @@ def main() -> None:
         "d_model": model.config.d_model, "layers": model.config.encoder_layers,
         "vocab": model.config.tgt_vocab, "sentences": n, "batches": len(srcs),
         "threads": args.threads, "device": args.device, "max_len": [args.max_len_a, args.max_len_b],
-        "max_logit_difference": round(diff, 6), **engines,
+        "max_logit_difference": round(diff, 6), "packed_linears": packed, **engines,
     }  # fmt: skip
     if args.arch is None:
         result["ranks"] = [ranks(args, k) for k in args.nproc]

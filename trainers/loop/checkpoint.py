@@ -19,6 +19,7 @@ import torch
 from nmtpipe.trainers.loop.run_files import NUMBERED
 from nmtpipe.trainers.model.build import Seq2Seq, build_model
 from nmtpipe.trainers.model.config import ModelConfig
+from nmtpipe.trainers.model.packed_linear import pack_linears
 from nmtpipe.transforms.errors import InputError, IntegrityError
 from nmtpipe.transforms.storage import fsio
 
@@ -103,6 +104,14 @@ def model_from(state: dict[str, Any]) -> Seq2Seq:
     model = build_model(ModelConfig(**state["model_config"]))
     model.load_state_dict(state["model"])
     return model.eval()
+
+
+def inference_model(state: dict[str, Any], device: torch.device) -> Seq2Seq:
+    """The checkpoint's model on `device`, ready to decode: on the CPU, with its linear
+    layers packed for oneDNN (`packed_linear.py`); nothing trains it afterwards."""
+    model = model_from(state).to(device)
+    pack_linears(model)
+    return model
 
 
 def check_compatible(state: dict[str, Any], url: str, model: dict, vocab_fingerprint: str) -> None:

@@ -121,7 +121,7 @@ class Decoder:
         vocab = open_vocabulary(self.doc["vocab"]["url"])
         normalization = prepared_normalization(self.doc, required=bool(config.inputs))
         self.codec = TextCodec(vocab, self.doc["languages"], self.format, normalization)
-        self.model = checkpoint.model_from(state).to(ranks.device)
+        self.model = checkpoint.inference_model(state, ranks.device)
         self.search = BeamSearch(self.model, self.layout, config.search)
         self.autocast = ranks.autocast()
         tgt = self.doc["languages"]["tgt"]

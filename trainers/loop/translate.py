@@ -68,7 +68,7 @@ class NmtpipeEngine:
         vocab = open_vocabulary(doc["vocab"]["url"])
         self.codec = TextCodec(vocab, doc["languages"], fmt, prepared_normalization(doc, True))
         self.ranks = Ranks()
-        self.model = checkpoint.model_from(state).to(self.ranks.device)
+        self.model = checkpoint.inference_model(state, self.ranks.device)
         self.search = BeamSearch(self.model, self.layout, config.search)
         self.limit = config.max_source_positions
 

@@ -123,31 +123,39 @@ class BeamSearch:
         # and fairseq's greedy decoders do; T2T's beam rules would let a runner-up EOS in.
         self._fairseq_finishing = config.convention == "fairseq" or config.beam == 1
 
-    def _log_probs(
+    def _expansions(
         self,
         beams: _Beams,
         step: int,
         cache: DecoderCache | GruCache,
         autocast: AbstractContextManager,
-    ) -> Tensor:
-        """Next-token log-probabilities of every live hypothesis, constrained."""
+    ) -> tuple[Tensor, Tensor]:
+        """The best `2 x beam` next tokens of every live hypothesis, constrained, and their
+        log-probabilities ([hypotheses, 2 x beam] each, best first).
+
+        A hypothesis's ranking of tokens is its logits' ranking, so the constraints are
+        applied to the logits and only the chosen few are normalised (by the log-sum-exp
+        of the unconstrained logits, as fairseq's `log_softmax` before its constraints):
+        no log-probability table of the whole vocabulary is written, added to or ranked."""
         c, eos = self.config, self.layout.eos
         with autocast:
-            logits = self.model.decode_step(beams.tokens[:, -1], cache)
-        lprobs = F.log_softmax(logits.float(), dim=-1)
-        raw_eos = lprobs[:, eos].clone()
-        lprobs[:, self.never] = _NEG_INF
+            logits = self.model.decode_step(beams.tokens[:, -1], cache).float()
+        norm = logits.logsumexp(dim=-1, keepdim=True)
+        raw_eos = logits[:, eos].clone()
+        logits[:, self.never] = _NEG_INF
         if c.unk_penalty and self.layout.unk is not None:
-            lprobs[:, self.layout.unk] -= c.unk_penalty
+            logits[:, self.layout.unk] -= c.unk_penalty
         if step < c.min_len:
-            lprobs[:, eos] = _NEG_INF
+            logits[:, eos] = _NEG_INF
         if c.no_repeat_ngram_size:
-            _ban_repeats(lprobs, beams.tokens[:, 1:], c.no_repeat_ngram_size)
+            _ban_repeats(logits, beams.tokens[:, 1:], c.no_repeat_ngram_size)
         if c.convention == "fairseq":  # EOS after max_len tokens, nothing else
-            at_end = (beams.max_len == step).repeat_interleave(c.beam)
-            lprobs[at_end] = _NEG_INF
-            lprobs[at_end, eos] = raw_eos[at_end]
-        return lprobs
+            at_end = torch.nonzero((beams.max_len == step).repeat_interleave(c.beam)).view(-1)
+            if at_end.numel():
+                logits.index_fill_(0, at_end, _NEG_INF)
+                logits[at_end, eos] = raw_eos[at_end]
+        top, tokens = logits.topk(min(2 * c.beam, logits.shape[1]), dim=1)
+        return top - norm, tokens
 
     @torch.no_grad()
     def __call__(
@@ -167,11 +175,11 @@ class BeamSearch:
         results: list[list[Hypothesis]] = [[] for _ in range(n)]
         for step in range(steps):
             rows = beams.alive.shape[0]
-            lprobs = self._log_probs(beams, step, cache, autocast)
-            vocab = lprobs.shape[1]
-            expanded = (beams.alive[:, :, None] + lprobs.view(rows, k, vocab)).view(rows, -1)
-            cand_logp, flat = expanded.topk(min(2 * k, k * vocab), dim=1)
-            cand_beam, cand_tok = flat // vocab, flat % vocab
+            top_logp, top_tok = self._expansions(beams, step, cache, autocast)
+            width = top_logp.shape[1]
+            expanded = (beams.alive[:, :, None] + top_logp.view(rows, k, width)).view(rows, -1)
+            cand_logp, flat = expanded.topk(min(2 * k, k * width), dim=1)
+            cand_beam, cand_tok = flat // width, top_tok.view(rows, -1).gather(1, flat)
             source_rows = torch.arange(rows, device=src.device)[:, None] * k + cand_beam
             self._finish(beams, step + 1, cand_logp, cand_tok == eos, source_rows)
             alive_logp, pos = cand_logp.masked_fill(cand_tok == eos, _NEG_INF).topk(k, dim=1)

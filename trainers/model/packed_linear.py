@@ -1,0 +1,82 @@
+"""Linear layers with their weights packed once for oneDNN, for float32 decoding on the CPU.
+
+A decoder step is a few small matrix products ([hypotheses, d_model] x [d_model, n]),
+the same weights every step. PyTorch's CPU `linear` sends them to MKL's sgemm, which
+repacks the weight on every call and, on AMD processors, runs a generic code path;
+oneDNN's inner product on a weight reordered once into its blocked layout runs
+1.1-1.5x faster at these shapes (benchmarks/RESULTS.md, issue 17), and is what
+CTranslate2 uses on such machines. The results are the same products in another
+summation order: equal to float32 rounding, not bit for bit.
+
+The packing goes through `torch.ops.mkldnn`, the operators PyTorch's own compiler
+emits for frozen CPU models. Where they are missing (a build without oneDNN) or fail,
+the model is left as it is.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from nmtpipe.trainers.model.build import Seq2Seq
+
+
+class PackedLinear(nn.Module):
+    """`x @ weight.T + bias` on a copy of `weight` in oneDNN's layout, made once: the
+    weights must not change afterwards. A `weight` or `bias` given as a parameter stays
+    one (a state dict sees what it saw in the `nn.Linear`); a plain tensor (a table
+    borrowed from another layer) is not registered."""
+
+    def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
+        super().__init__()
+        self.weight, self.bias = weight, bias
+        self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+
+
+def _packable(model: Seq2Seq) -> bool:
+    first = next(model.parameters(), None)
+    return (
+        first is not None
+        and first.device.type == "cpu"
+        and first.dtype == torch.float32
+        and not model.training
+        and torch.backends.mkldnn.is_available()
+    )
+
+
+def pack_linears(model: Seq2Seq) -> bool:
+    """Replace, in place, every `nn.Linear` of an eval-mode float32 CPU model by a
+    `PackedLinear`, and give a model whose output projection is tied to its target
+    embeddings (`output` None) a packed copy of that table as its `output`; its state
+    dict stays the same. Whether it did: False leaves the model untouched (not on the
+    CPU, not float32, training, or no working oneDNN)."""
+    if not _packable(model):
+        return False
+    try:
+        _check(model)
+    except (AttributeError, RuntimeError):
+        return False
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) is nn.Linear:
+                setattr(parent, name, PackedLinear(child.weight, child.bias))
+    if model.output is None:
+        model.output = PackedLinear(model.tgt_embed.weight.detach(), None)
+    return True
+
+
+def _check(model: Seq2Seq) -> None:
+    """Raise unless the operators exist and agree with `F.linear` on one of the model's
+    layers (RuntimeError if they disagree)."""
+    layer = next((m for m in model.modules() if type(m) is nn.Linear), None)
+    if layer is None:
+        return
+    x = torch.randn(3, layer.in_features, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        want = layer(x)
+        got = PackedLinear(layer.weight, layer.bias)(x)
+    if not torch.allclose(got, want, rtol=1e-4, atol=1e-4 * float(want.abs().max()) + 1e-6):
+        raise RuntimeError("oneDNN's linear disagrees with torch's")
