@@ -3,7 +3,8 @@
 Both become a stream of `Sentence`s (source ids in the id space the model was trained
 in, the source text and the reference, if any), read lazily and cut into windows, so
 no input is ever held whole. Raw text goes through what training data went through:
-the `prepare` step's normalisation, then the vocabulary. A split's texts come from the
+the `prepare` step's normalisation and, for a Chinese source it converted, OpenCC's
+script conversion, then the vocabulary. A split's texts come from the
 prepared Parquet shards the encoded split was made from (in the same order); if those
 are gone, from the ids themselves, detokenised.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from nmtpipe.transforms.formats.prepared import read_prepared
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.manifest import parquet_row_groups, read_parquet_entry
 from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
+from nmtpipe.transforms.text.zh_script import ScriptConverter
 from nmtpipe.transforms.vocab import id_layout
 from nmtpipe.transforms.vocab.vocabulary import Vocabulary
 
@@ -38,18 +40,33 @@ class Sentence:
     reference: str | None
 
 
+@dataclass(frozen=True)
+class SourceText:
+    """What `prepare` did to a raw source line before training read it: its
+    normalisation options and the Chinese script it converted to (None: none)."""
+
+    normalize: dict[str, Any] = field(default_factory=dict)
+    script: str | None = None
+
+
 class TextCodec:
     """Text ↔ the model's ids for one language pair, as training saw them."""
 
-    def __init__(self, vocab: Vocabulary, langs: dict[str, str], fmt: str, normalize: dict):
+    def __init__(
+        self, vocab: Vocabulary, langs: dict[str, str], fmt: str, source: SourceText = SourceText()
+    ) -> None:
         self.src_lang, self.tgt_lang = langs["src"], langs["tgt"]
         self.model = vocab.model
         self._fairseq_ids = fmt == "fairseq"
-        self._normalizer = Normalizer(NormalizeConfig(**normalize))
+        self._normalizer = Normalizer(NormalizeConfig(**source.normalize))
+        self._convert = None if source.script is None else ScriptConverter(source.script)  # type: ignore[arg-type]
         self._encoders = {lang: vocab.encoder(lang) for lang in {self.src_lang, self.tgt_lang}}
 
     def encode_sources(self, lines: list[str]) -> list[np.ndarray]:
-        flat, lengths = self._encoders[self.src_lang].encode_batch(self._normalizer.batch(lines))
+        lines = self._normalizer.batch(lines)
+        if self._convert is not None:
+            lines, _ = self._convert(lines)
+        flat, lengths = self._encoders[self.src_lang].encode_batch(lines)
         if self._fairseq_ids:
             flat = id_layout.to_fairseq(self.model, flat)
         return np.split(flat.astype(np.int64), np.cumsum(lengths)[:-1])
@@ -118,21 +135,24 @@ def prepared_sources(encode_doc: dict[str, Any]) -> list[dict[str, str]]:
     return info if isinstance(info, list) else [info]
 
 
-def prepared_normalization(encode_doc: dict[str, Any], required: bool) -> dict[str, Any]:
-    """How the prepare step normalised text (raw input must be normalised alike); `{}`
-    when its output is gone and nothing raw is to be read (`required` False)."""
+def prepared_source_text(encode_doc: dict[str, Any], required: bool) -> SourceText:
+    """How the prepare step turned raw source lines into training text (raw input must
+    go the same way); a `SourceText()` that does nothing when its output is gone and
+    nothing raw is to be read (`required` False)."""
     url = prepared_sources(encode_doc)[0]["url"]  # a version's parts share the options
     try:
         _, prepared = read_prepared(url)
-        normalize = prepared["options"]["normalize"]
-        return normalize.get("src", normalize)  # older outputs hold one for both sides
     except (InputError, OSError) as e:
         if required:
             raise InputError(
                 f"raw text needs the prepare step's normalisation, but its output {url} "
                 f"cannot be read: {e}"
             ) from e
-        return {}
+        return SourceText()
+    options = prepared["options"]
+    normalize = options["normalize"]
+    script = options.get("zh_script", {}).get("src")  # older outputs say nothing: none
+    return SourceText(normalize.get("src", normalize), script)  # older: one for both sides
 
 
 def _prepared_texts(encode_doc: dict[str, Any], split: str) -> Iterator[tuple[str, str]] | None:

@@ -30,7 +30,7 @@ from nmtpipe.trainers.data.batching import length_sorted_batches
 from nmtpipe.trainers.data.decode_inputs import (
     Sentence,
     TextCodec,
-    prepared_normalization,
+    prepared_source_text,
     split_sentences,
     text_sentences,
     windows,
@@ -119,8 +119,8 @@ class Decoder:
         self.layout = IdLayout(**self.doc["id_layouts"][self.format])
         check_match(state, config.checkpoint, self.doc, self.data_url, self.format)
         vocab = open_vocabulary(self.doc["vocab"]["url"])
-        normalization = prepared_normalization(self.doc, required=bool(config.inputs))
-        self.codec = TextCodec(vocab, self.doc["languages"], self.format, normalization)
+        source_text = prepared_source_text(self.doc, required=bool(config.inputs))
+        self.codec = TextCodec(vocab, self.doc["languages"], self.format, source_text)
         self.model = checkpoint.inference_model(state, ranks.device)
         self.search = BeamSearch(self.model, self.layout, config.search)
         self.autocast = ranks.autocast()

@@ -30,7 +30,7 @@ from tokenizers import Tokenizer
 from transformers import GenerationConfig
 
 from nmtpipe import __version__
-from nmtpipe.trainers.data.decode_inputs import prepared_normalization, prepared_sources
+from nmtpipe.trainers.data.decode_inputs import prepared_source_text, prepared_sources
 from nmtpipe.trainers.loop import checkpoint, ctranslate2_convert, marian_weights
 from nmtpipe.trainers.loop.decode import check_match
 from nmtpipe.trainers.loop.export_config import ExportConfig
@@ -91,7 +91,14 @@ class _Source:
                 "one: export models trained on a joined vocabulary (nmtpipe vocab --joined)"
             )
         self.prepared_url = prepared_sources(self.doc)[0]["url"]
-        self.normalize = prepared_normalization(self.doc, required=True)
+        source_text = prepared_source_text(self.doc, required=True)
+        if source_text.script is not None:
+            raise ConfigError(
+                f"{url} was trained on Chinese sources converted to {source_text.script} "
+                "script by prepare --zh-script (OpenCC), which no tokenizer.json reproduces; "
+                "export models whose Chinese source side was kept as written"
+            )
+        self.normalize = source_text.normalize
         self.splits = self.doc["splits"]
 
     def tokenizer(self, size: int) -> Any:

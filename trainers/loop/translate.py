@@ -27,7 +27,7 @@ from nmtpipe.trainers.data.batching import greedy_cuts, padded
 from nmtpipe.trainers.data.decode_inputs import (
     TextCodec,
     decode_line,
-    prepared_normalization,
+    prepared_source_text,
     read_lines,
 )
 from nmtpipe.trainers.loop import checkpoint
@@ -66,7 +66,7 @@ class NmtpipeEngine:
         check_match(state, config.checkpoint, doc, data_url, fmt)
         self.layout = IdLayout(**doc["id_layouts"][fmt])
         vocab = open_vocabulary(doc["vocab"]["url"])
-        self.codec = TextCodec(vocab, doc["languages"], fmt, prepared_normalization(doc, True))
+        self.codec = TextCodec(vocab, doc["languages"], fmt, prepared_source_text(doc, True))
         self.ranks = Ranks()
         self.model = checkpoint.inference_model(state, self.ranks.device)
         self.search = BeamSearch(self.model, self.layout, config.search)

@@ -28,7 +28,7 @@ class ValidBleu:
     ) -> None:
         self.ranks, self.layout = ranks, data.layout
         vocab = open_vocabulary(data.manifest["vocab"]["url"])
-        self.codec = TextCodec(vocab, data.languages, data.format, {})
+        self.codec = TextCodec(vocab, data.languages, data.format)
         sentences = split_sentences(data[split], split, data.manifest, self.codec)
         mine = [s for s in sentences if s.index % ranks.world == ranks.rank]
         self.sources = [s.ids for s in mine]

@@ -15,7 +15,7 @@ import torch
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
-from nmtpipe.trainers.data.decode_inputs import _prepared_texts
+from nmtpipe.trainers.data.decode_inputs import SourceText, _prepared_texts
 from nmtpipe.trainers.loop import checkpoint, export, run_files
 from nmtpipe.trainers.loop.export_config import ExportConfig
 from nmtpipe.trainers.loop.marian_weights import check_exportable
@@ -218,6 +218,11 @@ def test_models_without_an_exact_marian_twin_are_refused(trained, monkeypatch):
 
     monkeypatch.setattr(export, "open_vocabulary", as_t2t)
     with pytest.raises(ConfigError, match="SentencePiece"):
+        export.build(ExportConfig(trained["checkpoint"], "unused"), "unused", print)
+    monkeypatch.setattr(export, "open_vocabulary", real)
+    converted = SourceText(script="simplified")  # sources that `prepare --zh-script` converted
+    monkeypatch.setattr(export, "prepared_source_text", lambda doc, required: converted)
+    with pytest.raises(ConfigError, match="converted to simplified script by prepare --zh-script"):
         export.build(ExportConfig(trained["checkpoint"], "unused"), "unused", print)
 
 
