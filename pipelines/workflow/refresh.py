@@ -6,6 +6,8 @@ A refresh keeps, under the config's root:
                                     input's identity (size, version or checksum) and
                                     the prepare options, so a part is never rebuilt
     parts/{key}/encoded-{vocab}     that part encoded with one vocabulary
+    parts/{key}/overlap-{digest}.npy  its train ids and side-key hashes, for the checks
+                                    across inputs (`overlap_index.py`)
     vocabs/{fingerprint}            vocabularies, each built from the summed token
                                     counts of the parts current at the time
     exclusions/{fingerprint}.parquet  what a version leaves out of its parts (a pair in
@@ -36,6 +38,7 @@ import numpy as np
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import describe, pipeline_options, runs_locally
 from nmtpipe.pipelines.workflow.encode import EncodeRun, encode_runs, start_encode
+from nmtpipe.pipelines.workflow.overlap_index import VersionPart, index_url
 from nmtpipe.pipelines.workflow.prepare import prepare_plans
 from nmtpipe.pipelines.workflow.prepare_plan import (
     PrepareConfig,
@@ -46,7 +49,7 @@ from nmtpipe.pipelines.workflow.prepare_plan import (
 from nmtpipe.pipelines.workflow.report import write_report
 from nmtpipe.pipelines.workflow.run import Show
 from nmtpipe.pipelines.workflow.run_config import RunConfig
-from nmtpipe.pipelines.workflow.version_overlap import VersionPart, summary, version_exclusions
+from nmtpipe.pipelines.workflow.version_overlap import summary, version_exclusions
 from nmtpipe.pipelines.workflow.vocab import run_vocab
 from nmtpipe.trainers.loop.launch import run_job
 from nmtpipe.trainers.loop.run_files import BEST, LAST, SCORES, SUMMARY
@@ -108,8 +111,12 @@ class Part:
     identity: dict[str, Any]
 
     @property
+    def folder(self) -> str:
+        return f"parts/{self.key}"
+
+    @property
     def prepared(self) -> str:
-        return f"parts/{self.key}/prepared"
+        return f"{self.folder}/prepared"
 
     def encoded(self, vocab: str, options: str) -> str:
         """Where this part goes encoded with `vocab` and encode options `options` (a
@@ -176,7 +183,7 @@ class Refresh:
             result.status = "encode"
         if until == "publish":
             doc = self._version_doc(parts, encoded, result)
-            doc["exclusions"] = self._exclusions(parts)
+            doc["exclusions"] = self._exclusions(parts, doc["parts"])
             for split, n in doc["exclusions"]["pairs"].items():
                 doc["splits"][split] -= n
             result.splits = doc["splits"]
@@ -360,18 +367,23 @@ class Refresh:
         result.encoded = len(runs)
         return manifests
 
-    def _exclusions(self, parts: list[Part]) -> dict[str, Any]:
+    def _exclusions(self, parts: list[Part], listed: list[dict[str, Any]]) -> dict[str, Any]:
         """What the version leaves out across its parts (`version_overlap.py`), written
-        once per set of parts under `exclusions/`; its record in the version."""
+        once per set of parts under `exclusions/`; its record in the version. Each
+        part's entry in `listed` gets the index the check kept for it."""
         keep = self.prepare.keep_overlap
         key = manifest.fingerprint(
             {"code_version": __version__, "parts": [p.key for p in parts], "keep_overlap": keep}
         )[:16]
         rel = f"exclusions/{key}.parquet"
         url = fsio.join(self.root, rel)
-        rows = version_exclusions(
-            [VersionPart(p.key, fsio.join(self.root, p.prepared)) for p in parts], keep
-        )
+        checked = [
+            VersionPart(p.key, fsio.join(self.root, p.prepared), fsio.join(self.root, p.folder))
+            for p in parts
+        ]
+        rows = version_exclusions(checked, keep)
+        for entry, part in zip(listed, checked, strict=True):
+            entry["overlap_index"] = fsio.relative_to(self.root, index_url(part))
         written = write_exclusions(url, rows)
         if rows:
             self.log(f"left out across inputs: {len(rows)} pair(s)")

@@ -1,46 +1,54 @@
-"""The report's plots: matplotlib on its Agg backend, each figure as inline SVG text.
+"""The report's plots, written as inline SVG text directly.
 
 SVG keeps the page one self-contained file (no network, no image files) and sharp at
-any zoom. Every function takes plain numbers and returns an `<svg>` element as text.
+any zoom; text stays text, so the browser draws CJK labels with its own fonts. The
+plots are two simple kinds (bars, step histograms), so they are drawn here rather than
+by a plotting library: importing and laying out matplotlib cost about 2 s of every
+report, and a refresh writes one per version. Every function takes plain numbers and
+returns an `<svg>` element.
 """
 
 from __future__ import annotations
 
-import io
+import dataclasses
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
 
-import matplotlib
-import numpy as np
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
-matplotlib.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})
-# Text stays text in the SVG: the browser draws CJK labels with its own fonts.
-_SIZE = (6.4, 2.8)
-
-
-def _svg(fig: plt.Figure) -> str:
-    out = io.StringIO()
-    fig.tight_layout()
-    fig.savefig(out, format="svg")
-    plt.close(fig)
-    text = out.getvalue()
-    return text[text.index("<svg") :]  # without the XML prolog and doctype
+WIDTH, HEIGHT = 640, 270
+FONT = 11  # px
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+_CHAR = 0.6 * FONT  # a label's width per character, roughly (no font metrics here)
+_DASH = "5,3"
 
 
 def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str) -> str:
     """Grouped (or single) bars: one group per label, one bar per series."""
-    fig, ax = plt.subplots(figsize=_SIZE)
-    width = 0.8 / max(len(series), 1)
-    for k, (name, values) in enumerate(series.items()):
-        xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(labels))]
-        ax.bar(xs, values, width, label=name)
-    ax.set_xticks(range(len(labels)), labels, rotation=20 if len(labels) > 4 else 0, ha="right")
-    ax.set_ylabel(ylabel)
+    top = max([v for values in series.values() for v in values], default=0)
+    slant = len(labels) > 4
+    bottom = 24 + (int(_CHAR * max(map(len, labels), default=0) * 0.7) if slant else FONT)
+    frame = _Frame.around((0, top), bottom)
+    if slant and labels:  # the first label, slanted, reaches left of its bar
+        frame = frame.wider_left(0.94 * _CHAR * len(labels[0]), len(labels))
+    width = frame.w / max(len(labels), 1)
+    bar = 0.8 * width / max(len(series), 1)
+    out = []
+    for k, values in enumerate(series.values()):
+        for i, value in enumerate(values):
+            x = frame.x + i * width + 0.1 * width + k * bar
+            y = frame.y_of(value)
+            out.append(_rect(x, y, bar, frame.y_of(0) - y, _colour(k)))
+    for i, label in enumerate(labels):
+        x, y = frame.x + (i + 0.5) * width, frame.bottom + FONT + 4
+        if slant:
+            out.append(_text(x, y, label, "end", f' transform="rotate(-20 {x:.1f} {y:.1f})"'))
+        else:
+            out.append(_text(x, y, label, "middle"))
+    out += frame.y_axis(ylabel)
     if len(series) > 1:
-        ax.legend()
-    return _svg(fig)
+        out += _legend(frame, [(name, _colour(k), "") for k, name in enumerate(series)])
+    return _svg(out)
 
 
 def histograms(
@@ -51,15 +59,165 @@ def histograms(
     limit_label: str = "",
 ) -> str:
     """Step histograms (one per name) from {bin: count}, bins `step` wide and empty
-    bins drawn as zero; `limit` drawn as a line."""
-    fig, ax = plt.subplots(figsize=_SIZE)
-    for name, hist in hists.items():
-        if hist:
-            bins = np.arange(min(hist), max(hist) + 1)
-            ax.step(bins * step, [hist.get(int(b), 0) for b in bins], where="mid", label=name)
+    bins drawn as zero; `limit` drawn as a dashed line."""
+    shown = {name: hist for name, hist in hists.items() if hist}
+    bins = [b for hist in shown.values() for b in hist]
+    lo = min(bins, default=0) - 0.5
+    hi = max(bins, default=0) + 0.5
+    xs = [lo * step, hi * step] + ([limit] if limit is not None else [])
+    top = max([n for hist in shown.values() for n in hist.values()], default=0)
+    frame = _Frame.around((0, top), 38, (min(xs), max(xs)))
+    out = []
+    for k, hist in enumerate(shown.values()):
+        first, last = min(hist), max(hist)
+        points = [f"M{frame.x_of((first - 0.5) * step):.1f},{frame.y_of(0):.1f}"]
+        for b in range(first, last + 1):
+            y = frame.y_of(hist.get(b, 0))
+            points.append(f"V{y:.1f}H{frame.x_of((b + 0.5) * step):.1f}")
+        points.append(f"V{frame.y_of(0):.1f}")
+        out.append(
+            f'<path d="{"".join(points)}" fill="none" stroke="{_colour(k)}" stroke-width="1.5"/>'
+        )
+    keys = [(name, _colour(k), "") for k, name in enumerate(shown)]
     if limit is not None:
-        ax.axvline(limit, color="crimson", linestyle="--", label=limit_label)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("pairs")
-    ax.legend()
-    return _svg(fig)
+        x = frame.x_of(limit)
+        out.append(_line(x, frame.y, x, frame.bottom, "crimson", 1.5, _DASH))
+        keys.append((limit_label, "crimson", _DASH))
+    out += frame.x_axis(xlabel) + frame.y_axis("pairs")
+    return _svg(out + _legend(frame, keys))
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """The plotting area in pixels, and the data ranges it maps."""
+
+    x: float
+    y: float
+    w: float
+    h: float
+    xs: tuple[float, float]
+    ys: tuple[float, float]
+    yticks: list[float]
+
+    @classmethod
+    def around(
+        cls, ys: tuple[float, float], bottom: float, xs: tuple[float, float] = (0.0, 1.0)
+    ) -> _Frame:
+        """A frame for `ys` (widened to round ticks), leaving room for the y tick labels
+        on the left and `bottom` pixels below."""
+        ticks = nice_ticks(*ys)
+        left = 22 + _CHAR * max(len(_number(t)) for t in ticks)
+        return cls(
+            left, 10, WIDTH - left - 12, HEIGHT - 10 - bottom, xs, (ticks[0], ticks[-1]), ticks
+        )
+
+    def wider_left(self, reach: float, groups: int) -> _Frame:
+        """The frame, moved right if text reaching `reach` pixels left of the first of
+        `groups` columns' centre would leave the picture."""
+        shift = max(0.0, reach - self.x - self.w / groups / 2 + 4)
+        return dataclasses.replace(self, x=self.x + shift, w=self.w - shift)
+
+    @property
+    def bottom(self) -> float:
+        return self.y + self.h
+
+    def x_of(self, value: float) -> float:
+        lo, hi = self.xs
+        return self.x + (value - lo) / ((hi - lo) or 1) * self.w
+
+    def y_of(self, value: float) -> float:
+        lo, hi = self.ys
+        return self.bottom - (value - lo) / ((hi - lo) or 1) * self.h
+
+    def y_axis(self, label: str) -> list[str]:
+        out = [
+            _line(self.x, self.y, self.x, self.bottom),
+            _line(self.x, self.bottom, self.x + self.w, self.bottom),
+        ]
+        for tick in self.yticks:
+            y = self.y_of(tick)
+            out.append(_line(self.x - 4, y, self.x, y))
+            out.append(_text(self.x - 6, y + FONT / 3, _number(tick), "end"))
+        mid = self.y + self.h / 2
+        out.append(_text(12, mid, label, "middle", f' transform="rotate(-90 12 {mid:.1f})"'))
+        return out
+
+    def x_axis(self, label: str) -> list[str]:
+        out = []
+        for tick in nice_ticks(*self.xs, inside=True):
+            x = self.x_of(tick)
+            out.append(_line(x, self.bottom, x, self.bottom + 4))
+            out.append(_text(x, self.bottom + FONT + 5, _number(tick), "middle"))
+        out.append(_text(self.x + self.w / 2, HEIGHT - 6, label, "middle"))
+        return out
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5, inside: bool = False) -> list[float]:
+    """About `count` round values (steps of 1, 2 or 5 times a power of ten) covering
+    [lo, hi], or, with `inside`, within it."""
+    if hi <= lo:
+        hi = lo + 1
+    raw = (hi - lo) / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    first = math.ceil(lo / step) if inside else math.floor(lo / step)
+    last = math.floor(hi / step) if inside else math.ceil(hi / step)
+    return [round(k * step, 10) for k in range(first, last + 1)]
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
+
+
+def _legend(frame: _Frame, keys: list[tuple[str, str, str]]) -> list[str]:
+    """Keys (name, colour, dash pattern) at the top right, a line each."""
+    if not keys:
+        return []
+    width = 30 + _CHAR * max(len(name) for name, _, _ in keys)
+    x = frame.x + frame.w - width
+    out = [
+        f'<rect x="{x - 4:.1f}" y="{frame.y + 2:.1f}" width="{width:.1f}" '
+        f'height="{len(keys) * (FONT + 5) + 6}" fill="white" fill-opacity="0.8" stroke="#ccc"/>'
+    ]
+    for k, (name, colour, dash) in enumerate(keys):
+        y = frame.y + 12 + k * (FONT + 5)
+        out.append(_line(x, y - FONT / 3, x + 18, y - FONT / 3, colour, 2.5, dash))
+        out.append(_text(x + 24, y, name, "start"))
+    return out
+
+
+def _colour(k: int) -> str:
+    return COLOURS[k % len(COLOURS)]
+
+
+def _svg(elements: list[str]) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="{FONT}">'
+        + "".join(elements)
+        + "</svg>"
+    )
+
+
+def _rect(x: float, y: float, w: float, h: float, colour: str) -> str:
+    return f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{colour}"/>'
+
+
+def _line(
+    x1: float,
+    y1: float,
+    x2: float,
+    y2: float,
+    colour: str = "#333",
+    width: float = 1.0,
+    dash: str = "",
+) -> str:
+    dashed = f' stroke-dasharray="{dash}"' if dash else ""
+    return (
+        f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
+        f'stroke="{colour}" stroke-width="{width:g}"{dashed}/>'
+    )
+
+
+def _text(x: float, y: float, text: str, anchor: str, extra: str = "") -> str:
+    return f'<text x="{x:.1f}" y="{y:.1f}" text-anchor="{anchor}"{extra}>{escape(text)}</text>'

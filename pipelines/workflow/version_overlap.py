@@ -9,9 +9,11 @@ copy from the first input survives, as in a one-shot prepare):
 
 - valid and test splits (small) are read whole: repeats across parts go, and every
   valid and test pair goes into the `Protected` set;
-- train splits are streamed a row group at a time against it; their ids, with rows and
-  lines, go to sorted scratch files, which are then merged by id range with numpy, so
-  that a pair in two parts' training data is found with memory bounded by one range.
+- train splits are looked at through each part's index (`overlap_index.py`: ids and
+  side-key hashes, kept from one refresh to the next): the rows whose id or side hash
+  the `Protected` set holds are read and checked against it as text, and the indexes
+  are merged by id range, so that a pair in two parts' training data is found with
+  memory bounded by one range.
 
 The result is a list of exclusions (`transforms/formats/exclusions.py`); parts stay as
 they are, so the next version can decide again.
@@ -20,15 +22,21 @@ they are, so the next version can decide again.
 from __future__ import annotations
 
 import itertools
-import os
 import tempfile
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from nmtpipe.pipelines.workflow.overlap_index import (
+    COLUMNS,
+    VersionPart,
+    key_hashes,
+    open_index,
+    train_row_groups,
+)
 from nmtpipe.transforms.formats import prepared
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.text.filters import DUPLICATE
@@ -37,12 +45,6 @@ from nmtpipe.transforms.text.records import Reject
 
 _COLUMNS = ["id", "src", "tgt", "origin", "line"]
 RANGE_ROWS = 2_000_000  # train ids held at once per id range, across all parts
-
-
-@dataclass(frozen=True)
-class VersionPart:
-    key: str
-    prepared: str  # URL of its prepared output
 
 
 def _row(part: str, split: str, row: int, reject: Reject) -> dict[str, Any]:
@@ -65,7 +67,7 @@ class _Small:
 
     def __init__(self, parts: list[VersionPart]) -> None:
         self.protected = Protected()
-        self.tables: dict[str, list[pa.Table]] = {}
+        self.tables: dict[str, list[pa.Table]] = {}  # "{part key}/{split}": [its rows]
         self.excluded: list[dict[str, Any]] = []
         for split in ("test", "valid"):
             seen: dict[int, str] = {}
@@ -84,6 +86,23 @@ class _Small:
                         self.excluded.append(_row(part.key, split, row, reject))
                     else:
                         seen[pair] = f"{origin}:{line}"
+        # What train rows are looked up in (`_member`).
+        self.ids = _value_set([k.to_numpy() for k in self.protected.keys("id")])
+        self.hashes = {
+            name: _value_set([key_hashes(k) for k in self.protected.keys(name)])
+            for name in ("src", "tgt")
+        }
+
+
+def _value_set(arrays: list[np.ndarray]) -> pa.Array:
+    return pa.array(np.concatenate([np.zeros(0, np.int64), *arrays]))
+
+
+def _member(values: np.ndarray, value_set: pa.Array) -> np.ndarray:
+    """Which `values` are in `value_set` (Arrow's hash look-up: a few times faster than
+    `np.isin`, which sorts)."""
+    found = pc.is_in(pa.array(values), value_set=value_set)
+    return found.to_numpy(zero_copy_only=False)
 
 
 def version_exclusions(parts: list[VersionPart], keep_overlap: bool) -> list[dict[str, Any]]:
@@ -93,29 +112,16 @@ def version_exclusions(parts: list[VersionPart], keep_overlap: bool) -> list[dic
     excluded = list(small.excluded)
     for part in parts:
         for table in small.tables[f"{part.key}/valid"]:
-            excluded += _against(part, "valid", 0, table, small.protected, keep_overlap)
+            rows = np.arange(table.num_rows)
+            excluded += _against(part, "valid", table, rows, small, keep_overlap)
     with tempfile.TemporaryDirectory(prefix="nmtpipe-ids-") as scratch:
-        index_files = []
-        for k, part in enumerate(parts):
-            start, ids = 0, []
-            for table in _split_tables(part, "train"):
-                excluded += _against(part, "train", start, table, small.protected, keep_overlap)
-                ids.append(
-                    np.stack(
-                        [
-                            table["id"].to_numpy(),
-                            np.arange(start, start + table.num_rows),
-                            table["line"].to_numpy(),
-                        ],
-                        axis=1,
-                    )
-                )
-                start += table.num_rows
-            path = os.path.join(scratch, f"{k}.npy")
-            rows = np.concatenate(ids) if ids else np.zeros((0, 3), dtype=np.int64)
-            np.save(path, rows[np.argsort(rows[:, 0], kind="stable")])
-            index_files.append(path)
-        excluded += _train_repeats(parts, index_files)
+        indexes = [open_index(part, scratch) for part in parts]
+        for part, index in zip(parts, indexes, strict=True):
+            rows = _candidates(index, small, keep_overlap)
+            if len(rows):
+                table = _train_rows(part, rows)
+                excluded += _against(part, "train", table, rows, small, keep_overlap)
+        excluded += _train_repeats(parts, indexes)
     first: dict[tuple[str, str, int], dict[str, Any]] = {}
     for row in excluded:  # one reason per row: the first found
         first.setdefault((row["part"], row["split"], row["row"]), row)
@@ -123,18 +129,43 @@ def version_exclusions(parts: list[VersionPart], keep_overlap: bool) -> list[dic
 
 
 def _against(
-    part: VersionPart, split: str, start: int, table: pa.Table, protected: Protected, keep: bool
+    part: VersionPart, split: str, table: pa.Table, rows: np.ndarray, small: _Small, keep: bool
 ) -> list[dict[str, Any]]:
-    """Exclusions of the rows `start`... of a part's split held in `table`."""
-    gone, rejects = protected.exclude(table, split, keep)
-    rows = (np.flatnonzero(gone) + start).tolist()
+    """Exclusions of a part's split among `table`, which holds its rows `rows`."""
+    gone, rejects = small.protected.exclude(table, split, keep)
+    rows = rows[gone].tolist()
     return [_row(part.key, split, row, r) for row, r in zip(rows, rejects, strict=True)]
 
 
-def _train_repeats(parts: list[VersionPart], index_files: list[str]) -> list[dict[str, Any]]:
+def _candidates(index: np.ndarray, small: _Small, keep: bool) -> np.ndarray:
+    """The train rows, sorted, whose id or side-key hash a valid or test pair has: the
+    only ones that can be excluded for them (a hash may match by chance; the text
+    decides)."""
+    found = []
+    for lo in range(0, index.shape[1], RANGE_ROWS):
+        block = np.asarray(index[:, lo : lo + RANGE_ROWS])
+        hit = _member(block[COLUMNS.index("id")], small.ids)
+        if not keep:
+            for name in ("src", "tgt"):
+                hit |= _member(block[COLUMNS.index(name)], small.hashes[name])
+        found.append(block[COLUMNS.index("row"), hit])
+    return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+
+def _train_rows(part: VersionPart, rows: np.ndarray) -> pa.Table:
+    """Rows `rows` (sorted) of a part's train split, reading only their row groups."""
+    pieces = []
+    for group in train_row_groups(part):
+        a, b = np.searchsorted(rows, [group.start, group.start + group.rows])
+        if a < b:
+            table = fsio.read_parquet(group.url, _COLUMNS, [group.group])
+            pieces.append(table.take(pa.array(rows[a:b] - group.start)))
+    return pa.concat_tables(pieces)
+
+
+def _train_repeats(parts: list[VersionPart], indexes: list[np.ndarray]) -> list[dict[str, Any]]:
     """Train pairs found in an earlier part's train split too, by id range."""
-    indexes = [np.load(path, mmap_mode="r") for path in index_files]
-    total = sum(len(ix) for ix in indexes)
+    total = sum(ix.shape[1] for ix in indexes)
     ranges = max(1, -(-total // RANGE_ROWS))
     bounds = [int(b) for b in np.linspace(0, 2**63, ranges + 1, dtype=np.float64)]
     bounds[-1] = 2**63
@@ -143,12 +174,12 @@ def _train_repeats(parts: list[VersionPart], index_files: list[str]) -> list[dic
     for lo, hi in itertools.pairwise(bounds):
         chunks = []
         for k, ix in enumerate(indexes):
-            a, b = np.searchsorted(ix[:, 0], [lo, hi]) if hi < 2**63 else (
-                np.searchsorted(ix[:, 0], lo), len(ix))  # fmt: skip
-            part = np.asarray(ix[a:b])
+            a, b = np.searchsorted(ix[0], [lo, hi]) if hi < 2**63 else (
+                np.searchsorted(ix[0], lo), ix.shape[1])  # fmt: skip
+            part = np.asarray(ix[:3, a:b]).T  # id, row, line
             chunks.append(np.column_stack([part, np.full(len(part), k)]))
-        rows = np.concatenate(chunks)
-        rows = rows[np.lexsort((rows[:, 3], rows[:, 0]))]  # by id, then part
+        rows = np.concatenate(chunks)  # sorted runs, one per part, in part order
+        rows = rows[np.argsort(rows[:, 0], kind="stable")]  # by id, then part
         again = np.flatnonzero(rows[1:, 0] == rows[:-1, 0]) + 1
         for i in again.tolist():
             first = i - 1

@@ -112,13 +112,15 @@ def published(root: str) -> list[int]:
 
 
 def referenced(doc: dict[str, Any]) -> set[str]:
-    """The folders (and files) under the root a version needs: its parts, its
-    vocabulary and its exclusions."""
+    """The folders (and files) under the root a version needs: its parts (and their
+    overlap indexes), its vocabulary and its exclusions."""
     needed = {doc["vocab"]["path"]}
     if doc.get("exclusions"):
         needed.add(doc["exclusions"]["path"])
     for part in doc["parts"]:
         needed |= {part["prepared"], part["encoded"]}
+        if "overlap_index" in part:  # versions before it have none
+            needed.add(part["overlap_index"])
     return needed
 
 

@@ -94,6 +94,11 @@ class Protected:
         self.unsorted.clear()
         return self
 
+    def keys(self, name: str) -> list[pa.ChunkedArray]:
+        """The keys of field `name` (`id`, `src` or `tgt`), one array per split held."""
+        self.compact()
+        return [tables[0]["key"] for (_, field_), tables in self.found.items() if field_ == name]
+
     def exclude(
         self, table: pa.Table, split: str, keep_overlap: bool
     ) -> tuple[np.ndarray, list[Reject]]:

@@ -18,9 +18,12 @@ import yaml
 
 from nmtpipe.pipelines.cli.config_file import load_config
 from nmtpipe.pipelines.cli.main import main
+from nmtpipe.pipelines.workflow import overlap_index
+from nmtpipe.pipelines.workflow.overlap_index import VersionPart
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 from nmtpipe.pipelines.workflow.refresh import Refresh
+from nmtpipe.pipelines.workflow.version_overlap import version_exclusions
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 from nmtpipe.transforms.formats.exclusions import read_exclusions
 from nmtpipe.transforms.formats.prepared import read_prepared
@@ -432,15 +435,21 @@ def test_small_changes_run_in_process_on_local_runners(tmp_path, capsys):
     )
 
 
-def test_a_version_leaves_out_pairs_repeated_or_leaked_across_its_inputs(tmp_path, capsys):
+def leaky_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    """Two train inputs sharing ten pairs and a test input whose second source is a
+    training sentence of the first, translated anew; their config and test input."""
     raw = tmp_path / "raw"
     raw.mkdir()
     write_pair(raw / "part0", EN[:300], ZH[:300])
-    write_pair(raw / "part1", EN[290:600], ZH[290:600])  # ten pairs of part0 again
-    # A test input whose second source is a training sentence of part0, translated anew.
+    write_pair(raw / "part1", EN[290:600], ZH[290:600])
     test = write_pair(tmp_path / "test", [EN[700], EN[5]], [ZH[700], "另一个全新的翻译。"])
     prepare = {"testpref": [str(test)], "valid_fraction": 0.05}
-    path, root = config(tmp_path, prepare=prepare), tmp_path / "root"
+    return config(tmp_path, prepare=prepare), test
+
+
+def test_a_version_leaves_out_pairs_repeated_or_leaked_across_its_inputs(tmp_path, capsys):
+    path, test = leaky_inputs(tmp_path)
+    raw, root = tmp_path / "raw", tmp_path / "root"
     refresh(path, capsys)
     doc = versions.read_version(str(root), 1)
     assert doc["exclusions"]["rejects"].get("duplicate", 0) >= 10
@@ -462,3 +471,49 @@ def test_a_version_leaves_out_pairs_repeated_or_leaked_across_its_inputs(tmp_pat
     arrow = open_dataset(str(root / "versions/LATEST"), "arrow")
     for i in (0, 100, -1):  # fairseq's ids of T2T pieces are theirs + 2 (EOS aside)
         np.testing.assert_array_equal(arrow["train"][i][1][:-1] + 2, data["train"][i][1][:-1])
+
+
+def test_the_checks_across_inputs_read_each_part_once_and_trust_text_not_hashes(
+    tmp_path, capsys, monkeypatch
+):
+    """Each part's train index (ids and side-key hashes) is built once and kept with the
+    version; what it finds is what reading every pair finds, a damaged index is built
+    again, and a hash shared by chance excludes nothing (the text decides)."""
+    path, _ = leaky_inputs(tmp_path)
+    raw, root = tmp_path / "raw", tmp_path / "root"
+    built = []
+    monkeypatch.setattr(overlap_index, "build_index", spy(overlap_index.build_index, built))
+    refresh(path, capsys)
+    assert len(built) == 3  # one per part, the test input's too
+    doc = versions.read_version(str(root), 1)
+    parts = [
+        VersionPart(p["key"], str(root / p["prepared"]), str(root / f"parts/{p['key']}"))
+        for p in doc["parts"]
+    ]
+    assert [p["overlap_index"] for p in doc["parts"]] == [
+        os.path.relpath(overlap_index.index_url(part), root) for part in parts
+    ]
+    expected = version_exclusions(parts, keep_overlap=False)
+    assert len(expected) == sum(doc["exclusions"]["pairs"].values()) and len(built) == 3
+    # A new input: only its index is built.
+    write_pair(raw / "part2", EN[600:700] + EN[:5], ZH[600:700] + ZH[:5])
+    refresh(path, capsys)
+    assert len(built) == 4
+    # Damaged: cut short, it is built again and finds the same.
+    index = Path(overlap_index.index_url(parts[0]))
+    index.write_bytes(index.read_bytes()[:100])
+    assert version_exclusions(parts, keep_overlap=False) == expected and len(built) == 5
+    assert np.load(index).shape[0] == len(overlap_index.COLUMNS)
+    # Every side hashed alike: every train row is a candidate, and only the text excludes.
+    monkeypatch.setattr(overlap_index, "hash64", lambda keys: np.zeros(len(keys), np.uint64))
+    for part in parts:
+        Path(overlap_index.index_url(part)).unlink()
+    assert version_exclusions(parts, keep_overlap=False) == expected
+
+
+def spy(function, calls: list):
+    def wrapper(*args, **kwargs):
+        calls.append(args)
+        return function(*args, **kwargs)
+
+    return wrapper
