@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from html import escape
 
 WIDTH, HEIGHT = 640, 270
-FONT = 11  # px
+FONT = 12  # px, as matplotlib's 9 points at 96 dpi
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 _CHAR = 0.6 * FONT  # a label's width per character, roughly (no font metrics here)
 _DASH = "5,3"
