@@ -19,6 +19,7 @@ import io
 import json
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +36,8 @@ _READ = ["id", "src", "tgt", "line"]
 
 @dataclass(frozen=True)
 class VersionPart:
+    """A part as the checks across a version see it."""
+
     key: str
     prepared: str  # URL of its prepared output
     folder: str  # URL of the part's folder, where its index is kept
@@ -54,7 +57,7 @@ def train_row_groups(part: VersionPart) -> list[RowGroup]:
     """The row groups of a part's train split, in row order (footers only)."""
     root, doc = prepared.read_prepared(part.prepared)
     out, start = [], 0
-    for rel in doc["splits"].get("train", {}).get("files", []):
+    for rel in _train_files(doc):
         url = fsio.join(root, rel)
         for group, rows in enumerate(fsio.parquet_row_groups(url)):
             out.append(RowGroup(url, group, start, rows))
@@ -65,13 +68,14 @@ def train_row_groups(part: VersionPart) -> list[RowGroup]:
 def index_url(part: VersionPart) -> str:
     """Where the index of the part's current train shards is (or will be) kept."""
     _, doc = prepared.read_prepared(part.prepared)
-    train = sorted((f["path"], f["sha256"]) for f in doc["files"] if f["path"] in _train_files(doc))
+    files = set(_train_files(doc))
+    train = sorted((f["path"], f["sha256"]) for f in doc["files"] if f["path"] in files)
     digest = hashlib.sha256(json.dumps([_FORMAT, train]).encode()).hexdigest()[:16]
     return fsio.join(part.folder, f"overlap-{digest}.npy")
 
 
-def _train_files(doc: dict) -> set[str]:
-    return set(doc["splits"].get("train", {}).get("files", []))
+def _train_files(doc: dict[str, Any]) -> list[str]:
+    return doc["splits"].get("train", {}).get("files", [])
 
 
 def open_index(part: VersionPart, scratch: str) -> np.ndarray:
