@@ -205,7 +205,7 @@ def _encoded_sections(data: encoded_dataset.EncodedDataset, stats: dict[str, Any
         ranked = np.argsort(-counts, kind="stable")[:PIECES]  # ties: the smaller id first
         top = [(int(i), int(counts[i])) for i in ranked if counts[i]]
         encoder = vocab.encoder(lang)
-        pieces.append([lang, "  ".join(f"{encoder.decode([i])!r} {n:,}" for i, n in top)])
+        pieces.append([lang, "  ".join(f"{encoder.piece(i)!r} {n:,}" for i, n in top)])
     out.append(
         _table(
             [

@@ -85,6 +85,16 @@ class SideEncoder:
             return self._hf.decode(kept, skip_special_tokens=False)
         return self._spm.decode([int(i) for i in ids])
 
+    def piece(self, i: int) -> str:
+        """Id `i`'s piece as the vocabulary writes it (`▁the` for SentencePiece, `the_`
+        for T2T), in this vocabulary's own id space: unlike `decode`, it shows where
+        words start or end."""
+        if self.model == "t2t":
+            return self._t2t.subtokens[i]
+        if self.model in hf_vocab.KINDS:
+            return self._hf.id_to_token(i)
+        return self._spm.id_to_piece(i)
+
     def outside(self, tokens: Sequence[str]) -> np.ndarray:
         """Which tokens this vocabulary cannot spell with its own pieces: those with
         characters outside a T2T alphabet (escaped as `\\NNN;`), or that SentencePiece

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from nmtpipe.transforms.vocab import id_layout, spm_vocab
+from nmtpipe.transforms.vocab import hf_vocab, id_layout, spm_vocab
+from nmtpipe.transforms.vocab.hf_vocab import HfConfig
 from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
 from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
 from nmtpipe.transforms.vocab.vocabulary import SideEncoder, arrow_dtype
@@ -30,6 +31,9 @@ def test_t2t_batches_equal_t2t_encode_plus_eos():
     flat, lengths = encoder.encode_batch(lines)
     assert split(flat, lengths) == [[*reference.encode(line), 1] for line in lines]
     assert encoder.unknowns(flat) == 0 and encoder.layout == id_layout.T2T
+    assert [encoder.piece(i) for i in flat[:3].tolist()] == [
+        reference.subtokens[i] for i in flat[:3]
+    ]
 
 
 def test_sentencepiece_batches_equal_spm_encode_plus_eos():
@@ -40,6 +44,10 @@ def test_sentencepiece_batches_equal_spm_encode_plus_eos():
     flat, lengths = encoder.encode_batch(lines)
     assert split(flat, lengths) == [[*reference.encode(line), 2] for line in lines]
     assert encoder.unknowns(flat) == int(np.count_nonzero(flat == 3)) > 0
+    # Pieces as SentencePiece writes them: a word's first piece keeps its "▁".
+    ids = reference.encode("They like it.")
+    pieces = [encoder.piece(i) for i in ids]
+    assert pieces == [reference.id_to_piece(i) for i in ids] and pieces[0].startswith("▁")
 
 
 def test_t2t_ids_map_to_fairseq_dictionary_ids():
@@ -53,3 +61,11 @@ def test_t2t_ids_map_to_fairseq_dictionary_ids():
 )
 def test_arrow_dtype(size, dtype):
     assert arrow_dtype(size) == dtype
+
+
+def test_a_tokenizers_vocabulary_shows_its_own_pieces():
+    lines = example_lines("tatoeba-cmn", "en", 2000)
+    tok = hf_vocab.train(lines, "bpe-hf", 600, HfConfig())
+    encoder = SideEncoder("bpe-hf", tok.to_str().encode(), dictionary_size=604)
+    pieces = hf_vocab.pieces(tok)
+    assert [encoder.piece(i) for i in range(len(pieces))] == pieces
