@@ -82,7 +82,7 @@ def open_index(part: VersionPart, scratch: str) -> np.ndarray:
     """The part's index, memory-mapped from local disk (copied to `scratch` first when
     the root is remote); built and kept first if it is missing or unreadable."""
     url = index_url(part)
-    local = _local_copy(url, scratch)
+    local = _local_copy(url, os.path.join(scratch, f"{part.key}.npy"))
     if local is not None:
         try:
             return np.load(local, mmap_mode="r")
@@ -95,12 +95,12 @@ def open_index(part: VersionPart, scratch: str) -> np.ndarray:
     return index
 
 
-def _local_copy(url: str, scratch: str) -> str | None:
+def _local_copy(url: str, path: str) -> str | None:
+    """A local path to `url`'s bytes (copied to `path` if remote), or None if absent."""
     if not fsio.exists(url):
         return None
     if fsio.is_local(url):
         return fsio.url_to_fs(url)[1]
-    path = os.path.join(scratch, os.path.basename(url))
     fs, remote = fsio.url_to_fs(url)
     fs.get(remote, path)
     return path
