@@ -27,7 +27,7 @@ from nmtpipe.pipelines.workflow.version_overlap import version_exclusions
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 from nmtpipe.transforms.formats.exclusions import read_exclusions
 from nmtpipe.transforms.formats.prepared import read_prepared
-from nmtpipe.transforms.storage import versions
+from nmtpipe.transforms.storage import fsio, versions
 from nmtpipe.transforms.text.t2t_tokenizer import count_tokens
 from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
@@ -264,7 +264,7 @@ def test_retention_keeps_the_newest_versions_and_what_they_need(tmp_path, capsys
 HOLD_LOCK = textwrap.dedent(
     """
     import sys, time
-    from nmtpipe.transforms.storage import versions
+    from nmtpipe.transforms.storage import fsio, versions
     with versions.lock(sys.argv[1]):
         print("locked", flush=True)
         time.sleep(60)
@@ -401,7 +401,7 @@ def test_bad_refresh_settings_are_refused(tmp_path, capsys, refresh_section, mes
     assert message in capsys.readouterr().err
 
 
-def test_refresh_on_s3_with_checksums(tmp_path, capsys, s3):
+def test_refresh_on_s3_with_checksums(tmp_path, capsys, s3, monkeypatch):
     raw = tmp_path / "raw"
     raw.mkdir()
     slice_input(raw, 0)
@@ -411,6 +411,14 @@ def test_refresh_on_s3_with_checksums(tmp_path, capsys, s3):
     assert "unchanged" in refresh(path, capsys)
     version = open_dataset(f"{s3}/refresh/versions/LATEST", cache_dir=str(tmp_path / "cache"))
     assert len(version["train"]) == versions.read_version(f"{s3}/refresh", 1)["splits"]["train"]
+    # A second input: the first part's overlap index is read back from the bucket.
+    slice_input(raw, 1)
+    built = []
+    monkeypatch.setattr(overlap_index, "build_index", spy(overlap_index.build_index, built))
+    assert "versions/000002" in refresh(path, capsys)
+    doc = versions.read_version(f"{s3}/refresh", 2)
+    assert all(fsio.exists(f"{s3}/refresh/{p['overlap_index']}") for p in doc["parts"])
+    assert len(doc["parts"]) == 2 and len(built) == 1
 
 
 def test_small_changes_run_in_process_on_local_runners(tmp_path, capsys):
