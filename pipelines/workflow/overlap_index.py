@@ -45,7 +45,7 @@ class VersionPart:
 
 @dataclass(frozen=True)
 class RowGroup:
-    """Where rows `start`.. of a part's train split are: row group `group` of `url`."""
+    """Where rows `start`.. of a part's split are: row group `group` of `url`."""
 
     url: str
     group: int
@@ -53,11 +53,11 @@ class RowGroup:
     rows: int
 
 
-def train_row_groups(part: VersionPart) -> list[RowGroup]:
-    """The row groups of a part's train split, in row order (footers only)."""
+def row_groups(part: VersionPart, split: str) -> list[RowGroup]:
+    """The row groups of a part's split, in row order (footers only)."""
     root, doc = prepared.read_prepared(part.prepared)
     out, start = [], 0
-    for rel in _train_files(doc):
+    for rel in _split_files(doc, split):
         url = fsio.join(root, rel)
         for group, rows in enumerate(fsio.parquet_row_groups(url)):
             out.append(RowGroup(url, group, start, rows))
@@ -68,14 +68,14 @@ def train_row_groups(part: VersionPart) -> list[RowGroup]:
 def index_url(part: VersionPart) -> str:
     """Where the index of the part's current train shards is (or will be) kept."""
     _, doc = prepared.read_prepared(part.prepared)
-    files = set(_train_files(doc))
+    files = set(_split_files(doc, "train"))
     train = sorted((f["path"], f["sha256"]) for f in doc["files"] if f["path"] in files)
     digest = hashlib.sha256(json.dumps([_FORMAT, train]).encode()).hexdigest()[:16]
     return fsio.join(part.folder, f"overlap-{digest}.npy")
 
 
-def _train_files(doc: dict[str, Any]) -> list[str]:
-    return doc["splits"].get("train", {}).get("files", [])
+def _split_files(doc: dict[str, Any], split: str) -> list[str]:
+    return doc["splits"].get(split, {}).get("files", [])
 
 
 def open_index(part: VersionPart, scratch: str) -> np.ndarray:
@@ -110,7 +110,7 @@ def build_index(part: VersionPart) -> np.ndarray:
     """The index of a part's train split, read a row group at a time (it holds 40 bytes
     a pair, the training text about four times that)."""
     blocks = [np.zeros((len(COLUMNS), 0), dtype=np.int64)]
-    for group in train_row_groups(part):
+    for group in row_groups(part, "train"):
         table = fsio.read_parquet(group.url, _READ, [group.group])
         blocks.append(_index_block(table, group.start))
     index = np.concatenate(blocks, axis=1)
@@ -123,8 +123,8 @@ def _index_block(table: pa.Table, start: int) -> np.ndarray:
             table["id"].to_numpy(),
             np.arange(start, start + table.num_rows),
             table["line"].to_numpy(),
-            hash64(side_keys(table["src"])).view(np.int64),
-            hash64(side_keys(table["tgt"])).view(np.int64),
+            key_hashes(side_keys(table["src"])),
+            key_hashes(side_keys(table["tgt"])),
         ]
     )
 

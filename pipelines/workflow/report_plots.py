@@ -21,16 +21,18 @@ FONT = 12  # px, as matplotlib's 9 points at 96 dpi
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 _CHAR = 0.6 * FONT  # a label's width per character, roughly (no font metrics here)
 _DASH = "5,3"
+_SLANT = math.radians(20)  # x labels turned when there are many
 
 
 def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str) -> str:
     """Grouped (or single) bars: one group per label, one bar per series."""
     top = max([v for values in series.values() for v in values], default=0)
     slant = len(labels) > 4
-    bottom = 24 + (int(_CHAR * max(map(len, labels), default=0) * 0.7) if slant else FONT)
+    longest = _CHAR * max(map(len, labels), default=0)
+    bottom = 24 + (longest * math.sin(_SLANT) + FONT if slant else FONT)
     frame = _Frame.around((0, top), bottom)
     if slant and labels:  # the first label, slanted, reaches left of its bar
-        frame = frame.wider_left(0.94 * _CHAR * len(labels[0]), len(labels))
+        frame = frame.wider_left(_CHAR * len(labels[0]) * math.cos(_SLANT), len(labels))
     width = frame.w / max(len(labels), 1)
     bar = 0.8 * width / max(len(series), 1)
     out = []
@@ -42,7 +44,8 @@ def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: s
     for i, label in enumerate(labels):
         x, y = frame.x + (i + 0.5) * width, frame.bottom + FONT + 4
         if slant:
-            out.append(_text(x, y, label, "end", f' transform="rotate(-20 {x:.1f} {y:.1f})"'))
+            turn = f' transform="rotate({-math.degrees(_SLANT):g} {x:.1f} {y:.1f})"'
+            out.append(_text(x, y, label, "end", turn))
         else:
             out.append(_text(x, y, label, "middle"))
     out += frame.y_axis(ylabel)

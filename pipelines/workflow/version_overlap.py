@@ -35,7 +35,7 @@ from nmtpipe.pipelines.workflow.overlap_index import (
     VersionPart,
     key_hashes,
     open_index,
-    train_row_groups,
+    row_groups,
 )
 from nmtpipe.transforms.formats import prepared
 from nmtpipe.transforms.storage import fsio
@@ -51,15 +51,10 @@ def _row(part: str, split: str, row: int, reject: Reject) -> dict[str, Any]:
     return {"part": part, "split": split, "row": row, **reject._asdict()}
 
 
-def _split_tables(part: VersionPart, split: str) -> list[pa.Table]:
-    """Every row group of a part's split, in order."""
-    root, doc = prepared.read_prepared(part.prepared)
-    tables = []
-    for rel in doc["splits"].get(split, {}).get("files", []):
-        url = fsio.join(root, rel)
-        for group in range(len(fsio.parquet_row_groups(url))):
-            tables.append(fsio.read_parquet(url, _COLUMNS, [group]))
-    return tables
+def _split_table(part: VersionPart, split: str) -> pa.Table | None:
+    """A part's whole split (None if it has none)."""
+    tables = [fsio.read_parquet(g.url, _COLUMNS, [g.group]) for g in row_groups(part, split)]
+    return pa.concat_tables(tables) if tables else None
 
 
 class _Small:
@@ -67,14 +62,12 @@ class _Small:
 
     def __init__(self, parts: list[VersionPart]) -> None:
         self.protected = Protected()
-        self.tables: dict[str, list[pa.Table]] = {}  # "{part key}/{split}": [its rows]
+        self.tables: dict[str, pa.Table | None] = {}  # "{part key}/{split}": its rows
         self.excluded: list[dict[str, Any]] = []
         for split in ("test", "valid"):
             seen: dict[int, str] = {}
             for part in parts:
-                tables = _split_tables(part, split)
-                table = pa.concat_tables(tables) if tables else None
-                self.tables[f"{part.key}/{split}"] = [] if table is None else [table]
+                table = self.tables[f"{part.key}/{split}"] = _split_table(part, split)
                 if table is None:
                     continue
                 self.protected.merge(Protected.of_batch(split, table))
@@ -111,9 +104,10 @@ def version_exclusions(parts: list[VersionPart], keep_overlap: bool) -> list[dic
     small = _Small(parts)
     excluded = list(small.excluded)
     for part in parts:
-        for table in small.tables[f"{part.key}/valid"]:
-            rows = np.arange(table.num_rows)
-            excluded += _against(part, "valid", table, rows, small, keep_overlap)
+        valid = small.tables[f"{part.key}/valid"]
+        if valid is not None:
+            rows = np.arange(valid.num_rows)
+            excluded += _against(part, "valid", valid, rows, small, keep_overlap)
     with tempfile.TemporaryDirectory(prefix="nmtpipe-ids-") as scratch:
         indexes = [open_index(part, scratch) for part in parts]
         for part, index in zip(parts, indexes, strict=True):
@@ -155,7 +149,7 @@ def _candidates(index: np.ndarray, small: _Small, keep: bool) -> np.ndarray:
 def _train_rows(part: VersionPart, rows: np.ndarray) -> pa.Table:
     """Rows `rows` (sorted) of a part's train split, reading only their row groups."""
     pieces = []
-    for group in train_row_groups(part):
+    for group in row_groups(part, "train"):
         a, b = np.searchsorted(rows, [group.start, group.start + group.rows])
         if a < b:
             table = fsio.read_parquet(group.url, _COLUMNS, [group.group])

@@ -56,27 +56,30 @@ def pack_linears(model: Seq2Seq) -> bool:
     if not _packable(model):
         return False
     try:
-        _check(model)
+        probed, probe = _probe(model)
     except (AttributeError, RuntimeError):
         return False
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if type(child) is nn.Linear:
-                setattr(parent, name, PackedLinear(child.weight, child.bias))
+                packed = probe if child is probed else PackedLinear(child.weight, child.bias)
+                setattr(parent, name, packed)
     if model.output is None:
         model.output = PackedLinear(model.tgt_embed.weight.detach(), None)
     return True
 
 
-def _check(model: Seq2Seq) -> None:
-    """Raise unless the operators exist and agree with `F.linear` on one of the model's
-    layers (RuntimeError if they disagree)."""
+def _probe(model: Seq2Seq) -> tuple[nn.Linear | None, PackedLinear | None]:
+    """One of the model's layers and its packed copy, once the operators are seen to
+    exist and agree with `F.linear` on it (RuntimeError if they disagree); two Nones for
+    a model without linear layers."""
     layer = next((m for m in model.modules() if type(m) is nn.Linear), None)
     if layer is None:
-        return
+        return None, None
     x = torch.randn(3, layer.in_features, generator=torch.Generator().manual_seed(0))
+    packed = PackedLinear(layer.weight, layer.bias)
     with torch.no_grad():
-        want = layer(x)
-        got = PackedLinear(layer.weight, layer.bias)(x)
+        want, got = layer(x), packed(x)
     if not torch.allclose(got, want, rtol=1e-4, atol=1e-4 * float(want.abs().max()) + 1e-6):
         raise RuntimeError("oneDNN's linear disagrees with torch's")
+    return layer, packed

@@ -11,7 +11,8 @@ never match).
 
 Valid and test sets are a small share of the data, so their ids and keys (`Protected`)
 travel to every shard writer as a side input, with where each came from for the
-rejects' detail; training data is never held whole. The look-ups are Arrow hash joins (`index_in`).
+rejects' detail; training data is never held whole. The look-ups are Arrow hash joins
+(`index_in`).
 """
 
 from __future__ import annotations
