@@ -168,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     from nmtpipe.pipelines.beam.lean_import import import_beam
 
     import_beam()  # only now that logging is set up, and without what nmtpipe never uses
-    from nmtpipe.pipelines.beam import options
+    from nmtpipe.pipelines.beam import graph_memo, options
+
+    graph_memo.install()
 
     # The command is the first word (the only options before it are --help and --version).
     named = next((word for word in argv if not word.startswith("-")), None)

@@ -117,6 +117,13 @@ class SideEncoder:
         return 0 if self.layout.unk is None else int(np.count_nonzero(ids == self.layout.unk))
 
 
+# Encoders built in this process, by their kind and their two files' sha256s (equal
+# sums, equal files). A refresh asks for the same vocabulary's encoders in its drift
+# check, its encode and its report, and parsing a vocabulary costs more than reading it.
+_BUILT: dict[tuple[str, str, str], SideEncoder] = {}
+_BUILT_LIMIT = 4
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     """A committed `nmtpipe vocab` output: where it is, what it says, its files."""
@@ -143,12 +150,19 @@ class Vocabulary:
         return manifest.read_entry(self.root, manifest.entry_of(self.root, self.doc, url))
 
     def encoder(self, lang: str) -> SideEncoder:
-        """The encoder of `lang`, read from storage (call once per worker)."""
-        side = self.side_of(lang)
-        model_file = self.doc["vocabularies"][side]["files"][0]
-        data = self.read(fsio.join(self.root, model_file))
-        entries = read_dict(self.read(self.dict_url(lang)).decode("utf-8"))
-        return SideEncoder(self.model, data, len(SPECIALS) + len(entries))
+        """The encoder of `lang`: read from storage and parsed once per process (it is
+        shared: the caller must not change it)."""
+        model_file = self.doc["vocabularies"][self.side_of(lang)]["files"][0]
+        model = manifest.entry_of(self.root, self.doc, fsio.join(self.root, model_file))
+        dictionary = manifest.entry_of(self.root, self.doc, self.dict_url(lang))
+        key = (self.model, model["sha256"], dictionary["sha256"])
+        if key not in _BUILT:
+            data = manifest.read_entry(self.root, model)
+            entries = read_dict(manifest.read_entry(self.root, dictionary).decode("utf-8"))
+            if len(_BUILT) >= _BUILT_LIMIT:
+                _BUILT.pop(next(iter(_BUILT)))
+            _BUILT[key] = SideEncoder(self.model, data, len(SPECIALS) + len(entries))
+        return _BUILT[key]
 
 
 def open_vocabulary(url: str) -> Vocabulary:

@@ -27,7 +27,7 @@ def test_beam_without_unused_integrations():
     assert done.stdout.strip() == "ok"
 
 
-def test_a_small_prepare_does_not_import_torch(tmp_path):
+def test_a_small_prepare_does_not_import_torch_and_memoizes_beams_introspection(tmp_path):
     corpus = tmp_path / "c"
     corpus.with_suffix(".en").write_text("Hello there.\nGood night.\n" * 20)
     corpus.with_suffix(".zh").write_text("你好。\n晚安。\n" * 20)
@@ -37,6 +37,8 @@ def test_a_small_prepare_does_not_import_torch(tmp_path):
         f"assert main(['prepare', '-s', 'en', '-t', 'zh', '--trainpref', {str(corpus)!r},"
         f" '--output', {str(tmp_path / 'out')!r}]) == 0\n"
         "assert 'torch' not in sys.modules\n"
+        "from apache_beam.transforms import core\n"
+        "assert hasattr(core.get_function_args_defaults, 'memoizes')  # graph_memo installed\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -203,3 +204,18 @@ def test_bad_inputs(prepared, tmp_path):
         vocab(prepared, tmp_path / "u", model="unigram-hf", vocab_size=300, sample_sentences=500)
     with pytest.raises(ConfigError, match="unknown --model"):
         VocabConfig(prepared, str(tmp_path / "v"), model="word-piece")
+
+
+def test_encoders_are_parsed_once_per_process_by_their_files(prepared, tmp_path):
+    vocab(prepared, tmp_path / "joined", vocab_size=1000, joined=True)
+    vocab(prepared, tmp_path / "apart", vocab_size=1000)
+    shutil.copytree(tmp_path / "joined", tmp_path / "copy")
+    en = open_vocabulary(str(tmp_path / "joined")).encoder("en")
+    assert open_vocabulary(str(tmp_path / "joined")).encoder("en") is en
+    assert open_vocabulary(str(tmp_path / "copy")).encoder("en") is en  # the same files
+    same_dicts = (tmp_path / "joined/dict.en.txt").read_bytes() == (
+        tmp_path / "joined/dict.zh.txt"
+    ).read_bytes()
+    assert (open_vocabulary(str(tmp_path / "joined")).encoder("zh") is en) == same_dicts
+    apart = open_vocabulary(str(tmp_path / "apart")).encoder("en")  # other files
+    assert apart is not en
