@@ -71,7 +71,8 @@ def alnum_table() -> np.ndarray:
 
 
 def token_array(lines: list[str]) -> pa.StringArray:
-    """Every token T2T counts in `lines`, in order, as one Arrow string array.
+    """Every token T2T counts in `lines`, as one Arrow string array (ASCII lines' tokens
+    first: for counting, where order does not matter).
 
     The same tokens as `encode(line)` for every line, computed on the code points of the
     `\n`-joined lines with numpy: line breaks and the single spaces between two
@@ -83,37 +84,67 @@ def token_array(lines: list[str]) -> pa.StringArray:
     """
     ascii_lines = [line for line in lines if line.isascii()]
     if len(ascii_lines) == len(lines):
-        return _tokens("\n".join(lines), ascii_only=True)
+        return _tokens("\n".join(lines), ascii_only=True)[0]
     other = "\n".join(line for line in lines if not line.isascii())
     return pa.concat_arrays(
-        [_tokens("\n".join(ascii_lines), ascii_only=True), _tokens(other, ascii_only=False)]
+        [_tokens("\n".join(ascii_lines), ascii_only=True)[0], _tokens(other, ascii_only=False)[0]]
     )
 
 
-def _slowly(text: str) -> pa.StringArray:
-    return pa.array([t for line in text.split("\n") for t in encode(line)], pa.string())
+def line_tokens(lines: list[str]) -> tuple[pa.StringArray, np.ndarray]:
+    """Every line's tokens as `encode` gives them, in line order, as one Arrow array
+    (computed as `token_array` computes them), and how many tokens each line has."""
+    n = len(lines)
+    joined = "\n".join(lines)
+    if n == 0 or joined.count("\n") != n - 1:  # no lines, or a line holding a line break
+        tokens, owner = _slowly(lines)
+        return tokens, np.bincount(owner, minlength=n)
+    is_ascii = np.fromiter(map(str.isascii, lines), dtype=bool, count=n)
+    found = []
+    for mask, ascii_only in ((is_ascii, True), (~is_ascii, False)):
+        rows = np.flatnonzero(mask)
+        if rows.size == n:
+            tokens, owner = _tokens(joined, ascii_only)
+            return tokens, np.bincount(owner, minlength=n)
+        if rows.size:
+            tokens, line = _tokens("\n".join([lines[i] for i in rows.tolist()]), ascii_only)
+            found.append((tokens, rows[line]))
+    owner = np.concatenate([line for _, line in found])
+    order = np.argsort(owner, kind="stable")  # each line's tokens stay in their order
+    tokens = pa.concat_arrays([tokens for tokens, _ in found]).take(pa.array(order))
+    return tokens, np.bincount(owner, minlength=n)
 
 
-def _tokens(text: str, ascii_only: bool) -> pa.StringArray:
+def _slowly(lines: list[str]) -> tuple[pa.StringArray, np.ndarray]:
+    """`encode` line by line: tokens and the line of each."""
+    per_line = [encode(line) for line in lines]
+    line = np.repeat(np.arange(len(lines)), [len(tokens) for tokens in per_line])
+    return pa.array([t for tokens in per_line for t in tokens], pa.string()), line
+
+
+def _tokens(text: str, ascii_only: bool) -> tuple[pa.StringArray, np.ndarray]:
+    """The tokens of `\n`-joined lines and the line of each."""
     if "\x00" in text:
-        return _slowly(text)
+        return _slowly(text.split("\n"))
     if ascii_only:
         cps = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
     else:
         cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     alnum = alnum_table()[cps]
-    dropped = cps == ord("\n")
+    breaks = cps == ord("\n")
+    dropped = breaks.copy()
     between = np.zeros_like(dropped)
     between[1:-1] = alnum[:-2] & alnum[2:]
     dropped |= (cps == ord(" ")) & between
+    kept = ~dropped
     starts = np.zeros_like(dropped)
     starts[1:] = (alnum[1:] != alnum[:-1]) | dropped[:-1]
-    kept = ~dropped
-    chars, starts = cps[kept], starts[kept]
-    if chars.size == 0:
-        return pa.array([], pa.string())
-    starts[0] = True
-    return string_array(chars, starts, ascii_only)
+    starts &= kept
+    if not kept.any():
+        return pa.array([], pa.string()), np.zeros(0, dtype=np.int64)
+    starts[np.argmax(kept)] = True
+    line = np.searchsorted(np.flatnonzero(breaks), np.flatnonzero(starts))
+    return string_array(cps[kept], starts[kept], ascii_only), line
 
 
 def string_array(chars: np.ndarray, starts: np.ndarray, ascii_only: bool) -> pa.StringArray:

@@ -13,8 +13,12 @@ left to right; concatenate. The closing `_` makes the concatenation invertible, 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Collection, Iterable, Sequence
+
+import numpy as np
+import pyarrow.compute as pc
 
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.text import t2t_tokenizer
@@ -131,6 +135,27 @@ class SubwordTextEncoder:
     def encode(self, text: str) -> list[int]:
         """T2T's `encode`: text → subtoken ids."""
         return [i for token in t2t_tokenizer.encode(text) for i in self.token_ids(token)]
+
+    def encode_lines(self, lines: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """`encode` of every line, concatenated (int32), and each line's number of ids.
+
+        The same ids as `encode` line by line, at a fraction of its cost: the lines are
+        tokenised with numpy (`t2t_tokenizer.line_tokens`), each distinct token of the
+        batch is looked up once, and the ids are gathered with numpy.
+        """
+        tokens, per_line = t2t_tokenizer.line_tokens(lines)
+        encoded = pc.dictionary_encode(tokens)
+        distinct = [self.token_ids(token) for token in encoded.dictionary.to_pylist()]
+        sizes = np.fromiter(map(len, distinct), np.int64, len(distinct))
+        ids = np.fromiter(itertools.chain.from_iterable(distinct), np.int32, int(sizes.sum()))
+        which = encoded.indices.to_numpy()
+        widths = sizes[which]
+        # Output id k of token occurrence j is ids[first id of its token + (k - first k of j)].
+        shift = (np.cumsum(sizes) - sizes)[which] - (np.cumsum(widths) - widths)
+        flat = ids[np.arange(int(widths.sum())) + np.repeat(shift, widths)]
+        owner = np.repeat(np.arange(len(lines)), per_line)
+        lengths = np.bincount(owner, weights=widths, minlength=len(lines)).astype(np.int64)
+        return flat, lengths
 
     def tokens_from_ids(self, ids: Iterable[int]) -> list[str]:
         """The T2T tokens `ids` stand for; out-of-range ids count as empty."""

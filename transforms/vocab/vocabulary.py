@@ -64,9 +64,8 @@ class SideEncoder:
         """The ids of every line, EOS appended, concatenated (int32), and each line's
         length including EOS (int64)."""
         if self.model == "t2t":
-            eos = self.layout.eos
-            encoded = [[*self._t2t.encode(line), eos] for line in lines]
-        elif self.model in hf_vocab.KINDS:  # its post-processor appends the layout's EOS
+            return _with_eos(*self._t2t.encode_lines(list(lines)), self.layout.eos)
+        if self.model in hf_vocab.KINDS:  # its post-processor appends the layout's EOS
             encoded = [e.ids for e in self._hf.encode_batch_fast(list(lines))]
         else:  # the model's eos_id is the layout's (spm_vocab trains it so)
             encoded = self._spm.encode(list(lines), add_eos=True, num_threads=1)
@@ -115,6 +114,16 @@ class SideEncoder:
     def unknowns(self, ids: np.ndarray) -> int:
         """How many ids are `<unk>` (a T2T vocabulary escapes instead: never any)."""
         return 0 if self.layout.unk is None else int(np.count_nonzero(ids == self.layout.unk))
+
+
+def _with_eos(flat: np.ndarray, lengths: np.ndarray, eos: int) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated lines' ids with `eos` after each line."""
+    ends = np.cumsum(lengths + 1) - 1
+    out = np.full(flat.size + lengths.size, eos, dtype=np.int32)
+    body = np.ones(out.size, dtype=bool)
+    body[ends] = False
+    out[body] = flat
+    return out, lengths + 1
 
 
 # Encoders built in this process, by their kind and their two files' sha256s (equal

@@ -83,3 +83,16 @@ def test_token_array_keeps_line_order_and_survives_odd_text():
     assert t2t_tokenizer.token_array(["a b,c"]).to_pylist() == ["a", "b", ",", "c"]
     with pytest.raises(UnicodeEncodeError):
         t2t_tokenizer.token_array(["lone \ud800 surrogate"])
+
+
+odd_line = line_text | st.lists(
+    st.sampled_from(["a", "中", " ", "  ", ",", "\x00", "\n", "\U0001f600", "9"])
+).map("".join)  # line breaks inside a line, NULs and runs of spaces too
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(odd_line, max_size=12))
+def test_line_tokens_are_each_lines_encoding_in_order(lines):
+    tokens, counts = t2t_tokenizer.line_tokens(lines)
+    assert counts.tolist() == [len(t2t_tokenizer.encode(line)) for line in lines]
+    assert tokens.to_pylist() == [t for line in lines for t in t2t_tokenizer.encode(line)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -29,6 +30,9 @@ def test_ids_are_t2ts_own(name):
     assert len(lines) == len(expected) == 800
     for line, ids in zip(lines, expected, strict=True):
         assert encoder.encode(line) == [int(i) for i in ids.split()], line
+    flat, lengths = encoder.encode_lines(lines)  # the batch path gives T2T's ids too
+    assert flat.tolist() == [int(i) for ids in expected for i in ids.split()]
+    assert lengths.tolist() == [len(ids.split()) for ids in expected]
 
 
 def test_vocab_file_round_trip_is_byte_identical():
@@ -78,6 +82,16 @@ unicode_text = st.text(
 def test_decode_inverts_encode_for_any_text(text):
     encoder = golden_encoder("en.8192")  # has never seen most of these characters
     assert encoder.decode(encoder.encode(text)) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(unicode_text, max_size=10))
+def test_a_batch_encodes_as_each_line_does(lines):
+    encoder = golden_encoder("zh.8192.max6")
+    flat, lengths = encoder.encode_lines(lines)
+    assert flat.dtype == np.int32 and lengths.dtype == np.int64
+    assert lengths.tolist() == [len(encoder.encode(line)) for line in lines]
+    assert flat.tolist() == [i for line in lines for i in encoder.encode(line)]
 
 
 def test_strip_extraneous_drops_trailing_reserved_ids_only():
