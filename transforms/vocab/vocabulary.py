@@ -126,9 +126,10 @@ def _with_eos(flat: np.ndarray, lengths: np.ndarray, eos: int) -> tuple[np.ndarr
     return out, lengths + 1
 
 
-# Encoders built in this process, by their kind and their two files' sha256s (equal
-# sums, equal files). A refresh asks for the same vocabulary's encoders in its drift
-# check, its encode and its report, and parsing a vocabulary costs more than reading it.
+# Encoders built in this process, by their kind and their two files' sha256s (checked
+# as the files are read: equal sums, equal files). A refresh asks for the same
+# vocabulary's encoders in its drift check, its encode and its report, and parsing a
+# vocabulary costs more than reading and checking it.
 _BUILT: dict[tuple[str, str, str], SideEncoder] = {}
 _BUILT_LIMIT = 4
 
@@ -159,17 +160,18 @@ class Vocabulary:
         return manifest.read_entry(self.root, manifest.entry_of(self.root, self.doc, url))
 
     def encoder(self, lang: str) -> SideEncoder:
-        """The encoder of `lang`: read from storage and parsed once per process (it is
-        shared: the caller must not change it)."""
+        """The encoder of `lang`: its files are read and checked at every call, but
+        parsed once per process (the encoder is shared: the caller must not change it)."""
         model_file = self.doc["vocabularies"][self.side_of(lang)]["files"][0]
         model = manifest.entry_of(self.root, self.doc, fsio.join(self.root, model_file))
         dictionary = manifest.entry_of(self.root, self.doc, self.dict_url(lang))
-        key = (self.model, model["sha256"], dictionary["sha256"])
+        data = manifest.read_entry(self.root, model)
+        listed = manifest.read_entry(self.root, dictionary)
+        key = (self.model, model["sha256"], dictionary["sha256"])  # both just checked
         if key not in _BUILT:
-            data = manifest.read_entry(self.root, model)
-            entries = read_dict(manifest.read_entry(self.root, dictionary).decode("utf-8"))
             if len(_BUILT) >= _BUILT_LIMIT:
                 _BUILT.pop(next(iter(_BUILT)))
+            entries = read_dict(listed.decode("utf-8"))
             _BUILT[key] = SideEncoder(self.model, data, len(SPECIALS) + len(entries))
         return _BUILT[key]
 

@@ -10,7 +10,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
-from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
+from nmtpipe.transforms.errors import ConfigError, InputError, IntegrityError, OutputError
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.vocab import counts as counts_lib
 from nmtpipe.transforms.vocab import hf_vocab, spm_vocab
@@ -219,3 +219,7 @@ def test_encoders_are_parsed_once_per_process_by_their_files(prepared, tmp_path)
     assert (open_vocabulary(str(tmp_path / "joined")).encoder("zh") is en) == same_dicts
     apart = open_vocabulary(str(tmp_path / "apart")).encoder("en")  # other files
     assert apart is not en
+    damaged = tmp_path / "copy" / "vocab.subwords"  # still read and checked every time
+    damaged.write_bytes(damaged.read_bytes().replace(b"'", b'"', 1))
+    with pytest.raises(IntegrityError, match=r"vocab\.subwords is corrupted"):
+        open_vocabulary(str(tmp_path / "copy")).encoder("en")
