@@ -13,6 +13,7 @@ import functools
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -82,37 +83,37 @@ def token_array(lines: list[str]) -> pa.StringArray:
     in C++. ASCII lines take one byte per character, the others four. Lines must be
     valid Unicode (no lone surrogates), as decoded UTF-8 always is.
     """
-    ascii_lines = [line for line in lines if line.isascii()]
-    if len(ascii_lines) == len(lines):
-        return _tokens("\n".join(lines), ascii_only=True)[0]
-    other = "\n".join(line for line in lines if not line.isascii())
-    return pa.concat_arrays(
-        [_tokens("\n".join(ascii_lines), ascii_only=True)[0], _tokens(other, ascii_only=False)[0]]
-    )
+    arrays = [_tokens(text, ascii_only)[0] for _, text, ascii_only in _ascii_apart(lines)]
+    return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
 
 
 def line_tokens(lines: list[str]) -> tuple[pa.StringArray, np.ndarray]:
     """Every line's tokens as `encode` gives them, in line order, as one Arrow array
     (computed as `token_array` computes them), and how many tokens each line has."""
     n = len(lines)
-    joined = "\n".join(lines)
-    if n == 0 or joined.count("\n") != n - 1:  # no lines, or a line holding a line break
+    if n == 0 or any("\n" in line for line in lines):  # a line break inside a line
         tokens, owner = _slowly(lines)
         return tokens, np.bincount(owner, minlength=n)
-    is_ascii = np.fromiter(map(str.isascii, lines), dtype=bool, count=n)
-    found = []
+    found = [(_tokens(text, ascii_only), rows) for rows, text, ascii_only in _ascii_apart(lines)]
+    owner = np.concatenate([rows[line] for (_, line), rows in found])
+    tokens = pa.concat_arrays([tokens for (tokens, _), _ in found])
+    if len(found) > 1:  # ASCII lines' tokens came first: back to line order
+        tokens = tokens.take(pa.array(np.argsort(owner, kind="stable")))
+    return tokens, np.bincount(owner, minlength=n)
+
+
+def _ascii_apart(lines: list[str]) -> Iterator[tuple[np.ndarray, str, bool]]:
+    """The ASCII lines and the others apart, each group that has lines as (its rows,
+    its lines `\n`-joined, whether ASCII): ASCII text is looked at one byte per
+    character, not four."""
+    is_ascii = np.fromiter(map(str.isascii, lines), dtype=bool, count=len(lines))
     for mask, ascii_only in ((is_ascii, True), (~is_ascii, False)):
         rows = np.flatnonzero(mask)
-        if rows.size == n:
-            tokens, owner = _tokens(joined, ascii_only)
-            return tokens, np.bincount(owner, minlength=n)
+        if rows.size == len(lines):  # all of one kind (no lines: one empty ASCII text)
+            yield rows, "\n".join(lines), ascii_only
+            return
         if rows.size:
-            tokens, line = _tokens("\n".join([lines[i] for i in rows.tolist()]), ascii_only)
-            found.append((tokens, rows[line]))
-    owner = np.concatenate([line for _, line in found])
-    order = np.argsort(owner, kind="stable")  # each line's tokens stay in their order
-    tokens = pa.concat_arrays([tokens for tokens, _ in found]).take(pa.array(order))
-    return tokens, np.bincount(owner, minlength=n)
+            yield rows, "\n".join([lines[i] for i in rows.tolist()]), ascii_only
 
 
 def _slowly(lines: list[str]) -> tuple[pa.StringArray, np.ndarray]:
