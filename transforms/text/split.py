@@ -77,17 +77,23 @@ class Placer:
 
     def __init__(self, config: SplitConfig) -> None:
         self.config = config
-        self._key = f"nmtpipe:{config.seed}".encode()
+        # Keyed BLAKE2b spends one compression on the key block: done once here, and
+        # each text's hash starts from a copy (a third less time per pair).
+        self._keyed = hashlib.blake2b(digest_size=16, key=f"nmtpipe:{config.seed}".encode())
         self._shards = np.array([dict(config.shards).get(s, 1) for s in SPLITS], dtype=np.uint64)
         self._test = config.carved_fraction("test")
         self._valid = config.carved_fraction("valid")
 
     def _words(self, texts: Iterable[str]) -> np.ndarray:
         """The digests of `texts` as four big-endian uint32 words each."""
-        key = self._key
-        digests = b"".join(
-            hashlib.blake2b(t.encode(), digest_size=16, key=key).digest() for t in texts
-        )
+        start = self._keyed.copy
+
+        def digest(text: str) -> bytes:
+            h = start()
+            h.update(text.encode())
+            return h.digest()
+
+        digests = b"".join(map(digest, texts))
         return np.frombuffer(digests, dtype=">u4").reshape(-1, 4).astype(np.uint64)
 
     def place(self, src: list[str], tgt: list[str], role: str) -> Placements:

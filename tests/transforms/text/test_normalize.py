@@ -7,6 +7,7 @@ import sentencepiece as spm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nmtpipe.transforms.text import normalize
 from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
 from tests.helpers import example_lines
 
@@ -119,3 +120,22 @@ def test_chinese_full_width_punctuation_is_kept_on_request_in_every_form():
     assert Normalizer(NormalizeConfig(keep_fullwidth_punct=True))("\ufdd0好，") == "好，"
     with pytest.raises(ValueError, match="q2b"):
         NormalizeConfig(q2b=True, keep_fullwidth_punct=True)
+
+
+TABLES = ["_PRE", "_NMT_RULES_BATCH", "_Q2B", "_HIDE", "_SHOW", "_NONCHARACTERS"]
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_no_table_maps_a_character_to_another_of_its_keys(name):
+    # What lets `_translate` replace one character at a time and equal `str.translate`.
+    table = getattr(normalize, name)
+    assert not {ord(c) for new in table.values() if new for c in new} & set(table)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(TABLES), st.data())
+def test_translate_by_replacing_equals_str_translate(name, data):
+    table = getattr(normalize, name)
+    mapped = [chr(cp) for cp in table] + [new for new in table.values() if new]
+    text = data.draw(st.text(st.sampled_from([*mapped, "a", "你", "\n", " "]), max_size=40))
+    assert normalize._translate(text, table) == text.translate(table)
