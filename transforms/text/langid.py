@@ -257,12 +257,16 @@ class LanguageIdentifier:
     def _detector(self, group: int, accurate: bool) -> Any:
         """lingua's detector for the candidates of `group`: its low-accuracy mode (trigram
         models, 0.1 s to load and twice as fast) or its high-accuracy one (models of one
-        to five letters, about 2 s to load), loaded only when first needed."""
+        to five letters, 1.7 CPU seconds to load), built only when first needed.
+
+        Its models are preloaded: lingua then reads them on all cores at once (0.84 s
+        instead of 1.66 s on two), where loading on first use reads one at a time,
+        holding the GIL. The models and so the scores are the same."""
         if (group, accurate) not in self._detectors:
             from lingua import Language, LanguageDetectorBuilder  # loads a native library
 
             langs = [getattr(Language, _LINGUA[c]) for c in CANDIDATES[group]]
             builder = LanguageDetectorBuilder.from_languages(*langs)
             builder = builder if accurate else builder.with_low_accuracy_mode()
-            self._detectors[group, accurate] = builder.build()
+            self._detectors[group, accurate] = builder.with_preloaded_language_models().build()
         return self._detectors[group, accurate]

@@ -70,6 +70,8 @@ _PUNCT = [cp for cp in range(0xFF01, 0xFF5F) if unicodedata.category(chr(cp)).st
 _HIDE = {cp: chr(0xFDD0 + i) for i, cp in enumerate(_PUNCT)}
 _SHOW = {0xFDD0 + i: chr(cp) for i, cp in enumerate(_PUNCT)}
 _NONCHARACTERS = dict.fromkeys(range(0xFDD0, 0xFDF0))
+# Joins the lines SentencePiece sees in one call: a noncharacter _HIDE does not use.
+_SEPARATOR = "\ufdef"
 
 
 @dataclass(frozen=True)
@@ -139,12 +141,20 @@ class Normalizer:
         return [next(ascii_out) if a else next(other_out) for a in is_ascii]
 
     def _spm_batch(self, lines: list[str]) -> list[str]:
+        """SentencePiece over all `lines` in one call: joined by a noncharacter, which
+        it leaves alone and which ends any whitespace run, so the only difference from
+        a call per line is the one space its whitespace rule may leave on either side of
+        a separator, where a line's own ends are stripped (the tests check)."""
         assert self._spm is not None
-        joined = "\n".join(lines)
-        cleaned = _translate(joined, _PRE)
+        cleaned = _translate("\n".join(lines), _PRE)
         if self.config.q2b:
             cleaned = _translate(cleaned, _Q2B)
-        return self._spm.normalize(lines if cleaned is joined else cleaned.split("\n"))
+        if _SEPARATOR in cleaned:
+            return self._spm.normalize(cleaned.split("\n"))
+        out = self._spm.normalize(cleaned.replace("\n", _SEPARATOR))
+        if self.config.collapse_whitespace and " " in out:
+            out = out.replace(" " + _SEPARATOR, _SEPARATOR).replace(_SEPARATOR + " ", _SEPARATOR)
+        return out.split(_SEPARATOR)
 
     def _python(self, lines: list[str], ascii_only: bool) -> list[str]:
         joined = "\n".join(lines)

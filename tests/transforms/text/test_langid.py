@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from nmtpipe.transforms.text.langid import LangIdConfig, LanguageIdentifier, canonical
+from nmtpipe.transforms.text.langid import (
+    LATIN_GROUP,
+    LangIdConfig,
+    LanguageIdentifier,
+    canonical,
+)
 from tests.helpers import DATA, example_lines
 
 LANGID = DATA / "langid"
@@ -100,3 +105,19 @@ def test_language_codes_and_config():
         LangIdConfig("en", "zh", threshold=0.3)
     with pytest.raises(ValueError, match="does not know"):
         LangIdConfig("xx", "zh")
+
+
+@pytest.mark.parametrize("accurate", [False, True])
+def test_preloaded_models_score_as_models_loaded_on_first_use(identifier, accurate):
+    # To the last bits only: lingua's sums vary there from call to call of one detector.
+    from lingua import Language, LanguageDetectorBuilder
+
+    names = ("ENGLISH", "GERMAN", "FRENCH", "SPANISH", "ITALIAN", "DUTCH", "PORTUGUESE")
+    codes = ("en", "de", "fr", "es", "it", "nl", "pt")
+    builder = LanguageDetectorBuilder.from_languages(*(getattr(Language, n) for n in names))
+    lazy = (builder if accurate else builder.with_low_accuracy_mode()).build()
+    for line in [line for name in ("eng", "deu", "fra") for line in lines(name)[:10]]:
+        found = {v.language.name: v.value for v in lazy.compute_language_confidence_values(line)}
+        expected = {code: found[name] for code, name in zip(codes, names, strict=True)}
+        scores = identifier._scores(line, LATIN_GROUP, accurate=accurate)
+        assert scores == pytest.approx(expected, rel=1e-12, abs=1e-300)

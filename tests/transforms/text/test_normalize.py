@@ -139,3 +139,27 @@ def test_translate_by_replacing_equals_str_translate(name, data):
     mapped = [chr(cp) for cp in table] + [new for new in table.values() if new]
     text = data.draw(st.text(st.sampled_from([*mapped, "a", "你", "\n", " "]), max_size=40))
     assert normalize._translate(text, table) == text.translate(table)
+
+
+# Characters around which SentencePiece's whitespace rule and NFKC act: spaces and what
+# becomes one, NFKC forms that begin with a space, combining marks, controls, and the
+# separator the batch path joins lines with.
+tricky_line = st.text(
+    alphabet=st.sampled_from(
+        list(" \t\r\x0b\x85\u3000\u200b\u2028\ufeff\xa0\xa8\xb4\u0301\u0308\ufe49")
+        + list("a中，！ＡＢ１\ufdef\ufdd0\x00\x01")
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(tricky_line, min_size=1, max_size=8),
+    st.sampled_from(["nmt_nfkc", "nmt_nfkc_cf"]),
+    st.booleans(),
+)
+def test_one_sentencepiece_call_per_batch_equals_one_per_line(lines, rule, collapse):
+    ref = reference(rule, collapse)
+    normalizer = Normalizer(NormalizeConfig(rule, collapse_whitespace=collapse))
+    assert normalizer._spm_batch(lines) == [ref.normalize(without_extras(x)) for x in lines]
