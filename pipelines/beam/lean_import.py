@@ -6,9 +6,15 @@ filesystem. nmtpipe reads and writes through fsspec and Arrow and never uses Bea
 DataFrames, MongoDB IO or S3 filesystem, yet these imports were about 40% of Beam's
 import time, which every command paid before any work (benchmarks/RESULTS.md, issue
 19). Beam treats each as optional (`except ImportError`), so the `nmtpipe` command has
-them look uninstalled while it imports Beam; afterwards they import normally (pyarrow
-and torch's helpers may import pandas later, as they would anyway). Library users who
-import nmtpipe's modules are not affected, nor are Beam's worker processes.
+them look uninstalled while it imports Beam; afterwards they import normally. Library
+users who import nmtpipe's modules are not affected, nor are Beam's worker processes.
+
+pyarrow asks once, on its first conversion of Python objects (`pa.array` of a list),
+whether pandas is installed, and imports it if so: 0.13 s of a 2 s command for a
+library nmtpipe never hands it. Asked while pandas looks uninstalled, it remembers the
+answer; a call that needs pandas (`Table.to_pandas`, `Table.from_pandas`) still imports
+it then. Until such a call, `pa.array` would take a pandas object for a plain sequence
+(a Series with missing strings is refused); nmtpipe never hands it one.
 """
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ class _Hider(importlib.abc.MetaPathFinder):
 
 
 def import_beam(unused: tuple[str, ...] = UNUSED) -> ModuleType:
-    """`apache_beam`, imported with `unused` looking uninstalled meanwhile.
+    """`apache_beam`, imported with `unused` looking uninstalled meanwhile; pyarrow
+    asked about pandas meanwhile too, if pandas is among them.
 
     A no-op if Beam is imported already (with its integrations); modules imported
     already are left alone.
@@ -43,6 +50,9 @@ def import_beam(unused: tuple[str, ...] = UNUSED) -> ModuleType:
     hider = _Hider(tuple(name for name in unused if name not in sys.modules))
     sys.meta_path.insert(0, hider)
     try:
-        return importlib.import_module("apache_beam")
+        beam = importlib.import_module("apache_beam")
+        if "pandas" in hider.names:
+            importlib.import_module("pyarrow").array([])
+        return beam
     finally:
         sys.meta_path.remove(hider)

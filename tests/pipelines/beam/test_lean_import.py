@@ -5,18 +5,25 @@ from __future__ import annotations
 import subprocess
 import sys
 
-# In a fresh interpreter: Beam works, the unused libraries were not loaded with it, and
-# they import normally afterwards.
+# In a fresh interpreter: Beam works, the unused libraries were not loaded with it, nor
+# by pyarrow's conversions later, and they import normally afterwards; pyarrow's pandas
+# conversions still work.
 CHECK = """
 import importlib.util, sys
+import pyarrow as pa
 from nmtpipe.pipelines.beam.lean_import import UNUSED, import_beam
 beam = import_beam()
+assert pa.array(["x"]).to_pylist() == ["x"] and pa.table({"a": [1]}).num_rows == 1
 loaded = [name for name in UNUSED if name in sys.modules]
 assert not loaded, loaded
 assert beam.Create([1]).label == "Create" and import_beam() is beam
 for name in UNUSED:
     if importlib.util.find_spec(name) is not None:
         __import__(name)
+if importlib.util.find_spec("pandas") is not None:
+    frame = pa.table({"a": [1, 2], "s": ["x", "y"]}).to_pandas()
+    assert frame["s"].tolist() == ["x", "y"]
+    assert pa.Table.from_pandas(frame).column("a").to_pylist() == [1, 2]
 print("ok")
 """
 
