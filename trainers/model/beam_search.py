@@ -97,6 +97,27 @@ def _ban_repeats(lprobs: Tensor, tokens: Tensor, n: int) -> None:
     lprobs.masked_fill_(banned > 0, _NEG_INF)
 
 
+def top_k(x: Tensor, k: int, chunk: int = 64) -> tuple[Tensor, Tensor]:
+    """`x.topk(k, dim=1)` of a [rows, vocabulary] table, through the maxima of its
+    `chunk`-wide column blocks: the k best values lie in the k blocks with the largest
+    maxima, so only those k x chunk columns are ranked. A reduction without indices runs
+    vectorised where `topk` ranks column by column (2-3x faster at 128 x 8,000). Equal
+    values may come in another order than `topk`'s (which promises none)."""
+    rows, n = x.shape
+    if -(-n // chunk) <= k:
+        return x.topk(k, dim=1)
+    whole = n - n % chunk
+    maxima = x[:, :whole].view(rows, -1, chunk).amax(dim=2)
+    if whole < n:
+        maxima = torch.cat([maxima, x[:, whole:].amax(dim=1, keepdim=True)], dim=1)
+    blocks = maxima.topk(k, dim=1, sorted=False).indices.sort(dim=1).values
+    columns = (blocks[:, :, None] * chunk + torch.arange(chunk, device=x.device)).view(rows, -1)
+    outside = columns >= n  # the last block's columns past the vocabulary
+    values = x.gather(1, columns.clamp(max=n - 1)).masked_fill_(outside, _NEG_INF)
+    top, where = values.topk(k, dim=1)
+    return top, columns.gather(1, where)
+
+
 def _in_parents_slots(parents: Tensor) -> Tensor:
     """Where each of a sentence's `k` survivors goes (`parents` [rows, k]: the slots they
     grew from, in rank order): the best child of each parent stays in its parent's slot,
@@ -133,31 +154,31 @@ class BeamSearch:
         """The best `2 x beam` next tokens of every live hypothesis, constrained, and their
         log-probabilities ([hypotheses, 2 x beam] each, best first).
 
-        A hypothesis's ranking of tokens is its logits' ranking, so the constraints are
-        applied to the logits and only the chosen few are normalised (by the log-sum-exp
-        of the unconstrained logits, as fairseq's `log_softmax` before its constraints):
-        no log-probability table of the whole vocabulary is written, added to or ranked."""
+        The constraints are applied after the normalisation, as fairseq applies them to
+        its `log_softmax`; each hypothesis ranks its own tokens, so no table of beam x
+        vocabulary scores is added up or ranked per sentence. `log_softmax` is one pass
+        over the logits, where a separate log-sum-exp is several (2.4x slower at 128 x
+        8,008 on the CPU)."""
         c, eos = self.config, self.layout.eos
         with autocast:
-            logits = self.model.decode_step(beams.tokens[:, -1], cache).float()
-        norm = logits.logsumexp(dim=-1, keepdim=True)
-        raw_eos = logits[:, eos].clone()
-        logits[:, self.never] = _NEG_INF
+            logits = self.model.decode_step(beams.tokens[:, -1], cache)
+        lprobs = F.log_softmax(logits.float(), dim=-1)
+        raw_eos = lprobs[:, eos].clone()
+        lprobs[:, self.never] = _NEG_INF
         if c.unk_penalty and self.layout.unk is not None:
-            logits[:, self.layout.unk] -= c.unk_penalty
+            lprobs[:, self.layout.unk] -= c.unk_penalty
         if step < c.min_len:
-            logits[:, eos] = _NEG_INF
+            lprobs[:, eos] = _NEG_INF
         if c.no_repeat_ngram_size:
-            _ban_repeats(logits, beams.tokens[:, 1:], c.no_repeat_ngram_size)
+            _ban_repeats(lprobs, beams.tokens[:, 1:], c.no_repeat_ngram_size)
         if c.convention == "fairseq":  # EOS after max_len tokens, nothing else
             at_end = torch.nonzero((beams.max_len == step).repeat_interleave(c.beam)).view(-1)
             if at_end.numel():
-                logits.index_fill_(0, at_end, _NEG_INF)
-                logits[at_end, eos] = raw_eos[at_end]
-        top, tokens = logits.topk(min(2 * c.beam, logits.shape[1]), dim=1)
-        return top - norm, tokens
+                lprobs.index_fill_(0, at_end, _NEG_INF)
+                lprobs[at_end, eos] = raw_eos[at_end]
+        return top_k(lprobs, min(2 * c.beam, lprobs.shape[1]))
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def __call__(
         self, src: Tensor, autocast: AbstractContextManager | None = None
     ) -> list[list[Hypothesis]]:
@@ -170,7 +191,7 @@ class BeamSearch:
         steps = int(max_len.max()) + (1 if c.convention == "fairseq" else 0)
         with autocast:
             memory, mask = self.model.encode(src)
-            cache = self.model.start_decoding(memory, mask, group=k)
+            cache = self.model.start_decoding(memory, mask, group=k, steps=steps)
         beams = _Beams(n, k, steps, max_len, start=eos)
         results: list[list[Hypothesis]] = [[] for _ in range(n)]
         for step in range(steps):

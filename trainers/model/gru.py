@@ -120,8 +120,11 @@ class GruSeq2Seq(nn.Module):
             states, context = states[keep], context[keep]
         return self._logits(states, context)
 
-    def start_decoding(self, memory: Tensor, mask: Tensor, group: int = 1) -> GruCache:
-        """A decoder state for `group` hypotheses per source (beam search's beam size)."""
+    def start_decoding(
+        self, memory: Tensor, mask: Tensor, group: int = 1, steps: int = 0
+    ) -> GruCache:
+        """A decoder state for `group` hypotheses per source (beam search's beam size);
+        `steps` is for the Transformer's sake: a GRU's state does not grow."""
         hidden = self._initial_state(memory, mask).repeat_interleave(group, dim=1)
         return GruCache(hidden, memory, mask, group)
 

@@ -23,17 +23,20 @@ from nmtpipe.trainers.model.build import Seq2Seq
 
 class PackedLinear(nn.Module):
     """`x @ weight.T + bias` on a copy of `weight` in oneDNN's layout, made once: the
-    weights must not change afterwards. A `weight` or `bias` given as a parameter stays
-    one (a state dict sees what it saw in the `nn.Linear`); a plain tensor (a table
-    borrowed from another layer) is not registered."""
+    weights must not change afterwards. `activation` "relu" applies it in the same pass
+    (oneDNN's post-op), as a feed-forward block's inner layer wants. A `weight` or
+    `bias` given as a parameter stays one (a state dict sees what it saw in the
+    `nn.Linear`); a plain tensor (a table borrowed from another layer) is not registered."""
 
-    def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
+    def __init__(self, weight: Tensor, bias: Tensor | None, activation: str = "none") -> None:
         super().__init__()
-        self.weight, self.bias = weight, bias
+        self.weight, self.bias, self.activation = weight, bias, activation
         self.packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach())
 
     def forward(self, x: Tensor) -> Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x, self.packed, self.bias, "none", [], "")
+        return torch.ops.mkldnn._linear_pointwise(
+            x, self.packed, self.bias, self.activation, [], ""
+        )
 
 
 def _packable(model: Seq2Seq) -> bool:
@@ -49,10 +52,11 @@ def _packable(model: Seq2Seq) -> bool:
 
 def pack_linears(model: Seq2Seq) -> bool:
     """Replace, in place, every `nn.Linear` of an eval-mode float32 CPU model by a
-    `PackedLinear`, and give a model whose output projection is tied to its target
-    embeddings (`output` None) a packed copy of that table as its `output`; its state
-    dict stays the same. Whether it did: False leaves the model untouched (not on the
-    CPU, not float32, training, or no working oneDNN)."""
+    `PackedLinear` (a feed-forward block's inner layer with its ReLU), and give a model
+    whose output projection is tied to its target embeddings (`output` None) a packed
+    copy of that table as its `output`; its state dict stays the same. Whether it did:
+    False leaves the model untouched (not on the CPU, not float32, training, or no
+    working oneDNN)."""
     if not _packable(model):
         return False
     try:
@@ -61,7 +65,12 @@ def pack_linears(model: Seq2Seq) -> bool:
         return False
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            if type(child) is nn.Linear:
+            if type(child) is not nn.Linear:
+                continue
+            if name == "inner" and isinstance(getattr(parent, "activation", None), nn.ReLU):
+                setattr(parent, name, PackedLinear(child.weight, child.bias, "relu"))
+                parent.activation = nn.Identity()
+            else:
                 packed = probe if child is probed else PackedLinear(child.weight, child.bias)
                 setattr(parent, name, packed)
     if model.output is None:

@@ -3,7 +3,9 @@
 Its shape is a `ModelConfig` (`trainers/model/config.py`, with the anchors' presets).
 Embeddings are scaled by sqrt(d_model) and get T2T's sinusoidal timing signal
 (`[sin | cos]` halves, positions from 0). Attention is
-`torch.nn.functional.scaled_dot_product_attention`, so fused kernels run on GPU.
+`torch.nn.functional.scaled_dot_product_attention`, so fused kernels run on GPU; a
+decode step on the CPU (one query per hypothesis) takes two plain batched products,
+faster there at those shapes.
 
 The decoder runs either over a whole target prefix (training; causal attention) or one
 position at a time over a `DecoderCache` of keys and values (decoding), which beam
@@ -12,6 +14,7 @@ search reorders by beam index; both give the same outputs.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +36,13 @@ def timing_signal(length: int, channels: int, offset: int = 0) -> Tensor:
     scaled = positions[:, None] * inv_timescales[None, :]
     signal = torch.cat([torch.sin(scaled), torch.cos(scaled)], dim=1)
     return F.pad(signal, (0, channels % 2))
+
+
+@functools.lru_cache(maxsize=1024)
+def _position_signal(channels: int, offset: int) -> Tensor:
+    """One position's timing signal, kept: every decode step of every batch asks for
+    the same few (six small operations each otherwise). Callers must not write into it."""
+    return timing_signal(1, channels, offset)
 
 
 @dataclass
@@ -83,10 +93,13 @@ class Attention(nn.Module):
         if group > 1:
             query = query.view(sources, group, heads, length, head_dim).transpose(1, 2)
             query = query.reshape(sources, heads, group * length, head_dim)
-        dropout = self.dropout if self.training else 0.0
-        y = F.scaled_dot_product_attention(
-            query, kv.key, kv.value, attn_mask=mask, dropout_p=dropout, is_causal=causal
-        )
+        if length == 1 and not self.training and query.device.type == "cpu":  # a decode step
+            y = _attend_by_matmul(query, kv.key, kv.value, mask)
+        else:
+            dropout = self.dropout if self.training else 0.0
+            y = F.scaled_dot_product_attention(
+                query, kv.key, kv.value, attn_mask=mask, dropout_p=dropout, is_causal=causal
+            )
         if group > 1:
             y = y.view(sources, heads, group, length, head_dim).transpose(1, 2)
             y = y.reshape(sources * group, heads, length, head_dim)
@@ -94,15 +107,32 @@ class Attention(nn.Module):
         return self.out(y.transpose(1, 2).reshape(batch, length, -1))
 
 
+def _attend_by_matmul(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None) -> Tensor:
+    """`scaled_dot_product_attention` (no dropout, not causal) as two batched matrix
+    products over (row, head) pairs.
+
+    For a decode step's few queries per row over a short cache, PyTorch's fused CPU
+    kernel, blocked for long sequences, costs 1.3-3x these calls (benchmarks/RESULTS.md,
+    issue 17); the result is the same to float32 rounding. The keys and values are read
+    in place where their layout allows (a `GrowingCache`'s, a contiguous memory's)."""
+    batch, heads, length, head_dim = query.shape
+    q, k, v = (t.flatten(0, 1) for t in (query, key, value))
+    scores = torch.bmm(q, k.transpose(1, 2)).mul_(head_dim**-0.5)
+    if mask is not None:
+        scores.view(batch, heads, length, -1).masked_fill_(mask.logical_not(), -math.inf)
+    return torch.bmm(scores.softmax(dim=-1), v).view(batch, heads, length, head_dim)
+
+
 class FeedForward(nn.Module):
     def __init__(self, d_model: int, ffn: int, activation_dropout: float) -> None:
         super().__init__()
         self.inner = nn.Linear(d_model, ffn)
+        self.activation: nn.Module = nn.ReLU()  # Identity where `inner` applies it itself
         self.outer = nn.Linear(ffn, d_model)
         self.dropout = nn.Dropout(activation_dropout)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.outer(self.dropout(F.relu(self.inner(x))))
+        return self.outer(self.dropout(self.activation(self.inner(x))))
 
 
 class _Residual(nn.Module):
@@ -165,10 +195,12 @@ class GrowingCache:
     """Self-attention keys and values of the hypotheses so far, [rows, heads, length,
     head_dim], in buffers with room to grow: appending a position writes in place
     (capacity doubles when full), and reordering copies only the rows that change —
-    few, when beam search keeps each surviving hypothesis in its parent's row."""
+    few, when beam search keeps each surviving hypothesis in its parent's row. Fewer
+    rows are compacted into the same buffers: on the CPU a fresh buffer's first touch
+    (page faults) costs more than the copy itself."""
 
-    def __init__(self, rows: int, heads: int, head_dim: int, like: Tensor) -> None:
-        self.key = like.new_empty(rows, heads, 8, head_dim)
+    def __init__(self, rows: int, heads: int, head_dim: int, like: Tensor, capacity: int) -> None:
+        self.key = like.new_empty(rows, heads, max(capacity, 1), head_dim)
         self.value = torch.empty_like(self.key)
         self.length = 0
 
@@ -184,23 +216,28 @@ class GrowingCache:
         return AttentionCache(self.key[:, :, : self.length], self.value[:, :, : self.length])
 
     def reorder(self, order: Tensor) -> None:
-        """Row i becomes what row order[i] was."""
-        rows = self.key.shape[0]
-        if order.numel() != rows:  # fewer rows: a fresh, smaller buffer
-            self.key, self.value = (t.index_select(0, order) for t in (self.key, self.value))
-            return
+        """Row i becomes what row order[i] was (the moved rows are read out first)."""
+        rows = order.numel()
         moved = torch.nonzero(order != torch.arange(rows, device=order.device)).view(-1)
         if moved.numel():
             sources = order.index_select(0, moved)
             for t in (self.key, self.value):
-                valid = t[:, :, : self.length]
-                valid.index_copy_(0, moved, valid.index_select(0, sources))
+                valid = t[:rows, :, : self.length]
+                valid.index_copy_(0, moved, t[:, :, : self.length].index_select(0, sources))
+        if rows != self.key.shape[0]:
+            self.key, self.value = self.key[:rows], self.value[:rows]
 
 
 def _with_room(t: Tensor, capacity: int) -> Tensor:
     grown = t.new_empty(t.shape[0], t.shape[1], capacity, t.shape[3])
     grown[:, :, : t.shape[2]] = t
     return grown
+
+
+def _contiguous(kv: AttentionCache) -> AttentionCache:
+    """Keys and values laid out [batch, heads, length, head_dim] in memory, made once, so
+    that every decode step reads them without a copy."""
+    return AttentionCache(kv.key.contiguous(), kv.value.contiguous())
 
 
 def hypothesis_rows(sources: Tensor, group: int) -> Tensor:
@@ -257,7 +294,11 @@ class Transformer(nn.Module):
 
     def _embed(self, table: nn.Embedding, tokens: Tensor, offset: int = 0) -> Tensor:
         x = table(tokens) * math.sqrt(self.config.d_model)
-        signal = timing_signal(tokens.shape[1], self.config.d_model, offset)
+        length, channels = tokens.shape[1], self.config.d_model
+        if length == 1:
+            signal = _position_signal(channels, offset)
+        else:
+            signal = timing_signal(length, channels, offset)
         return self.dropout(x + signal.to(device=x.device, dtype=x.dtype))
 
     def encode(self, src: Tensor) -> tuple[Tensor, Tensor]:
@@ -284,14 +325,23 @@ class Transformer(nn.Module):
             x = layer(x, layer.cross_attention.project_kv(memory), mask)
         return self._logits(x if keep is None else x[keep])
 
-    def start_decoding(self, memory: Tensor, mask: Tensor, group: int = 1) -> DecoderCache:
+    def start_decoding(
+        self, memory: Tensor, mask: Tensor, group: int = 1, steps: int = 8
+    ) -> DecoderCache:
         """An empty decoder state over encoder output `memory`, for `group` hypotheses
-        per source (beam search's beam size)."""
+        per source (beam search's beam size), with room for `steps` positions (beam
+        search's longest), at most 32 at first: a long limit that is mostly not reached
+        would spread each hypothesis's keys apart in memory and slow every step (more
+        positions still fit, by growing)."""
         rows = memory.shape[0] * group
         heads, head_dim = self.config.heads, self._head_dim
         return DecoderCache(
-            self_attention=[GrowingCache(rows, heads, head_dim, memory) for _ in self.decoder],
-            memory=[layer.cross_attention.project_kv(memory) for layer in self.decoder],
+            self_attention=[
+                GrowingCache(rows, heads, head_dim, memory, min(steps, 32)) for _ in self.decoder
+            ],
+            memory=[
+                _contiguous(layer.cross_attention.project_kv(memory)) for layer in self.decoder
+            ],
             memory_mask=mask,
             group=group,
         )

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from nmtpipe.trainers.model.beam_search import BeamSearch, _in_parents_slots
+from nmtpipe.trainers.model.beam_search import BeamSearch, _in_parents_slots, top_k
 from nmtpipe.trainers.model.config import ModelConfig
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.trainers.model.transformer import Transformer
@@ -220,3 +221,19 @@ def test_under_bf16_autocast_the_cache_holds_bf16_and_the_search_agrees():
     low = search(padded(SOURCES), torch.autocast("cpu", dtype=torch.bfloat16))
     for a, b in zip(exact, low, strict=True):
         assert b[0].score == pytest.approx(a[0].score, abs=0.05)
+
+
+@pytest.mark.parametrize("columns", [3, 8, 64, 65, 130, 1000, 8008])
+def test_top_k_by_blocks_is_torch_topk(columns):
+    g = torch.Generator().manual_seed(columns)
+    table = torch.randn(16, columns, generator=g).log_softmax(dim=1)
+    table[::3, : columns // 2] = -math.inf  # rows partly, or almost all, excluded
+    table[5, :] = -math.inf
+    table[5, columns - 1] = 0.0  # one candidate only, at the table's very end
+    k = min(8, columns)
+    values, columns = top_k(table, k)
+    # The k best values, best first, each at its own column (which of equal values
+    # comes first is open, as it is for `topk`).
+    torch.testing.assert_close(values, table.topk(k, dim=1).values, rtol=0, atol=0)
+    assert torch.equal(table.gather(1, columns), values)
+    assert all(len(set(row)) == k for row in columns.tolist())

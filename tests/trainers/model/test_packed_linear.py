@@ -12,6 +12,7 @@ from nmtpipe.trainers.model.build import Seq2Seq, build_model
 from nmtpipe.trainers.model.config import ModelConfig
 from nmtpipe.trainers.model.packed_linear import PackedLinear, pack_linears
 from nmtpipe.trainers.model.search_config import SearchConfig
+from nmtpipe.trainers.model.transformer import FeedForward
 from nmtpipe.transforms.vocab.id_layout import FAIRSEQ
 
 PAD, EOS = FAIRSEQ.pad, FAIRSEQ.eos
@@ -43,6 +44,9 @@ def test_a_packed_model_computes_the_same_function_and_keeps_its_weights(kind, t
     assert pack_linears(m)
     assert not [name for name, mod in m.named_modules() if type(mod) is nn.Linear]
     assert isinstance(m.output, PackedLinear)
+    ffns = [mod for mod in m.modules() if isinstance(mod, FeedForward)]
+    assert len(ffns) == (4 if kind == "transformer" else 0)
+    assert all(f.inner.activation == "relu" and type(f.activation) is nn.Identity for f in ffns)
     torch.testing.assert_close(step_logits(m, [EOS, 10, 20, 30]), want, atol=1e-5, rtol=1e-5)
     assert m.state_dict().keys() == before.keys()
     for key, value in m.state_dict().items():

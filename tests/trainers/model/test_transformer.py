@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nmtpipe.trainers.model.config import ModelConfig, preset
-from nmtpipe.trainers.model.transformer import Transformer, timing_signal
+from nmtpipe.trainers.model.transformer import Transformer, _attend_by_matmul, timing_signal
 
 PAD = 1
 
@@ -75,6 +75,39 @@ def test_reordering_the_cache_follows_the_hypotheses():
         last = model.decode_step(prefixes[order[2:], 3], cache)
         alone = model(src[[1, 1], :3], prefixes[order[2:], :4])[:, 3]
     torch.testing.assert_close(last, alone, atol=1e-5, rtol=1e-5)
+
+
+def test_a_cache_with_room_for_every_step_is_written_and_compacted_in_place():
+    model = tiny()
+    src, _ = batch()
+    tgt = torch.randint(4, 50, (4, 7))  # two hypotheses per source
+    with torch.no_grad():
+        cache = model.start_decoding(*model.encode(src), group=2, steps=tgt.shape[1])
+        layer = cache.self_attention[0]
+        storage = layer.key.untyped_storage().data_ptr()
+        for t in range(5):
+            model.decode_step(tgt[:, t], cache)
+        cache.keep_sources(torch.tensor([1]))  # source 0's search is over
+        last = model.decode_step(tgt[2:, 5], cache)
+        alone = model(src[[1, 1], :3], tgt[2:, :6])[:, 5]
+    assert layer.key.shape[0] == 2 and layer.key.untyped_storage().data_ptr() == storage
+    torch.testing.assert_close(last, alone, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("group", [1, 4])
+def test_attention_by_matmul_is_scaled_dot_product_attention(group):
+    g = torch.Generator().manual_seed(0)
+    sources, heads, keys, dim = 3, 2, 5, 8
+    query = torch.randn(sources, heads, group, dim, generator=g)
+    # Keys and values as decoding holds them: views into buffers with room for more.
+    key = torch.randn(sources, heads, 9, dim, generator=g)[:, :, :keys]
+    value = torch.randn(sources, heads, 9, dim, generator=g)[:, :, :keys]
+    mask = torch.tensor([[True] * 5, [True, True, True, False, False], [True] + [False] * 4])
+    mask = mask[:, None, None, :]
+    want = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask)
+    torch.testing.assert_close(_attend_by_matmul(query, key, value, mask), want)
+    want = torch.nn.functional.scaled_dot_product_attention(query, key, value)
+    torch.testing.assert_close(_attend_by_matmul(query, key, value, None), want)
 
 
 def test_presets_and_shared_weights():
