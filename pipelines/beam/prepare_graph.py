@@ -80,11 +80,16 @@ class CleanChunks(beam.PTransform):
 
 
 class ProtectSplits(beam.PTransform):
-    """What the valid and test pairs protect, per chunk → one `Protected` (a singleton
-    side input of the shard writers; small, as valid and test sets are)."""
+    """What the valid and test pairs protect, per chunk → one `Protected`, shipped as
+    the shard writers' singleton side input: inline, or spilled to a file with only its
+    reference in the runner (`MergeProtectedFn`)."""
+
+    def __init__(self, spill_dir: str | None) -> None:
+        super().__init__()
+        self.spill_dir = spill_dir
 
     def expand(self, parts: beam.PCollection) -> beam.PCollection:
-        return parts | "MergeProtected" >> beam.CombineGlobally(MergeProtectedFn())
+        return parts | "MergeProtected" >> beam.CombineGlobally(MergeProtectedFn(self.spill_dir))
 
 
 class WritePairShards(beam.PTransform):
@@ -193,7 +198,7 @@ class PrepareCorpus(beam.PTransform):
             | "ListInputs" >> beam.Create(s.inputs)
             | "CleanChunks" >> CleanChunks(s, self.spill_dir)
         )
-        protected = cleaned[PROTECTED] | "ProtectSplits" >> ProtectSplits()
+        protected = cleaned[PROTECTED] | "ProtectSplits" >> ProtectSplits(self.spill_dir)
         shards = (cleaned.pairs, protected) | "WritePairShards" >> WritePairShards(
             s, self.spill_dir
         )

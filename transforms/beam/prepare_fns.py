@@ -183,9 +183,10 @@ class WritePairShardsFn(beam.DoFn):
     def process(
         self,
         element: tuple[tuple[str, int], Iterable[batch_transport.Shipped]],
-        protected: Protected | None = None,
+        protected: Protected | batch_transport.SpillRef | None = None,
     ) -> Iterator[Any]:
         (split, shard), batches = element
+        protected = batch_transport.side_input(protected)
         url = fsio.join(self.output, pairs_path(split, shard, self.shard_counts[split]))
         result = pair_shards.write_pair_shard(url, batches, split, protected, self.keep_overlap)
         rows = result.table.num_rows
@@ -288,7 +289,13 @@ class MergeCountsFn(beam.CombineFn):
 
 
 class MergeProtectedFn(beam.CombineFn):
-    """What every valid and test pair protects, merged into one `Protected`."""
+    """What every valid and test pair protects, merged into one `Protected`. With a
+    `spill_dir`, what Beam ships of it (partial merges, the result) goes there as files
+    and travels as references (`batch_transport.ship_object`): the runner's own process
+    never holds a set that grows with the corpus."""
+
+    def __init__(self, spill_dir: str | None = None) -> None:
+        self.spill_dir = spill_dir
 
     def create_accumulator(self) -> Protected:
         return Protected()
@@ -296,14 +303,16 @@ class MergeProtectedFn(beam.CombineFn):
     def add_input(self, acc: Protected, part: Protected) -> Protected:
         return acc.merge(part)
 
-    def merge_accumulators(self, accs: Iterable[Protected]) -> Protected:
+    def merge_accumulators(self, accs: Iterable[Protected | batch_transport.SpillRef]) -> Protected:
         merged = Protected()
         for acc in accs:
-            merged.merge(acc)
+            merged.merge(batch_transport.receive_object(acc))
         return merged
 
-    def compact(self, acc: Protected) -> Protected:
-        return acc.compact()
+    def compact(self, acc: Protected | batch_transport.SpillRef) -> Any:
+        if isinstance(acc, batch_transport.SpillRef):
+            return acc
+        return batch_transport.ship_object(acc.compact(), self.spill_dir)
 
-    def extract_output(self, acc: Protected) -> Protected:
-        return acc.compact()
+    def extract_output(self, acc: Protected | batch_transport.SpillRef) -> Any:
+        return self.compact(batch_transport.receive_object(acc))

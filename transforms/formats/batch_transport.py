@@ -11,12 +11,22 @@ one per chunk and shard, in one of two ways:
   files on the local disk are far faster and keep that process's memory flat.
 
 Either way the shard writer concatenates batches without a Python object per pair.
+
+Python objects that grow with the corpus travel the same two ways (`ship_object`):
+what the valid and test pairs protect, as the partial results of its combine and as the
+side input every shard writer reads (once per worker process). The FnApiRunner moves
+both through its own process, copying a side input to every bundle that asks for it: at
+4M pairs (a 15 MB set) that process held about 250 MB more (benchmarks/RESULTS.md,
+issue 19).
 """
 
 from __future__ import annotations
 
+import functools
+import pickle
+import uuid
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import pyarrow as pa
 
@@ -87,3 +97,32 @@ def rejects_table(items: Iterable[Shipped]) -> pa.Table:
     """The rejects of many shipped reject batches, sorted by (origin, line, reason)."""
     keys = [("origin", "ascending"), ("line", "ascending"), ("reason", "ascending")]
     return _gather(items, REJECTS_SCHEMA).sort_by(keys)
+
+
+def ship_object(value: Any, spill_dir: str | None) -> Any:
+    """A Python object ready for the runner: `value` itself, or pickled into a new file
+    of `spill_dir` (atomically) and referred to by a `SpillRef`."""
+    if spill_dir is None:
+        return value
+    url = fsio.join(spill_dir, f"object-{uuid.uuid4().hex}.pickle")
+    fsio.write_bytes(url, pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    return SpillRef(url, 0)
+
+
+def receive_object(item: Any) -> Any:
+    """What `ship_object` shipped."""
+    return _read_object(item.url) if isinstance(item, SpillRef) else item
+
+
+def side_input(item: Any) -> Any:
+    """What `ship_object` shipped as a side input: a spilled one is read once per process
+    (every bundle of a stage asks for it again)."""
+    return _read_side_input(item.url) if isinstance(item, SpillRef) else item
+
+
+def _read_object(url: str) -> Any:
+    # Only files of this run's own spill directory are ever read here.
+    return pickle.loads(fsio.read_bytes(url))
+
+
+_read_side_input = functools.lru_cache(maxsize=4)(_read_object)

@@ -6,6 +6,7 @@ import json
 
 import apache_beam as beam
 import pyarrow.parquet as pq
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
@@ -66,8 +67,13 @@ def test_clean_chunks_keys_pairs_and_tags_rejects_counts_and_stats(tmp_path):
         assert_that(sides | beam.Distinct(), equal_to(["en", "zh"]), label="counted sides")
 
 
-def test_write_pair_shards_drops_duplicates_and_overlap_and_takes_their_tokens_back(tmp_path):
+@pytest.mark.parametrize("spilled", [False, True])
+def test_write_pair_shards_drops_duplicates_and_overlap_and_takes_their_tokens_back(
+    tmp_path, spilled
+):
     s = spec(tmp_path)
+    # Spilled (local runners): the side input is only a reference to the set's file.
+    spill = str(tmp_path / "spill") if spilled else None
     batch = pair_batch("c", _array([7, 7, 9]), ["A cat.", "A cat.", "Hi."], ["猫", "猫", "嗨"],
                        _array([3, 5, 1]))  # fmt: skip
     test_batch = pair_batch("t", _array([11]), ["hi!"], ["你好"], _array([4]))
@@ -76,9 +82,11 @@ def test_write_pair_shards_drops_duplicates_and_overlap_and_takes_their_tokens_b
         protected = (
             p
             | "Test pairs" >> beam.Create([Protected.of_batch("test", test_batch)])
-            | ProtectSplits()
+            | ProtectSplits(spill)
         )
-        out = (pairs, protected) | WritePairShards(s, None)
+        shipped = protected | "Shipped as" >> beam.Map(lambda p: type(p).__name__)
+        assert_that(shipped, equal_to(["SpillRef" if spilled else "Protected"]), label="side")
+        out = (pairs, protected) | WritePairShards(s, spill)
         files = out[FILES] | beam.Map(lambda f: (f["path"], f["rows"]))
         assert_that(files, equal_to([("train-00000-of-00001.parquet", 1)]), label="files")
         dropped = (

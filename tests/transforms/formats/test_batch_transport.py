@@ -1,14 +1,20 @@
-"""Batches shipped inline or spilled read back the same."""
+"""Batches and objects shipped inline or spilled read back the same."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pyarrow as pa
 
 from nmtpipe.transforms.formats.batch_transport import (
+    SpillRef,
     inline,
     pairs_table,
+    receive_object,
     rejects_table,
     ship,
+    ship_object,
+    side_input,
     spill,
 )
 from nmtpipe.transforms.text.records import (
@@ -50,3 +56,18 @@ def test_ship_spills_a_chunk_into_one_file_or_inlines_it(tmp_path):
     assert table.column("line").to_pylist() == [2, 5]
     assert rejects_table([]).schema == REJECTS_SCHEMA
     assert list(ship({}, str(tmp_path / "none.arrow"))) == []
+
+
+def test_an_object_goes_inline_or_as_a_file_a_side_input_read_once_per_process(tmp_path):
+    value = {"keys": pa.array(["a", "b"]), "n": 2}
+    assert ship_object(value, None) is value
+    assert receive_object(value) is value and side_input(value) is value
+    ref = ship_object(value, str(tmp_path / "spill"))
+    assert isinstance(ref, SpillRef) and ref.url.startswith(str(tmp_path / "spill"))
+    assert ship_object(value, str(tmp_path / "spill")) != ref  # a file per shipping
+    received = receive_object(ref)
+    assert received["n"] == 2 and received["keys"].equals(value["keys"])
+    first = side_input(ref)
+    assert side_input(ref) is first
+    Path(ref.url).unlink()
+    assert side_input(ref) is first  # not read again
