@@ -310,9 +310,10 @@ class MergeProtectedFn(beam.CombineFn):
         return merged
 
     def compact(self, acc: Protected | batch_transport.SpillRef) -> Any:
+        """The accumulator as Beam moves it: compacted, shipped once (a shipped one is
+        already compact, and is passed on as it is)."""
         if isinstance(acc, batch_transport.SpillRef):
             return acc
         return batch_transport.ship_object(acc.compact(), self.spill_dir)
 
-    def extract_output(self, acc: Protected | batch_transport.SpillRef) -> Any:
-        return self.compact(batch_transport.receive_object(acc))
+    extract_output = compact  # the result travels as the partial merges do

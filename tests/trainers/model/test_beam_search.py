@@ -231,9 +231,9 @@ def test_top_k_by_blocks_is_torch_topk(columns):
     table[5, :] = -math.inf
     table[5, columns - 1] = 0.0  # one candidate only, at the table's very end
     k = min(8, columns)
-    values, columns = top_k(table, k)
+    values, where = top_k(table, k)
     # The k best values, best first, each at its own column (which of equal values
     # comes first is open, as it is for `topk`).
     torch.testing.assert_close(values, table.topk(k, dim=1).values, rtol=0, atol=0)
-    assert torch.equal(table.gather(1, columns), values)
-    assert all(len(set(row)) == k for row in columns.tolist())
+    assert torch.equal(table.gather(1, where), values)
+    assert all(len(set(row)) == k for row in where.tolist())
