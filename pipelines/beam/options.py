@@ -125,15 +125,20 @@ def _given(args: list[str], flag: str) -> bool:
 
 
 def pipeline_options(
-    args: list[str], input_bytes: int | None = None, in_process_bytes: int = IN_PROCESS_BYTES
+    args: list[str],
+    input_bytes: int | None = None,
+    in_process_bytes: int = IN_PROCESS_BYTES,
+    cores_per_worker: int = 1,
 ) -> PipelineOptions:
     """PipelineOptions for `args` with nmtpipe's defaults filled in and checked.
 
     Local runs default to the FnApiRunner: in this process when `input_bytes` (the
     work's input, when the caller knows it) is at most `in_process_bytes`, else one
-    worker process per core; the user's own `--direct_running_mode` or
-    `--direct_num_workers` win. Remote runners get a worker package built from this
-    source tree's pyproject.toml. The graph is the same whatever is chosen.
+    worker process per `cores_per_worker` cores (work that keeps several cores busy
+    from one process, in threads outside the GIL, passes more than 1), in this process
+    when that is one; the user's own `--direct_running_mode` or `--direct_num_workers`
+    win. Remote runners get a worker package built from this source tree's
+    pyproject.toml. The graph is the same whatever is chosen.
     """
     check_beam_args(args)
     args = list(args)
@@ -143,7 +148,7 @@ def pipeline_options(
         runner = DEFAULT_RUNNER
         args.append(f"--runner={runner}")
     if runner in LOCAL_RUNNERS:
-        args += _local_defaults(args, input_bytes, in_process_bytes)
+        args += _local_defaults(args, input_bytes, in_process_bytes, cores_per_worker)
     if runner == "DataflowRunner":
         _check_dataflow(options)
     environment = options.view_as(PortableOptions).environment_type
@@ -154,14 +159,29 @@ def pipeline_options(
     return PipelineOptions(args)
 
 
-def _local_defaults(args: list[str], input_bytes: int | None, in_process_bytes: int) -> list[str]:
+def _local_defaults(
+    args: list[str], input_bytes: int | None, in_process_bytes: int, cores_per_worker: int
+) -> list[str]:
     """The local runner's mode and workers, where the user chose neither."""
     mode, workers = _given(args, "--direct_running_mode"), _given(args, "--direct_num_workers")
-    if not mode and not workers and input_bytes is not None and input_bytes <= in_process_bytes:
+    processes = max(1, (os.cpu_count() or 1) // cores_per_worker)
+    small = input_bytes is not None and input_bytes <= in_process_bytes
+    if not mode and not workers and (small or processes == 1):
         return ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
-    return ([] if workers else [f"--direct_num_workers={os.cpu_count() or 1}"]) + (
+    return ([] if workers else [f"--direct_num_workers={processes}"]) + (
         [] if mode else ["--direct_running_mode=multi_processing"]
     )
+
+
+def worker_cores(options: PipelineOptions) -> int:
+    """The cores one worker may keep busy: on a local runner, this machine's shared
+    among its worker processes or threads; on a remote runner 1, since they run a
+    worker process per core."""
+    if not runs_locally(options):
+        return 1
+    direct = options.view_as(DirectOptions)
+    workers = 1 if direct.direct_running_mode == "in_memory" else direct.direct_num_workers
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
 def runs_locally(options: PipelineOptions) -> bool:

@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.encode_graph import EncodeShards
-from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branches
+from nmtpipe.pipelines.beam.options import (
+    describe,
+    pipeline_options,
+    run_branches,
+    worker_cores,
+)
 from nmtpipe.pipelines.beam.summary import read_summary
 from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
 from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards, write_card
@@ -37,6 +42,7 @@ from nmtpipe.transforms.vocab import id_layout
 from nmtpipe.transforms.vocab.vocabulary import (
     Vocabulary,
     arrow_dtype,
+    encodes_outside_gil,
     fairseq_dtype,
     open_vocabulary,
 )
@@ -44,6 +50,9 @@ from nmtpipe.transforms.vocab.vocabulary import (
 if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
 
+# Encoding threads per worker where the vocabulary encodes outside the GIL: a worker's
+# own Python (reading, writing) keeps two busy (benchmarks/RESULTS.md, issue 19).
+_THREADS = 2
 _OURS = re.compile(r"^(arrow/[^/]+\.arrow|fairseq/[^/]+\.(bin|idx)|fairseq/dict\.[^/]+\.txt)$")
 
 
@@ -275,7 +284,17 @@ class EncodeRun:
             f"({', '.join(self.config.formats)})"
         )
 
-    def graph(self) -> EncodeShards:
+    @property
+    def cores_per_worker(self) -> int:
+        """The cores one worker keeps busy: `_THREADS` where the vocabulary encodes
+        outside the GIL, else 1."""
+        return _THREADS if encodes_outside_gil(self.vocab.model) else 1
+
+    def threads(self, options: PipelineOptions) -> int:
+        """Encoding threads per worker under `options`."""
+        return min(worker_cores(options), self.cores_per_worker)
+
+    def graph(self, threads: int) -> EncodeShards:
         spec = EncodeSpec(
             self.out,
             self.vocab.root,
@@ -285,6 +304,7 @@ class EncodeRun:
             self.spaces[ARROW]["dtype"],
             self.spaces[FAIRSEQ]["dtype"],
             self.config.batch_size,
+            threads,
         )
         return EncodeShards(spec, self.tasks, self.summary_url)
 
@@ -340,7 +360,8 @@ def encode_runs(
 ) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """Encode several outputs in one Beam pipeline (one job on a remote runner), then
     commit each; returns their manifests and statistics."""
-    run_branches(options, "Encode", [run.graph() for run in runs], quiet)
+    graphs = [run.graph(run.threads(options)) for run in runs]
+    run_branches(options, "Encode", graphs, quiet)
     return [run.commit() for run in runs]
 
 
@@ -360,8 +381,8 @@ def run_encode(
         committed, stats = run
         out = fsio.canonical_url(config.output)
         return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
-    options = pipeline_options(beam_args, run.input_bytes)
+    options = pipeline_options(beam_args, run.input_bytes, cores_per_worker=run.cores_per_worker)
     runner = describe(options, run.input_bytes)
-    log(f"encoding {run.describe()} on {runner}")
+    log(f"encoding {run.describe()} on {runner}, {run.threads(options)} thread(s) per worker")
     ((committed, stats),) = encode_runs([run], options, quiet)
     return StepOutcome(run.out, False, committed, stats, time.perf_counter() - started, runner)

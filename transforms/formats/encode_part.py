@@ -12,11 +12,14 @@ length histograms) as a stats partial; `transforms/beam/encode_fns.py` runs it i
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
+import pyarrow as pa
 
 from nmtpipe.transforms.formats import fairseq_mmap, shard_names
 from nmtpipe.transforms.formats.arrow_shards import ArrowWriter
@@ -65,6 +68,7 @@ class EncodeSpec:
     arrow_dtype: str
     fairseq_dtype: str
     batch_size: int
+    threads: int = 1  # threads that encode batches in one worker (`_encoded`)
 
 
 class _SideCounts:
@@ -165,15 +169,36 @@ def encode_part(
         writers = _PartWriters(spec, task, stack)
         groups = None if task.whole else list(task.row_groups)
         table = read_parquet_entry(task.root, task.shard, ["id", "src", "tgt"], groups)
-        for batch in table.to_batches(spec.batch_size):
-            encoded = {}
+        batches = table.to_batches(spec.batch_size)
+        for batch, encoded in _encoded(encoders, batches, spec.threads):
             for role, encoder in encoders.items():
-                encoded[role] = encoder.encode_batch(batch.column(role).to_pylist())
                 counts[role].add(encoder, *encoded[role])
             writers.add(batch.column("id").to_numpy(), encoded)
         writers.finish()
     split = {"pairs": counts["src"].items, **{r: c.partial() for r, c in counts.items()}}
     return list(writers.entries()), {"splits": {task.split: split}}
+
+
+def _encoded(
+    encoders: Mapping[str, SideEncoder], batches: list[pa.RecordBatch], threads: int
+) -> Iterator[tuple[pa.RecordBatch, dict[str, tuple[np.ndarray, np.ndarray]]]]:
+    """Each batch with both sides encoded, in order. `threads` threads encode the
+    batches ahead of the caller: SentencePiece and `tokenizers` release the GIL, so
+    several batches encode at once, and the caller writes meanwhile."""
+
+    def encode(batch: pa.RecordBatch) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        return {r: e.encode_batch(batch.column(r).to_pylist()) for r, e in encoders.items()}
+
+    with ThreadPoolExecutor(threads) as pool:
+        ahead: deque[tuple[pa.RecordBatch, Future]] = deque()
+        for batch in batches:
+            ahead.append((batch, pool.submit(encode, batch)))
+            if len(ahead) > threads:
+                done, future = ahead.popleft()
+                yield done, future.result()
+        while ahead:
+            done, future = ahead.popleft()
+            yield done, future.result()
 
 
 def _arrow_metadata(spec: EncodeSpec) -> dict[str, Any]:

@@ -42,6 +42,13 @@ def arrow_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16) if vocab_size < _UINT16_LIMIT else np.dtype(np.int32)
 
 
+def encodes_outside_gil(model: str) -> bool:
+    """Whether this kind of vocabulary encodes in native code that releases the GIL
+    (SentencePiece, `tokenizers`), so that threads of one process encode on several
+    cores; Tensor2Tensor's encoder is Python."""
+    return model != "t2t"
+
+
 class SideEncoder:
     """One language's vocabulary: `encode_batch` turns lines into ids ending in EOS,
     `decode` ids back into text."""

@@ -21,6 +21,7 @@ from nmtpipe.pipelines.beam.options import (
     check_beam_args,
     describe,
     pipeline_options,
+    worker_cores,
 )
 from nmtpipe.transforms.errors import ConfigError
 
@@ -63,6 +64,21 @@ def test_local_mode_chosen_by_input_size_unless_the_user_chose():
     forced = pipeline_options([], input_bytes=1, in_process_bytes=0)
     assert forced.view_as(DirectOptions).direct_running_mode == "multi_processing"
     assert describe(pipeline_options(DATAFLOW), 10**9) == "DataflowRunner"
+
+
+def test_work_that_keeps_several_cores_busy_gets_fewer_processes(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    large = 10**12
+    four = pipeline_options([], input_bytes=large, cores_per_worker=2)
+    direct = four.view_as(DirectOptions)
+    assert (direct.direct_running_mode, direct.direct_num_workers) == ("multi_processing", 4)
+    assert worker_cores(four) == 2
+    one = pipeline_options([], input_bytes=large, cores_per_worker=8)
+    assert describe(one) == "FnApiRunner (in-process)" and worker_cores(one) == 8
+    assert worker_cores(pipeline_options([], input_bytes=large)) == 1  # a process per core
+    threads = pipeline_options(["--direct_running_mode=multi_threading", "--direct_num_workers=2"])
+    assert worker_cores(threads) == 4
+    assert worker_cores(pipeline_options(DATAFLOW)) == 1  # its workers run one per core
 
 
 def test_unknown_and_malformed_options():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -184,6 +186,27 @@ def test_sentencepiece_vocabularies_count_unknowns(inputs, tmp_path):
     assert sum(outcome.stats["splits"][s]["zh"]["unk"] for s in ("train", "valid", "test")) > 0
     with pytest.raises(ManifestError, match="has no arrow shards; it has fairseq"):
         open_dataset(str(tmp_path / "bpe"), "arrow")
+
+
+def test_sentencepiece_encodes_in_threads_to_the_same_bytes(inputs, tmp_path, monkeypatch):
+    """Threads of one worker encode batches ahead of the writer (SentencePiece releases
+    the GIL); the files are those of one thread."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    said: list[str] = []
+    config = EncodeConfig(inputs["prepared"], inputs["bpe"], str(tmp_path / "t"), batch_size=16)
+    threaded = run_encode(config, IN_MEMORY, log=said.append)
+    assert "FnApiRunner (in-process, " in said[-1] and said[-1].endswith("2 thread(s) per worker")
+    one = ["--direct_running_mode=multi_threading", "--direct_num_workers=4"]
+    config = dataclasses.replace(config, output=str(tmp_path / "one"))
+    single = run_encode(config, one, log=said.append)
+    assert said[-1].endswith("1 thread(s) per worker")
+    assert file_digests(threaded.manifest) == file_digests(single.manifest)
+    assert threaded.stats == single.stats
+    # T2T's encoder is Python: one thread, and on a local runner of its own default a
+    # worker process per core.
+    config = EncodeConfig(inputs["prepared"], inputs["t2t"], str(tmp_path / "t2t"))
+    run_encode(config, ["--direct_running_mode=in_memory"], log=said.append)
+    assert said[-1].endswith("1 thread(s) per worker")
 
 
 def test_bad_inputs(inputs, tmp_path):
