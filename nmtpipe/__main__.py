@@ -2,6 +2,6 @@
 
 import sys
 
-from nmtpipe.pipelines.cli.main import main
+from nmtpipe.pipelines.cli.main import entry
 
-sys.exit(main())
+sys.exit(entry())

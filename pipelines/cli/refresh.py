@@ -106,6 +106,6 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
 
 
 if __name__ == "__main__":  # a file Airflow's BeamRunPythonPipelineOperator can run
-    from nmtpipe.pipelines.cli.main import main
+    from nmtpipe.pipelines.cli.main import entry
 
-    sys.exit(main(["refresh", *sys.argv[1:]]))
+    sys.exit(entry(["refresh", *sys.argv[1:]]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import os
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from nmtpipe.pipelines.cli.main import main
+from nmtpipe.pipelines.cli.main import entry, main
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
 
 NMTPIPE = [sys.executable, "-m", "nmtpipe"]
@@ -38,6 +39,18 @@ def prepare_args(trainpref, output, *more: str) -> list[str]:
         str(output),
         *more,
     ]
+
+
+def test_the_process_entry_point_freezes_what_is_left_for_the_exit(capsys):
+    """`entry` is `main` for a process that ends next: what the run left is frozen, so
+    the interpreter's last collection does not walk it."""
+    gc.unfreeze()
+    try:
+        assert entry(["prepare", "--no-such-option"]) == main(["prepare", "--no-such-option"])
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert "--no-such-option" in capsys.readouterr().err
 
 
 def test_help_reads_well(capsys):
