@@ -3,10 +3,11 @@
 A part is a run of row groups of one prepared Parquet shard (about 64k pairs), so that
 work spreads over workers however the data was sharded, and a part's input fits in
 memory. `encode_part` reads its row groups (one retried read), encodes both sides in
-batches with EOS, and streams the ids into an Arrow file and a fairseq `.bin` per
-language, each committed atomically (big files are spooled locally and uploaded with
-retries). It returns the files as manifest entries and the counts (tokens, unknowns,
-length histograms) as a stats partial; `transforms/beam/encode_fns.py` runs it in Beam.
+batches with EOS (in `EncodeSpec.threads` threads, a few batches ahead of the writing),
+and streams the ids into an Arrow file and a fairseq `.bin` per language, each
+committed atomically (big files are spooled locally and uploaded with retries). It
+returns the files as manifest entries and the counts (tokens, unknowns, length
+histograms) as a stats partial; `transforms/beam/encode_fns.py` runs it in Beam.
 """
 
 from __future__ import annotations
