@@ -161,7 +161,12 @@ class BeamSearch:
         8,008 on the CPU)."""
         c, eos = self.config, self.layout.eos
         with autocast:
-            logits = self.model.decode_step(beams.tokens[:, -1], cache)
+            if cache.group < c.beam:  # the first step: a source's hypotheses are one yet
+                first = self.model.decode_step(beams.tokens[:: c.beam, -1], cache)
+                logits = first.repeat_interleave(c.beam, dim=0)
+                cache.widen(c.beam)
+            else:
+                logits = self.model.decode_step(beams.tokens[:, -1], cache)
         lprobs = F.log_softmax(logits.float(), dim=-1)
         raw_eos = lprobs[:, eos].clone()
         lprobs[:, self.never] = _NEG_INF
@@ -191,7 +196,9 @@ class BeamSearch:
         steps = int(max_len.max()) + (1 if c.convention == "fairseq" else 0)
         with autocast:
             memory, mask = self.model.encode(src)
-            cache = self.model.start_decoding(memory, mask, group=k, steps=steps)
+            # One hypothesis per source until the first step has run: the search starts
+            # from one, so the decoder runs the first step once per source, not k times.
+            cache = self.model.start_decoding(memory, mask, group=1, steps=steps)
         beams = _Beams(n, k, steps, max_len, start=eos)
         results: list[list[Hypothesis]] = [[] for _ in range(n)]
         for step in range(steps):

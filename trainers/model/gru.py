@@ -40,6 +40,11 @@ class GruCache:
         """Keep the hypotheses `order` selects, in that order (each among its source's)."""
         self.hidden = self.hidden.index_select(1, order)
 
+    def widen(self, group: int) -> None:
+        """From one hypothesis per source to `group`, each a copy of its source's one."""
+        self.hidden = self.hidden.repeat_interleave(group, dim=1)
+        self.group *= group
+
     def keep_sources(self, sources: Tensor) -> None:
         """Keep only `sources` (rows of the source batch) and their hypotheses."""
         self.reorder(hypothesis_rows(sources, self.group))

@@ -227,6 +227,10 @@ class GrowingCache:
         if rows != self.key.shape[0]:
             self.key, self.value = self.key[:rows], self.value[:rows]
 
+    def widen(self, group: int) -> None:
+        """Each row becomes `group` rows holding the same keys and values."""
+        self.key, self.value = (t.repeat_interleave(group, dim=0) for t in (self.key, self.value))
+
 
 def _with_room(t: Tensor, capacity: int) -> Tensor:
     grown = t.new_empty(t.shape[0], t.shape[1], capacity, t.shape[3])
@@ -262,6 +266,12 @@ class DecoderCache:
         each must stay among its source's."""
         for cache in self.self_attention:
             cache.reorder(order)
+
+    def widen(self, group: int) -> None:
+        """From one hypothesis per source to `group`, each a copy of its source's one."""
+        for cache in self.self_attention:
+            cache.widen(group)
+        self.group *= group
 
     def keep_sources(self, sources: Tensor) -> None:
         """Keep only `sources` (rows of the source batch) and their hypotheses."""

@@ -49,6 +49,23 @@ def test_incremental_decoding_equals_the_full_pass(shared, layers):
     assert cache.length == 9
 
 
+def test_a_widened_cache_decodes_as_one_started_wide():
+    model = small()
+    with torch.no_grad():
+        narrow = model.start_decoding(*model.encode(SRC))
+        wide = model.start_decoding(*model.encode(SRC), group=2)
+        start = torch.full((2,), EOS)
+        first = model.decode_step(start, narrow)
+        torch.testing.assert_close(
+            first.repeat_interleave(2, dim=0), model.decode_step(start.repeat(2), wide)
+        )
+        narrow.widen(2)
+        following = torch.tensor([5, 6, 7, 8])
+        torch.testing.assert_close(
+            model.decode_step(following, narrow), model.decode_step(following, wide)
+        )
+
+
 def test_padding_changes_nothing():
     model = small()
     alone = torch.tensor([[9, 10, EOS]])

@@ -57,6 +57,24 @@ def test_the_decoder_cannot_see_the_future():
         torch.testing.assert_close(model(src, tgt)[:, :4], model(src, changed)[:, :4])
 
 
+def test_a_widened_cache_decodes_as_one_started_wide():
+    """Beam search's first step runs once per source, then widens the cache to the beam."""
+    model = tiny()
+    src, tgt = batch()
+    with torch.no_grad():
+        narrow = model.start_decoding(*model.encode(src))
+        wide = model.start_decoding(*model.encode(src), group=3)
+        first = model.decode_step(tgt[:, 0], narrow)
+        expected = model.decode_step(tgt[:, 0].repeat_interleave(3), wide)
+        torch.testing.assert_close(first.repeat_interleave(3, dim=0), expected)
+        narrow.widen(3)
+        assert narrow.group == 3
+        following = torch.tensor([7, 8, 9, 10, 11, 12])
+        torch.testing.assert_close(
+            model.decode_step(following, narrow), model.decode_step(following, wide)
+        )
+
+
 def test_reordering_the_cache_follows_the_hypotheses():
     model = tiny()
     src, tgt = batch()
