@@ -6,8 +6,10 @@ SentencePiece vocabulary (both cached in `benchmarks/.work`); then
 - spm: one process reads every prepared shard and calls SentencePiece's batch
   `encode(lines, num_threads=1)` on both sides — only the encode calls are timed. Twice
   its throughput is the ideal for two workers;
-- nmtpipe: the whole `nmtpipe encode` command (DirectRunner, 2 worker processes, both
-  formats), wall time including Beam's start-up, writing Arrow and fairseq shards.
+- nmtpipe: the whole `nmtpipe encode` command with its default local runner (for a
+  SentencePiece vocabulary, one worker process per two cores with two encoding threads
+  each: in-process on two cores), both formats; wall time including Python's start,
+  Beam's import, writing Arrow and fairseq shards.
 
 Reading: the train split of that output, through `open_dataset` (fairseq `.bin/.idx`
 and Arrow) and through fairseq's own `MMapIndexedDataset` (from a git mirror via
