@@ -159,12 +159,17 @@ def pipeline_options(
     return PipelineOptions(args)
 
 
+def _cores() -> int:
+    """This machine's cores, as the local runner's defaults count them."""
+    return os.cpu_count() or 1
+
+
 def _local_defaults(
     args: list[str], input_bytes: int | None, in_process_bytes: int, cores_per_worker: int
 ) -> list[str]:
     """The local runner's mode and workers, where the user chose neither."""
     mode, workers = _given(args, "--direct_running_mode"), _given(args, "--direct_num_workers")
-    processes = max(1, (os.cpu_count() or 1) // cores_per_worker)
+    processes = max(1, _cores() // cores_per_worker)
     small = input_bytes is not None and input_bytes <= in_process_bytes
     if not mode and not workers and (small or processes == 1):
         return ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
@@ -181,7 +186,7 @@ def worker_cores(options: PipelineOptions) -> int:
         return 1
     direct = options.view_as(DirectOptions)
     workers = 1 if direct.direct_running_mode == "in_memory" else direct.direct_num_workers
-    return max(1, (os.cpu_count() or 1) // max(1, workers))
+    return max(1, _cores() // max(1, workers))
 
 
 def runs_locally(options: PipelineOptions) -> bool:

@@ -275,10 +275,7 @@ class DecoderCache:
 
     def keep_sources(self, sources: Tensor) -> None:
         """Keep only `sources` (rows of the source batch) and their hypotheses."""
-        hypotheses = (
-            sources[:, None] * self.group + torch.arange(self.group, device=sources.device)
-        ).view(-1)
-        self.reorder(hypotheses)
+        self.reorder(hypothesis_rows(sources, self.group))
         for cache in self.memory:
             cache.reorder(sources)
         self.memory_mask = self.memory_mask.index_select(0, sources)
