@@ -6,7 +6,8 @@ at most `max_tokens` padded source tokens, and writes the translations in input 
 before it reads on. A file streams through in bounded memory, full batches at a time;
 a line typed at a terminal is there alone and is answered at once (like
 `fairseq-interactive`). Text goes through the normalisation and vocabulary training
-used; output is detokenised. Two engines: nmtpipe's own beam search on a checkpoint,
+used; output is detokenised; a blank line gives an empty one (`BeamSearch.translate`,
+as CTranslate2 does). Two engines: nmtpipe's own beam search on a checkpoint,
 or a CTranslate2 export (`ctranslate2_engine.py`).
 """
 
@@ -76,11 +77,7 @@ class NmtpipeEngine:
         return [_fit(ids, self.limit) for ids in self.codec.encode_sources(lines)]
 
     def translate(self, sources: list[np.ndarray]) -> list[list[tuple[str, float]]]:
-        width = max(s.size for s in sources)
-        src = torch.full((len(sources), width), self.layout.pad, dtype=torch.long)
-        for row, ids in enumerate(sources):
-            src[row, : ids.size] = torch.from_numpy(ids)
-        found = self.search(src.to(self.ranks.device), self.ranks.autocast())
+        found = self.search.translate(sources, self.ranks.device, self.ranks.autocast())
         tgt = self.codec.tgt_lang
         return [[(self.codec.decode(tgt, h.tokens), h.score) for h in hyps] for hyps in found]
 

@@ -63,6 +63,9 @@ class Hypothesis:
     finished: bool  # ended in EOS (False only when a T2T search finished nothing)
 
 
+_NOTHING = Hypothesis(tokens=[], score=0.0, log_prob=0.0, finished=True)  # of a blank line
+
+
 class _Beams:
     """The state of the sentences still searching: alive and finished hypotheses."""
 
@@ -237,13 +240,22 @@ class BeamSearch:
         autocast: AbstractContextManager | None = None,
     ) -> list[list[Hypothesis]]:
         """The n-best of each source (id arrays ending in EOS, of any lengths), searched
-        as one right-padded batch on `device`."""
-        if not sources:
-            return []
-        src = torch.full((len(sources), max(s.size for s in sources)), self.layout.pad)
-        for row, ids in enumerate(sources):
-            src[row, : ids.size] = torch.from_numpy(ids.astype(np.int64, copy=False))
-        return self(src.to(device), autocast)
+        as one right-padded batch on `device`.
+
+        A source of nothing but EOS (a blank line) has nothing to translate: its n-best
+        is one empty hypothesis of score 0, found without a search, as CTranslate2
+        answers it. `prepare` keeps no empty pair, so no model has learnt what to say
+        to one, and a translation of a blank line would be noise."""
+        results = [[_NOTHING] for _ in sources]
+        live = [i for i, ids in enumerate(sources) if ids.size > 1]
+        if not live:
+            return results
+        src = torch.full((len(live), max(sources[i].size for i in live)), self.layout.pad)
+        for row, i in enumerate(live):
+            src[row, : sources[i].size] = torch.from_numpy(sources[i].astype(np.int64, copy=False))
+        for i, hyps in zip(live, self(src.to(device), autocast), strict=True):
+            results[i] = hyps
+        return results
 
     def _finish(self, beams: _Beams, length: int, cand_logp: Tensor, is_eos: Tensor,
                 source_rows: Tensor) -> None:  # fmt: skip

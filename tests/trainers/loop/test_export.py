@@ -153,6 +153,28 @@ def test_translate_writes_what_decode_writes_with_either_engine(trained, tmp_pat
     assert same >= 0.99 * len(lines)
 
 
+def test_a_blank_line_translates_to_a_blank_line_with_every_engine(trained, tmp_path, capsys):
+    lines = ["I like tea.", "", "   ", "Where is the station?"]
+    flags = ["--beam", "4", "--lenpen", "1.0", "--max-len-a", "0", "--max-len-b", str(MAX_LEN_B)]
+    outputs = {}
+    for name, text in (("with", lines), ("without", [lines[0], lines[3]])):
+        source = tmp_path / f"{name}.en"
+        source.write_text("".join(line + "\n" for line in text), encoding="utf-8")
+        for engine in (["--checkpoint", trained["checkpoint"]],
+                       ["--engine", "ctranslate2", "--model", trained["ct2"]]):  # fmt: skip
+            capsys.readouterr()
+            assert main(["translate", *engine, "--input", str(source), *flags]) == 0
+            outputs[name, engine[0]] = capsys.readouterr().out.split("\n")[:-1]
+        assert main(["decode", "--checkpoint", trained["checkpoint"], "--input", str(source),
+                     "--output", str(tmp_path / name), *flags]) == 0  # fmt: skip
+        decoded = (tmp_path / name / run_files.HYPOTHESES).read_text(encoding="utf-8")
+        outputs[name, "decode"] = decoded.split("\n")[:-1]
+    for engine in ("--checkpoint", "--engine", "decode"):
+        first, blank, spaces, last = outputs["with", engine]
+        assert blank == spaces == ""
+        assert [first, last] == outputs["without", engine]
+
+
 def test_a_typed_line_is_answered_before_the_input_ends(trained):
     proc = subprocess.Popen([*NMTPIPE, "translate", "--checkpoint", trained["checkpoint"],
                              "--max-len-b", "5", "--nbest", "2", "--beam", "2"],

@@ -5,11 +5,12 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
-from nmtpipe.trainers.model.beam_search import BeamSearch, _in_parents_slots, top_k
+from nmtpipe.trainers.model.beam_search import BeamSearch, Hypothesis, _in_parents_slots, top_k
 from nmtpipe.trainers.model.config import ModelConfig
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.trainers.model.transformer import Transformer
@@ -145,6 +146,30 @@ def eos_unlikely(m: Transformer) -> Transformer:
     """The model, made to (almost) never want EOS, in training and decoding alike."""
     m.__class__ = _ShunsEos
     return m
+
+
+def test_a_blank_source_gets_an_empty_translation_without_a_search(monkeypatch):
+    m = model(vocab=40, sharpness=2.0)
+    search = BeamSearch(m, FAIRSEQ, SearchConfig(beam=4, nbest=2))
+    sources = [np.array(s) for s in SOURCES]
+    expected = search.translate(sources, torch.device("cpu"))
+    searched, search_batch = [], BeamSearch.__call__
+
+    def recorded(self, src, autocast=None):
+        searched.append(src.shape[0])
+        return search_batch(self, src, autocast)
+
+    monkeypatch.setattr(BeamSearch, "__call__", recorded)
+    blank = np.array([EOS])
+    got = search.translate([blank, sources[0], blank, *sources[1:]], torch.device("cpu"))
+    assert searched == [len(SOURCES)]  # one batch, of the sources with something in them
+    assert got[0] == got[2] == [Hypothesis(tokens=[], score=0.0, log_prob=0.0, finished=True)]
+    assert [h.tokens for hyps in got[1:2] + got[3:] for h in hyps] == [
+        h.tokens for hyps in expected for h in hyps
+    ]
+    searched.clear()
+    assert search.translate([blank], torch.device("cpu"))[0][0].tokens == []
+    assert searched == []
 
 
 def test_at_max_length_t2t_returns_the_alive_hypotheses_unfinished():
