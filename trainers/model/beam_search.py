@@ -243,10 +243,10 @@ class BeamSearch:
         as one right-padded batch on `device`.
 
         A source of nothing but EOS (a blank line) has nothing to translate: its n-best
-        is one empty hypothesis of score 0, found without a search, as CTranslate2
+        is `nbest` empty hypotheses of score 0, found without a search, as CTranslate2
         answers it. `prepare` keeps no empty pair, so no model has learnt what to say
         to one, and a translation of a blank line would be noise."""
-        results = [[_NOTHING] for _ in sources]
+        results = [[_NOTHING] * self.config.nbest for _ in sources]
         live = [i for i, ids in enumerate(sources) if ids.size > 1]
         if not live:
             return results

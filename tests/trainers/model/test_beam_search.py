@@ -163,7 +163,7 @@ def test_a_blank_source_gets_an_empty_translation_without_a_search(monkeypatch):
     blank = np.array([EOS])
     got = search.translate([blank, sources[0], blank, *sources[1:]], torch.device("cpu"))
     assert searched == [len(SOURCES)]  # one batch, of the sources with something in them
-    assert got[0] == got[2] == [Hypothesis(tokens=[], score=0.0, log_prob=0.0, finished=True)]
+    assert got[0] == got[2] == [Hypothesis(tokens=[], score=0.0, log_prob=0.0, finished=True)] * 2
     assert [h.tokens for hyps in got[1:2] + got[3:] for h in hyps] == [
         h.tokens for hyps in expected for h in hyps
     ]
