@@ -14,10 +14,12 @@ CTranslate2 `length_penalty=1`, which all stop once 4 hypotheses finished), at m
 apply it to a batch's longest source, nmtpipe to each source, so for a random model,
 which babbles to the limit, give `--max-len-a 0`). Threads: --threads for all (the
 cores by default). nmtpipe runs twice: as `nmtpipe decode` runs on the CPU (linear
-layers packed for oneDNN, trainers/model/packed_linear.py) and unpacked. Each engine's
-time is the fastest of --repeat passes. Reported: sentences/s and target tokens/s
-(best hypotheses, EOS counted), the speed relative to `generate`, and the share of best
-hypotheses equal to nmtpipe's. With a checkpoint, then `nmtpipe decode` itself with 1 and 2 ranks.
+layers packed for oneDNN, trainers/model/packed_linear.py) and unpacked. Each engine
+runs in processes of its own, --rounds of them, the engines taking turns; each process
+times --repeat passes after a warm-up, and the engine's time is its fastest pass.
+Reported: sentences/s and target tokens/s (best hypotheses, EOS counted), the speed
+relative to `generate`, and the share of best hypotheses equal to nmtpipe's. With a
+checkpoint, then `nmtpipe decode` itself with 1 and 2 ranks.
 
     python benchmarks/bench_decode.py                       # after the README's command
     # random models, 32 sentences, exactly 30 target tokens each (the same work for all):
@@ -120,8 +122,24 @@ def _sync(args) -> None:
         torch.cuda.synchronize()
 
 
-def _fastest(args, run):
-    """The fastest of --repeat passes of `run()`: seconds, and that pass's result."""
+def time_engine(args: argparse.Namespace) -> dict:
+    """In a process of its own: --engine's fastest of --repeat passes over the batches,
+    after one warm-up; its seconds, best hypotheses and target tokens."""
+    data = open_dataset(args.data)
+    layout = data.layout
+    model = load_model(args, data).to(args.device)
+    srcs = [s.to(args.device) for s in batches(data["test"], args.sentences, args.max_tokens,
+                                               layout.pad)]  # fmt: skip
+    packed = False
+    if args.engine == "hf_generate":
+        engine = hf_generate(args, to_marian(model, layout, 1024).to(args.device), layout, srcs)
+    elif args.engine.startswith("ctranslate2_"):
+        engine = ctranslate2_engine(args, args.ct2_path, layout, [s.cpu() for s in srcs])
+    else:
+        packed = args.engine == "nmtpipe" and pack_linears(model)  # as `nmtpipe decode` runs
+        engine = ours(args, model, layout, srcs)
+    run, warm, read = engine
+    warm()
     passes = []
     for _ in range(args.repeat):
         _sync(args)
@@ -129,44 +147,74 @@ def _fastest(args, run):
         out = run()
         _sync(args)
         passes.append((time.perf_counter() - started, out))
-    return min(passes, key=lambda p: p[0])
+    seconds, out = min(passes, key=lambda p: p[0])
+    best, tokens = read(out)
+    return {"seconds": seconds, "best": best, "tokens": tokens, "packed": packed}
 
 
-def time_ours(args, model, layout, srcs) -> tuple[float, list[list[int]], int]:
+def in_processes(args: argparse.Namespace, engines: dict[str, list[str]]) -> dict:
+    """Each engine's fastest over --rounds processes, the engines taking turns process by
+    process. A process of its own per engine: CTranslate2's OpenMP runtime beside
+    PyTorch's, or a second CTranslate2 translator, slows the others in one process (up to
+    2x, measured), and turns spread the machine's drift over all engines."""
+    fastest: dict = {}
+    for _ in range(args.rounds):
+        for name, extra in engines.items():
+            cmd = [sys.executable, __file__, *sys.argv[1:], "--engine", name, *extra]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            result = json.loads(done.stdout.splitlines()[-1])
+            if name not in fastest or result["seconds"] < fastest[name]["seconds"]:
+                fastest[name] = result
+    return fastest
+
+
+def ours(args, model, layout, srcs) -> tuple:
+    """nmtpipe's beam search over the batches: (run, warm-up, read), where `read` turns a
+    run's result into the best hypotheses and their target tokens."""
     config = SearchConfig(beam=BEAM, lenpen=1.0, max_len_a=args.max_len_a,
                           max_len_b=args.max_len_b, min_len=args.min_len)  # fmt: skip
     search = BeamSearch(model, layout, config)
-    search(srcs[0][:2], _autocast(args))  # warm-up
-    seconds, best = _fastest(args, lambda: [h[0] for s in srcs for h in search(s, _autocast(args))])
-    tokens = sum(len(h.tokens) + h.finished for h in best)
-    return seconds, [h.tokens for h in best], tokens
+
+    def read(found) -> tuple[list[list[int]], int]:
+        tokens = sum(len(h.tokens) + h.finished for h in found)
+        return [h.tokens for h in found], tokens
+
+    return (
+        lambda: [h[0] for s in srcs for h in search(s, _autocast(args))],
+        lambda: search(srcs[0][:2], _autocast(args)),
+        read,
+    )
 
 
-def time_hf(args, hf, layout, srcs) -> tuple[float, list[list[int]], int]:
+def hf_generate(args, hf, layout, srcs) -> tuple:
+    """Hugging Face `generate` over the same batches: (run, warm-up, read)."""
+
     def generate(src):
         longest = int((src != layout.pad).sum(1).max())  # HF's limit is per batch
-        return hf.generate(
-            input_ids=src, attention_mask=src != layout.pad, num_beams=BEAM, do_sample=False,
-            max_new_tokens=int(args.max_len_a * longest + args.max_len_b) + 1, length_penalty=1.0,
-            early_stopping=True, num_return_sequences=1, bad_words_ids=[[layout.pad]],
-            min_new_tokens=args.min_len,
-        )  # fmt: skip
+        with torch.no_grad(), _autocast(args):
+            return hf.generate(
+                input_ids=src, attention_mask=src != layout.pad, num_beams=BEAM,
+                do_sample=False, max_new_tokens=int(args.max_len_a * longest + args.max_len_b) + 1,
+                length_penalty=1.0, early_stopping=True, num_return_sequences=1,
+                bad_words_ids=[[layout.pad]], min_new_tokens=args.min_len,
+            )  # fmt: skip
 
-    with torch.no_grad(), _autocast(args):
-        generate(srcs[0][:2])
-        seconds, outs = _fastest(args, lambda: [generate(src) for src in srcs])
-    best, tokens = [], 0
-    for out in outs:
-        for row in out[:, 1:].tolist():  # drop the start symbol; cut after EOS (HF pads)
-            ended = layout.eos in row
-            row = row[: row.index(layout.eos)] if ended else [t for t in row if t != layout.pad]
-            tokens += len(row) + ended
-            best.append(row)
-    return seconds, best, tokens
+    def read(outs) -> tuple[list[list[int]], int]:
+        best, tokens = [], 0
+        for out in outs:
+            for row in out[:, 1:].tolist():  # drop the start symbol; cut after EOS (HF pads)
+                ended = layout.eos in row
+                row = row[: row.index(layout.eos)] if ended else [t for t in row if t != layout.pad]
+                tokens += len(row) + ended
+                best.append(row)
+        return best, tokens
+
+    return lambda: [generate(src) for src in srcs], lambda: generate(srcs[0][:2]), read
 
 
-def time_ctranslate2(args, path: str, layout, srcs) -> tuple[float, list[list[int]], int]:
-    """CTranslate2 on the CPU, the same batches, search and length limit as `generate`."""
+def ctranslate2_engine(args, path: str, layout, srcs) -> tuple:
+    """CTranslate2 on the CPU, the same batches, search and length limit as `generate`:
+    (run, warm-up, read)."""
     translator = ctranslate2.Translator(path, device="cpu", inter_threads=1,
                                         intra_threads=args.threads)  # fmt: skip
     batches_ = [[[str(t) for t in row if t != layout.pad] for row in src.tolist()] for src in srcs]
@@ -178,14 +226,19 @@ def time_ctranslate2(args, path: str, layout, srcs) -> tuple[float, list[list[in
             max_decoding_length=int(args.max_len_a * longest + args.max_len_b) + 1,
         )  # fmt: skip
 
-    translate(batches_[0][:2])
-    seconds, results = _fastest(args, lambda: [translate(tokens) for tokens in batches_])
-    best = [[int(t) for t in r.hypotheses[0]] for rs in results for r in rs]
-    limit = [int(args.max_len_a * max(len(t) for t in b) + args.max_len_b) for b in batches_]
-    sizes = [len(b) for b in batches_]
-    ends = [lim for lim, n in zip(limit, sizes, strict=True) for _ in range(n)]
-    tokens = sum(len(b) + (len(b) < lim) for b, lim in zip(best, ends, strict=True))
-    return seconds, best, tokens
+    def read(results) -> tuple[list[list[int]], int]:
+        best = [[int(t) for t in r.hypotheses[0]] for rs in results for r in rs]
+        limit = [int(args.max_len_a * max(len(t) for t in b) + args.max_len_b) for b in batches_]
+        sizes = [len(b) for b in batches_]
+        ends = [lim for lim, n in zip(limit, sizes, strict=True) for _ in range(n)]
+        tokens = sum(len(b) + (len(b) < lim) for b, lim in zip(best, ends, strict=True))
+        return best, tokens
+
+    return (
+        lambda: [translate(tokens) for tokens in batches_],
+        lambda: translate(batches_[0][:2]),
+        read,
+    )
 
 
 def _speed(seconds: float, n: int, tokens: int) -> dict:
@@ -212,7 +265,9 @@ def ranks(args: argparse.Namespace, nproc: int) -> dict:
         started = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
         wall = time.perf_counter() - started
-    summary = next(json.loads(x)["summary"] for x in proc.stdout.splitlines() if '"summary"' in x)
+    summary = next(
+        json.loads(x)["result"] for x in proc.stdout.splitlines() if '"command": "decode"' in x
+    )
     keys = ("sentences", "seconds", "sentences_per_s", "target_tokens_per_s", "bleu", "chrf")
     return {"nproc": nproc, "wall_seconds": round(wall, 1), **{k: summary[k] for k in keys}}
 
@@ -230,14 +285,20 @@ def main() -> None:
     parser.add_argument("--max-len-b", type=int, default=50)
     parser.add_argument("--min-len", type=int, default=0,
                         help="tokens before EOS, at least (= --max-len-b: equal work)")  # fmt: skip
-    parser.add_argument(
-        "--repeat", type=int, default=3, help="passes per engine; the fastest counts"
-    )
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="passes per engine process; the fastest counts")  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="processes per engine, the engines taking turns")  # fmt: skip
     parser.add_argument("--nproc", type=int, nargs="*", default=[1, 2])
     parser.add_argument("--ctranslate2", nargs="*", default=["float32", "int8"],
                         help="CTranslate2 quantizations to time (CPU)")  # fmt: skip
+    parser.add_argument("--engine", help=argparse.SUPPRESS)  # one engine's process
+    parser.add_argument("--ct2-path", help=argparse.SUPPRESS)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.engine:
+        print(json.dumps(time_engine(args)))
+        return
     data = open_dataset(args.data)
     model = load_model(args, data)
     layout = data.layout
@@ -248,10 +309,14 @@ def main() -> None:
         for s in batches(data["test"], args.sentences, args.max_tokens, layout.pad)
     ]
     diff = max_logit_difference(model, hf, srcs[len(srcs) // 2][:8], layout.eos)
-    plain = time_ours(args, model, layout, srcs)
-    packed = pack_linears(model)  # as `nmtpipe decode` runs on the CPU
-    ours_s, ours_best, ours_tokens = time_ours(args, model, layout, srcs)
-    hf_s, hf_best, hf_tokens = time_hf(args, hf, layout, srcs)
+    engines: dict[str, list[str]] = {"nmtpipe": [], "nmtpipe_unpacked": [], "hf_generate": []}
+    with tempfile.TemporaryDirectory(prefix="nmtpipe-bench-ct2-") as folder:
+        if args.device == "cpu" and args.ctranslate2:
+            for kind, path in ctranslate2_twins(hf, layout, folder, args.ctranslate2).items():
+                engines[f"ctranslate2_{kind}"] = ["--ct2-path", path]
+        results = in_processes(args, engines)
+    hf_s = results["hf_generate"]["seconds"]
+    ours_best = results["nmtpipe"]["best"]
     n = len(ours_best)
 
     def versus(seconds: float, best: list[list[int]], tokens: int) -> dict:
@@ -259,15 +324,9 @@ def main() -> None:
                 "same_best_as_nmtpipe": round(float(np.mean(
                     [a == b for a, b in zip(ours_best, best, strict=True)])), 3)}  # fmt: skip
 
-    engines = {"nmtpipe": versus(ours_s, ours_best, ours_tokens),
-               "nmtpipe_unpacked": versus(*plain),
-               "hf_generate": versus(hf_s, hf_best, hf_tokens)}  # fmt: skip
-    if args.device == "cpu" and args.ctranslate2:
-        with tempfile.TemporaryDirectory(prefix="nmtpipe-bench-ct2-") as folder:
-            for kind, path in ctranslate2_twins(hf, layout, folder, args.ctranslate2).items():
-                engines[f"ctranslate2_{kind}"] = versus(
-                    *time_ctranslate2(args, path, layout, [s.cpu() for s in srcs])
-                )
+    engines_out = {
+        name: versus(r["seconds"], r["best"], r["tokens"]) for name, r in results.items()
+    }
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
@@ -276,7 +335,8 @@ def main() -> None:
         "d_model": model.config.d_model, "layers": model.config.encoder_layers,
         "vocab": model.config.tgt_vocab, "sentences": n, "batches": len(srcs),
         "threads": args.threads, "device": args.device, "max_len": [args.max_len_a, args.max_len_b],
-        "max_logit_difference": round(diff, 6), "packed_linears": packed, **engines,
+        "max_logit_difference": round(diff, 6),
+        "packed_linears": results["nmtpipe"]["packed"], **engines_out,
     }  # fmt: skip
     if args.arch is None:
         result["ranks"] = [ranks(args, k) for k in args.nproc]
