@@ -120,7 +120,19 @@ def _attend_by_matmul(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | 
     scores = torch.bmm(q, k.transpose(1, 2)).mul_(head_dim**-0.5)
     if mask is not None:
         scores.view(batch, heads, length, -1).masked_fill_(mask.logical_not(), -math.inf)
-    return torch.bmm(scores.softmax(dim=-1), v).view(batch, heads, length, head_dim)
+    return torch.bmm(_softmax_rows(scores), v).view(batch, heads, length, head_dim)
+
+
+def _softmax_rows(scores: Tensor, width: int = 16) -> Tensor:
+    """`scores.softmax(dim=-1)`, its rows padded with -inf to `width` columns when they
+    are shorter: PyTorch's CPU softmax runs rows shorter than a vector register (16
+    floats with AVX-512) on a scalar path, 3-7x slower at the 4-15 keys of a short
+    source or an early decode step (benchmarks/RESULTS.md). The padding adds zeros to
+    each row's sum; the result is the same to float32 rounding."""
+    keys = scores.shape[-1]
+    if not 4 <= keys < width:  # below 4 keys the padding costs what it saves
+        return scores.softmax(dim=-1)
+    return F.pad(scores, (0, width - keys), value=-math.inf).softmax(dim=-1)[..., :keys]
 
 
 class FeedForward(nn.Module):

@@ -113,14 +113,15 @@ def test_a_cache_with_room_for_every_step_is_written_and_compacted_in_place():
 
 
 @pytest.mark.parametrize("group", [1, 4])
-def test_attention_by_matmul_is_scaled_dot_product_attention(group):
+@pytest.mark.parametrize("keys", [2, 5, 15, 16, 20])  # softmax rows padded to 16 from 4 keys
+def test_attention_by_matmul_is_scaled_dot_product_attention(group, keys):
     g = torch.Generator().manual_seed(0)
-    sources, heads, keys, dim = 3, 2, 5, 8
+    sources, heads, dim = 3, 2, 8
     query = torch.randn(sources, heads, group, dim, generator=g)
     # Keys and values as decoding holds them: views into buffers with room for more.
-    key = torch.randn(sources, heads, 9, dim, generator=g)[:, :, :keys]
-    value = torch.randn(sources, heads, 9, dim, generator=g)[:, :, :keys]
-    mask = torch.tensor([[True] * 5, [True, True, True, False, False], [True] + [False] * 4])
+    key = torch.randn(sources, heads, 24, dim, generator=g)[:, :, :keys]
+    value = torch.randn(sources, heads, 24, dim, generator=g)[:, :, :keys]
+    mask = torch.arange(keys) < torch.tensor([keys, keys - 1, 1])[:, None]  # padded sources
     mask = mask[:, None, None, :]
     want = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=mask)
     torch.testing.assert_close(_attend_by_matmul(query, key, value, mask), want)
