@@ -185,11 +185,16 @@ def _encoded(
 ) -> Iterator[tuple[pa.RecordBatch, dict[str, tuple[np.ndarray, np.ndarray]]]]:
     """Each batch with both sides encoded, in order. `threads` threads encode the
     batches ahead of the caller: SentencePiece and `tokenizers` release the GIL, so
-    several batches encode at once, and the caller writes meanwhile."""
+    several batches encode at once, and the caller writes meanwhile. One thread
+    encodes in the caller: a single thread ahead would only contend for the GIL with
+    the writing (T2T's Python encoder) or for a core shared with other workers."""
 
     def encode(batch: pa.RecordBatch) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         return {r: e.encode_batch(batch.column(r).to_pylist()) for r, e in encoders.items()}
 
+    if threads == 1:
+        yield from ((batch, encode(batch)) for batch in batches)
+        return
     with ThreadPoolExecutor(threads) as pool:
         ahead: deque[tuple[pa.RecordBatch, Future]] = deque()
         for batch in batches:
