@@ -10,6 +10,7 @@ first (`spooled_write`) so that their upload can be retried too.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import io
 import os
@@ -27,6 +28,7 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
+from nmtpipe.transforms.errors import OutputError
 from nmtpipe.transforms.storage.retry import policy_for, retrying
 
 _COPY_BLOCK = 8 << 20
@@ -61,6 +63,47 @@ def relative_to(root: str, url: str) -> str:
     if not url.startswith(prefix):
         raise ValueError(f"{url} is not under {root}")
     return url[len(prefix) :]
+
+
+def on_object_store(fs: fsspec.AbstractFileSystem) -> bool:
+    """Whether `fs` is a bucket store (S3, GCS, Azure...): no folders, buckets made by
+    their owners."""
+    return not isinstance(fs, LocalFileSystem | MemoryFileSystem)
+
+
+@functools.cache
+def _bucket_exists(fs: fsspec.AbstractFileSystem, bucket: str) -> bool:
+    return bool(retrying(lambda: fs.exists(bucket), f"look for {bucket}", policy_for(fs)))
+
+
+def require_bucket(url: str) -> None:
+    """Stop with one line when `url` is on an object store whose bucket does not exist.
+
+    nmtpipe never creates a bucket: s3fs's `makedirs` would create a missing one
+    silently, so a typo in a bucket name would make (and bill) a new bucket. A bucket
+    found once is not looked for again in this process."""
+    fs, path = url_to_fs(url)
+    if not on_object_store(fs):
+        return
+    bucket = path.split("/", 1)[0]
+    if not _bucket_exists(fs, bucket):
+        _bucket_exists.cache_clear()  # it may be created before the next look
+        raise OutputError(
+            f"{url}: the bucket {bucket} does not exist; nmtpipe creates no buckets: "
+            "create it, or correct its name"
+        )
+
+
+def make_parent(url: str) -> None:
+    """Make the folder `url` is written into: on a local disk; on an object store,
+    which has no folders, only check that its bucket exists."""
+    fs, path = url_to_fs(url)
+    if on_object_store(fs):
+        require_bucket(url)
+        return
+    parent = posixpath.dirname(path)
+    if parent:
+        fs.makedirs(parent, exist_ok=True)
 
 
 def exists(url: str) -> bool:
@@ -203,11 +246,10 @@ def atomic_write(url: str) -> Iterator[AtomicFile]:
     If the body raises, nothing becomes visible and the temporary data is discarded.
     """
     fs, path = url_to_fs(url)
-    parent = posixpath.dirname(path)
-    if parent:
-        fs.makedirs(parent, exist_ok=True)
+    make_parent(url)
     if isinstance(fs, LocalFileSystem):
-        tmp = os.path.join(parent, f".{os.path.basename(path)}.tmp-{uuid.uuid4().hex}")
+        folder, name = os.path.split(path)
+        tmp = os.path.join(folder, f".{name}.tmp-{uuid.uuid4().hex}")
         try:
             with open(tmp, "wb") as raw:
                 handle = AtomicFile(raw)

@@ -205,7 +205,7 @@ def lock(root: str, break_lock: bool = False) -> Iterator[dict[str, Any]]:
 
 def _create(url: str, content: dict[str, Any]) -> bool:
     fs, path = fsio.url_to_fs(url)
-    fs.makedirs(posixpath.dirname(path), exist_ok=True)
+    fsio.make_parent(url)
     try:
         with fs.open(path, "xb") as f:
             f.write(json.dumps(content).encode())

@@ -172,6 +172,22 @@ def test_missing_input_names_the_files_tried(capsys, tmp_path):
     assert len(err.strip().splitlines()) == 1
 
 
+def test_an_output_on_a_missing_bucket_is_one_line_and_makes_no_bucket(capsys, small_corpus, s3):
+    import s3fs
+
+    typo = "s3://nmtpipe-tset/prepared"
+    code, out, err = run_cli(capsys, *prepare_args(small_corpus, typo, *IN_MEMORY))
+    assert (code, out, err.strip().splitlines()) == (
+        1,
+        "",
+        [
+            f"nmtpipe prepare: error: {typo}: the bucket nmtpipe-tset does not exist; "
+            "nmtpipe creates no buckets: create it, or correct its name"
+        ],
+    )
+    assert s3fs.S3FileSystem().ls("") == [s3.removeprefix("s3://")]
+
+
 @pytest.mark.parametrize("runner", [IN_MEMORY, MULTI_PROCESS], ids=["in-memory", "processes"])
 @pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gz"])
 def test_misaligned_corpus_is_one_line_and_commits_nothing(capsys, tmp_path, runner, compressed):

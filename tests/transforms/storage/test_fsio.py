@@ -8,6 +8,7 @@ import os
 import fsspec
 import pytest
 
+from nmtpipe.transforms.errors import OutputError
 from nmtpipe.transforms.storage import fsio
 
 
@@ -51,6 +52,20 @@ def test_s3_write_is_invisible_until_committed(s3):
         assert not fs.exists(path)  # not visible before the commit
     assert fsio.read_bytes(url) == b"x" * 10_000_000
     assert f.written is not None and f.written.size == 10_000_000
+
+
+def test_a_missing_bucket_is_an_error_never_created(s3):
+    """s3fs's makedirs would create the bucket: a typo would make a new bucket."""
+    import s3fs
+
+    url = "s3://nmtpipe-tset/dir/f.bin"
+    with pytest.raises(OutputError, match="the bucket nmtpipe-tset does not exist"):
+        fsio.write_bytes(url, b"x")
+    with pytest.raises(OutputError, match=r"^s3://nmtpipe-tset/out: the bucket"):
+        fsio.require_bucket("s3://nmtpipe-tset/out")
+    assert "nmtpipe-tset" not in s3fs.S3FileSystem().ls("")
+    fsio.require_bucket(f"{s3}/out")  # an existing bucket passes
+    fsio.require_bucket("memory://anything/at/all")  # as do stores without buckets
 
 
 def test_identity_changes_with_content(tmp_path):
