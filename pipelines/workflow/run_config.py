@@ -77,14 +77,14 @@ class RunConfig:
         return best if fsio.exists(best) else self.url(f"checkpoints/{LAST}")
 
     def fingerprinted(self, step: str) -> dict[str, Any]:
-        """What a torch step's result depends on of the config: its options as written
-        (and, for decode, the extra test sets)."""
+        """What a torch step's result depends on of the config: its typed options (so a
+        default written out is the same config as one left out), less the paths the
+        workflow wires, and for decode the extra test sets."""
+        typed = dataclasses.asdict(self.step(step))
+        options = {k: v for k, v in typed.items() if k not in WIRING[step]}
         if step == "decode":
-            return {
-                **self.options[step],
-                "evaluate": [dataclasses.asdict(s) for s in self.evaluate],
-            }
-        return self.options[step]
+            options["evaluate"] = [dataclasses.asdict(s) for s in self.evaluate]
+        return options
 
     def decoded(self, name: str | None = None) -> str:
         """Where the test split's translations go, or those of the extra set `name`."""

@@ -81,6 +81,12 @@ def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     assert main(["run", str(path), "--until", "encode"]) == 0
     part = table(capsys.readouterr().out)
     assert part["prepare"] == "cached" and part["train"] == "skipped"
+    # Defaults written out are the same config as defaults left out: nothing runs again.
+    train = {"max_tokens": 1024, "max_update": 6, "warmup_updates": 2}
+    defaults = {"arch": "transformer_tiny", "lr": 5e-4, "seed": 1, "label_smoothing": 0.1}
+    path = config(tmp_path, decode__beam=3, decode__max_tokens=4096, train={**train, **defaults})
+    assert main(["run", str(path)]) == 0
+    assert set(table(capsys.readouterr().out).values()) == {"cached"}
 
 
 def test_a_later_step_alone_needs_the_earlier_ones(tmp_path, capsys):
