@@ -69,6 +69,10 @@ COMMANDS = {
     ),
 }
 
+# The commands that run Beam pipelines: only they pay for Beam's start (imported lean,
+# its graph introspection memoised); the torch commands never import Beam.
+RUNS_BEAM = frozenset({"prepare", "vocab", "encode", "run", "refresh"})
+
 DESCRIPTION = """\
 Turn raw parallel corpora into training-ready data, at any scale, on Apache Beam.
 
@@ -157,6 +161,16 @@ def show_step(step: str, result: Any) -> None:
     command_module(step).show(result)
 
 
+def _start_beam() -> None:
+    """Import Beam without the integrations nmtpipe never uses, and memoise the graph
+    introspection it repeats; once logging is set up, before any Beam graph module."""
+    from nmtpipe.pipelines.beam import graph_memo
+    from nmtpipe.pipelines.beam.lean_import import import_beam
+
+    import_beam()
+    graph_memo.install()
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line's one entry point. Conventions: unknown options are errors with
     the nearest known option (Beam's too, for the commands that take Beam options);
@@ -166,15 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     verbose = "-v" in argv or "--verbose" in argv
     logs.configure(verbose=verbose)
     progress.configure(quiet="-q" in argv or "--quiet" in argv)
-    from nmtpipe.pipelines.beam.lean_import import import_beam
-
-    import_beam()  # only now that logging is set up, and without what nmtpipe never uses
-    from nmtpipe.pipelines.beam import graph_memo, options
-
-    graph_memo.install()
-
     # The command is the first word (the only options before it are --help and --version).
     named = next((word for word in argv if not word.startswith("-")), None)
+    if named not in COMMANDS or named in RUNS_BEAM:  # (every command's help loads them all)
+        _start_beam()
     parser = build_parser(named if named in COMMANDS else None)
     args, rest = parser.parse_known_args(argv)
     module = command_module(args.command)
@@ -184,10 +193,12 @@ def main(argv: list[str] | None = None) -> int:
             error = unknown_options(rest, ours, f"see nmtpipe {args.command} --help")
             if error is not None:
                 raise error
-        elif args.help_beam:
-            options.beam_parser().print_help()
-            return 0
         else:
+            from nmtpipe.pipelines.beam import options
+
+            if args.help_beam:
+                options.beam_parser().print_help()
+                return 0
             options.check_beam_args(rest, ours)
         return module.run(args, rest)
     except KeyboardInterrupt:

@@ -149,6 +149,29 @@ def test_a_command_imports_no_other_commands_module():
     assert out.splitlines()[-1] == "['average']"
 
 
+@pytest.mark.parametrize("command", ["train", "decode", "translate", "export", "average"])
+def test_the_torch_commands_never_import_beam(command):
+    """Beam's start (lean import, memoised introspection) is for the commands that run
+    it: in its own process, a torch command's start loads no Beam module."""
+    probe = (
+        "import sys\n"
+        "from nmtpipe.pipelines.cli.main import main\n"
+        f"try:\n    main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'apache_beam')[:3])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert f"usage: nmtpipe {command}" in out
+    assert out.splitlines()[-1] == "[]"
+
+
+def test_the_commands_that_take_beam_options_run_beam():
+    from nmtpipe.pipelines.cli.main import COMMANDS, RUNS_BEAM, takes_beam
+
+    assert {name for name in COMMANDS if takes_beam(name)} <= RUNS_BEAM <= set(COMMANDS)
+
+
 def test_fairseq_and_sacrebleu_spellings_are_accepted():
     from nmtpipe.pipelines.cli.main import build_parser
 
