@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from typing import Any
 
 import torch
@@ -68,6 +69,24 @@ class Ranks:
     def close(self) -> None:
         if self.world > 1 and dist.is_initialized():
             dist.destroy_process_group()
+
+
+# Where gloo raised (`[/.../gloo/transport/tcp/pair.cc:537] `) and its boilerplate advice.
+_SOURCE = re.compile(r"\[[^\]]*\.(?:cc|cpp|h):\d+\]\s*")
+_ADVICE = " This is typically caused by"
+
+
+def peer_failure(exc: BaseException) -> str | None:
+    """What gloo said when `exc` is the network between the ranks failing (another rank
+    gone: its connection closed, reset or timed out; or the ranks never connecting), in
+    one line without gloo's source locations; None for any other error."""
+    text = str(exc).strip()
+    if not isinstance(exc, RuntimeError) or not (
+        "/gloo/transport/" in text or isinstance(exc, dist.DistNetworkError)
+    ):
+        return None
+    lines = _SOURCE.sub("", text.split(_ADVICE)[0]).strip().splitlines()
+    return lines[0].rstrip(".") if lines else type(exc).__name__
 
 
 def open_on_ranks(ranks: Ranks, url: str, fmt: str | None, cache_dir: str | None) -> EncodedDataset:

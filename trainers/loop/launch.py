@@ -61,11 +61,7 @@ def run_job(config: JobConfig, nproc: int = 1, verbose: bool = False) -> dict[st
 def failure_line(config: JobConfig, nproc: int, code: int, died: dict[str, Any] | None) -> str:
     """What a user reads when a job on several processes fails: which rank, how, and
     what re-running does (training resumes from its last checkpoint)."""
-    again = (
-        f"re-running the same command resumes from the last checkpoint in {config.save_dir}"
-        if isinstance(config, TrainConfig)
-        else "re-running the same command decodes again"
-    )
+    again = _again(config)
     if died is None:
         return f"{job_name(config)} failed on {nproc} processes (torchrun exit {code}); {again}"
     how = (
@@ -104,14 +100,39 @@ def _torchrun(failure: str, verbose: bool, argv: list[str]) -> int:
     return 0
 
 
-def _run_here(config: JobConfig) -> dict[str, Any]:
+def _again(config: JobConfig) -> str:
     if isinstance(config, TrainConfig):
-        from nmtpipe.trainers.loop.train import train
+        return f"re-running the same command resumes from the last checkpoint in {config.save_dir}"
+    return "re-running the same command decodes again"
 
-        return train(config)
-    from nmtpipe.trainers.loop.decode import decode
 
-    return decode(config)
+def _run_here(config: JobConfig) -> dict[str, Any]:
+    from nmtpipe.trainers.loop.distributed import peer_failure
+
+    try:
+        if isinstance(config, TrainConfig):
+            from nmtpipe.trainers.loop.train import train
+
+            return train(config)
+        from nmtpipe.trainers.loop.decode import decode
+
+        return decode(config)
+    except RuntimeError as exc:
+        # Another rank gone (on another machine, its torchrun cannot say which or why),
+        # or the ranks never connected: the network's word for it, not an internal error.
+        lost = peer_failure(exc)
+        if lost is None:
+            raise
+        if "connectFullMesh" in lost:
+            raise NmtpipeError(
+                f"the ranks of this job could not connect to each other ({lost}); on a "
+                "machine whose hostname resolves to a loopback address, set "
+                "GLOO_SOCKET_IFNAME to the network interface the other machines reach"
+            ) from exc
+        raise NmtpipeError(
+            f"lost the connection to another rank of the job ({lost}); its machine's log "
+            f"says why it stopped; {_again(config)}"
+        ) from exc
 
 
 def result_of(config: JobConfig) -> dict[str, Any]:
