@@ -86,8 +86,14 @@ def _project_file() -> Path | None:
     return candidate if candidate.is_file() else None
 
 
+# gcsfs for Dataflow's workers, which install nmtpipe's sdist without its extras.
+DATAFLOW_REQUIREMENTS = Path(__file__).with_name("dataflow_requirements.txt")
+
+
 def _packaging_args(options: PipelineOptions) -> list[str]:
-    """`--setup_file` for remote workers when the user gave no way to ship nmtpipe."""
+    """`--setup_file` for remote workers when the user gave no way to ship nmtpipe; on
+    Dataflow also the store client its workers need (`DATAFLOW_REQUIREMENTS`, installed
+    by each worker from PyPI at its start) unless the user gave requirements."""
     setup = options.view_as(SetupOptions)
     worker = options.view_as(WorkerOptions)
     if setup.setup_file or setup.extra_packages or worker.sdk_container_image:
@@ -98,7 +104,13 @@ def _packaging_args(options: PipelineOptions) -> list[str]:
             "remote workers need nmtpipe's code: pass --setup_file PATH/TO/nmtpipe/pyproject.toml,"
             " --extra_package nmtpipe-X.whl or --sdk_container_image IMAGE"
         )
-    return ["--setup_file", str(project)]
+    args = ["--setup_file", str(project)]
+    runner = options.view_as(StandardOptions).runner
+    if runner == "DataflowRunner" and not setup.requirements_file:
+        args += ["--requirements_file", str(DATAFLOW_REQUIREMENTS)]
+        if not setup.requirements_cache:
+            args.append("--requirements_cache=skip")
+    return args
 
 
 def _check_dataflow(options: PipelineOptions) -> None:
