@@ -37,6 +37,11 @@ class StorageError(NmtpipeError):
     """A storage operation that kept failing with transient errors until retries ran out."""
 
 
+class RunnerError(NmtpipeError):
+    """A Beam job that its runner (Flink, Spark, Dataflow...) failed for a reason of its
+    own: a lost worker, too little memory, a version mismatch."""
+
+
 class ManifestError(NmtpipeError):
     """A manifest that is missing, malformed, or disagrees with the files it lists."""
 

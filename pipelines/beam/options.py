@@ -14,6 +14,7 @@ import contextlib
 import functools
 import importlib.util
 import os
+import re
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -32,7 +33,13 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.runner import PipelineState
 
-from nmtpipe.transforms.errors import ConfigError, NmtpipeError, unknown_options
+from nmtpipe.transforms.errors import (
+    ConfigError,
+    NmtpipeError,
+    RunnerError,
+    find_user_error,
+    unknown_options,
+)
 from nmtpipe.transforms.progress import heartbeat
 
 # The FnApiRunner is the engine behind Beam's DirectRunner. Naming it directly skips the
@@ -273,10 +280,36 @@ def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam
         quiet_stderr(quiet and runner in LOCAL_RUNNERS) as terminal,
         heartbeat(f"{what} on {runner}", stream=terminal),
     ):
-        result = pipeline.run()
-        state = result.wait_until_finish()
+        try:
+            result = pipeline.run()
+            state = result.wait_until_finish()
+        except Exception as exc:
+            failure = engine_failure(exc) if runner not in LOCAL_RUNNERS else None
+            if failure is None:
+                raise
+            raise RunnerError(f"the Beam job failed on {runner}: {failure}") from exc
     if state != PipelineState.DONE:
         raise NmtpipeError(f"the Beam pipeline ended in state {state}")
+
+
+# How the portable runners report a failed job: "Pipeline {job id} failed in state
+# FAILED: {the engine's last error message}".
+_JOB_FAILED = re.compile(r"^Pipeline (\S+) failed in state (\w+): ")
+
+
+def engine_failure(exc: BaseException) -> str | None:
+    """The engine's own error when a remote runner failed the job for a reason of its
+    own (a Java exception from Flink or Spark: a lost TaskManager, too few network
+    buffers), in one line with the job's id; None when nmtpipe's code failed in a worker
+    (a Python traceback, or an error of nmtpipe's own), which is reported as such."""
+    text = str(exc).strip()
+    if find_user_error(exc) is not None or "Traceback (most recent call last)" in text:
+        return None
+    found = _JOB_FAILED.match(text)
+    if found is None:
+        return None
+    lines = text[found.end() :].strip().splitlines() or [f"state {found.group(2)}"]
+    return f"{lines[0]} (job {found.group(1)})"
 
 
 def run_branches(

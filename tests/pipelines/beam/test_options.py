@@ -146,3 +146,51 @@ def test_running_on_dataflow_without_the_gcp_extras_says_what_to_install(monkeyp
     pipeline = SimpleNamespace(options=pipeline_options(DATAFLOW))
     with pytest.raises(ConfigError, match=r"pip install 'nmtpipe\[dataflow\]'"):
         beam_options.run_pipeline(pipeline)
+
+
+FLINK_FAILURE = (
+    "Pipeline BeamApp-root-1126105414-2cd5d87b_e443 failed in state FAILED: "
+    "java.io.IOException: Insufficient number of network buffers: required 512, but only "
+    "453 available."
+)
+
+
+def _failing_pipeline(message: str):
+    from types import SimpleNamespace
+
+    def run():
+        raise RuntimeError(message)
+
+    options = pipeline_options(["--runner=PortableRunner", "--job_endpoint=localhost:8099"])
+    return SimpleNamespace(options=options, run=run)
+
+
+def test_a_job_the_engine_failed_is_one_line_naming_the_engines_error():
+    """As Flink failed prepare's job when its TaskManager had too few network buffers."""
+    from nmtpipe.pipelines.beam.options import run_pipeline
+    from nmtpipe.transforms.errors import RunnerError, error_line
+
+    with pytest.raises(RunnerError) as failed:
+        run_pipeline(_failing_pipeline(FLINK_FAILURE + "\n\tat org.apache.flink..."))
+    assert error_line("prepare", failed.value, verbose=False) == (
+        "nmtpipe prepare: error: the Beam job failed on PortableRunner: java.io.IOException: "
+        "Insufficient number of network buffers: required 512, but only 453 available. "
+        "(job BeamApp-root-1126105414-2cd5d87b_e443)",
+        1,
+    )
+
+
+@pytest.mark.parametrize(
+    "worker_failure",
+    [  # nmtpipe's own error raised in a worker; a bug of nmtpipe's in a worker
+        "Pipeline B failed in state FAILED: InputError: a.en:3: not UTF-8 [while running 'X']",
+        "Pipeline B failed in state FAILED: Traceback (most recent call last):\n  File ...",
+    ],
+)
+def test_a_job_that_nmtpipes_code_failed_is_not_blamed_on_the_engine(worker_failure):
+    from nmtpipe.pipelines.beam.options import run_pipeline
+    from nmtpipe.transforms.errors import RunnerError
+
+    with pytest.raises(RuntimeError) as failed:
+        run_pipeline(_failing_pipeline(worker_failure))
+    assert not isinstance(failed.value, RunnerError)
