@@ -60,6 +60,19 @@ def prepare_example(folder: Path, every: int, **options) -> str:
     return out
 
 
+def encode_example(folder: Path) -> str:
+    """A tiny training set: 1 in 12 example pairs prepared, a joined 1,000-entry
+    vocabulary, encoded in-process under `folder`; the encoded output's path."""
+    from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
+    from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
+
+    prepared = prepare_example(folder, 12, valid_fraction=0.03)
+    vocab, out = str(folder / "vocab"), str(folder / "encoded")
+    run_vocab(VocabConfig(prepared, vocab, vocab_size=1000, joined=True), IN_MEMORY)
+    run_encode(EncodeConfig(prepared, vocab, out), IN_MEMORY)
+    return out
+
+
 def golden_counts(name: str) -> Counter[str]:
     """A counts file written by shared/tools/t2t_vocab.py (T2T's own counting)."""
     unescape = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}

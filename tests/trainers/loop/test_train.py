@@ -10,10 +10,8 @@ import sys
 import pytest
 
 from nmtpipe.pipelines.cli.main import main
-from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
-from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.trainers.loop import checkpoint
-from tests.helpers import IN_MEMORY, command_result, prepare_example
+from tests.helpers import command_result, encode_example
 
 UPDATES, SAVE_AT = 24, 12
 NMTPIPE = [sys.executable, "-m", "nmtpipe"]
@@ -21,12 +19,7 @@ NMTPIPE = [sys.executable, "-m", "nmtpipe"]
 
 @pytest.fixture(scope="module")
 def encoded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("train")
-    prepared = prepare_example(folder, 12, valid_fraction=0.03)
-    vocab, out = str(folder / "vocab"), str(folder / "encoded")
-    run_vocab(VocabConfig(prepared, vocab, vocab_size=1000, joined=True), IN_MEMORY)
-    run_encode(EncodeConfig(prepared, vocab, out), IN_MEMORY)
-    return out
+    return encode_example(tmp_path_factory.mktemp("train"))
 
 
 def train_args(data, save_dir, *more) -> list[str]:

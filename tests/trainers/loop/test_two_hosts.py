@@ -23,11 +23,9 @@ from pathlib import Path
 import pytest
 
 from nmtpipe.pipelines.cli.main import main
-from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
-from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.trainers.loop.distributed import peer_failure
 from tests import netns
-from tests.helpers import IN_MEMORY, command_result, prepare_example
+from tests.helpers import command_result, encode_example
 
 UPDATES, SAVE_AT = 8, 2
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
@@ -42,12 +40,7 @@ ENDS_WITHIN = 60
 
 @pytest.fixture(scope="module")
 def encoded(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("two_hosts")
-    prepared = prepare_example(folder, 12, valid_fraction=0.03)
-    vocab, out = str(folder / "vocab"), str(folder / "encoded")
-    run_vocab(VocabConfig(prepared, vocab, vocab_size=1000, joined=True), IN_MEMORY)
-    run_encode(EncodeConfig(prepared, vocab, out), IN_MEMORY)
-    return out
+    return encode_example(tmp_path_factory.mktemp("two_hosts"))
 
 
 @pytest.fixture(scope="module")
