@@ -22,15 +22,20 @@ COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 _CHAR = 0.6 * FONT  # a label's width per character, roughly (no font metrics here)
 _DASH = "5,3"
 _SLANT = math.radians(20)  # x labels turned when there are many
+_COUNT_FONT = 10  # px, the counts above bars
+_SLIVER = 2.0  # px, the least height of a bar that is not zero
 
 
 def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str) -> str:
-    """Grouped (or single) bars: one group per label, one bar per series."""
+    """Grouped (or single) bars: one group per label, one bar per series, each with its
+    count written above it: beside a bar of 30,000 a bar of 300 is a sliver and one of 1
+    nothing, so a bar that is not zero is at least `_SLIVER` tall and every count is
+    readable."""
     top = max([v for values in series.values() for v in values], default=0)
     slant = len(labels) > 4
     longest = _CHAR * max(map(len, labels), default=0)
     bottom = 24 + (longest * math.sin(_SLANT) + FONT if slant else FONT)
-    frame = _Frame.around((0, top), bottom)
+    frame = _Frame.around((0, top), bottom).lower(_COUNT_FONT + 4)  # room for the counts
     if slant and labels:  # the first label, slanted, reaches left of its bar
         frame = frame.wider_left(_CHAR * len(labels[0]) * math.cos(_SLANT), len(labels))
     width = frame.w / max(len(labels), 1)
@@ -39,8 +44,12 @@ def bars(labels: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: s
     for k, values in enumerate(series.values()):
         for i, value in enumerate(values):
             x = frame.x + i * width + 0.1 * width + k * bar
-            y = frame.y_of(value)
-            out.append(_rect(x, y, bar, frame.y_of(0) - y, _colour(k)))
+            height = frame.y_of(0) - frame.y_of(value)
+            height = max(height, _SLIVER) if value > 0 else height
+            y = frame.y_of(0) - height
+            out.append(_rect(x, y, bar, height, _colour(k)))
+            count = f' font-size="{_COUNT_FONT}"'
+            out.append(_text(x + bar / 2, y - 3, _number(value), "middle", count))
     for i, label in enumerate(labels):
         x, y = frame.x + (i + 0.5) * width, frame.bottom + FONT + 4
         if slant:
@@ -113,6 +122,10 @@ class _Frame:
         return cls(
             left, 10, WIDTH - left - 12, HEIGHT - 10 - bottom, xs, (ticks[0], ticks[-1]), ticks
         )
+
+    def lower(self, room: float) -> _Frame:
+        """The frame with its top `room` pixels lower (for text above the data)."""
+        return dataclasses.replace(self, y=self.y + room, h=self.h - room)
 
     def wider_left(self, reach: float, groups: int) -> _Frame:
         """The frame, moved right if text reaching `reach` pixels left of the first of

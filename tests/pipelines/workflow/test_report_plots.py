@@ -44,6 +44,18 @@ def test_bars_are_as_tall_as_their_values_and_labels_are_escaped():
     assert inside(root)
 
 
+def test_every_bar_has_its_count_and_a_bar_of_one_is_seen():
+    """Splits of 1% beside train: the small bars are slivers, their counts readable."""
+    root = parse(plots.bars(["train", "valid", "test"], {"pairs": [30658, 338, 1]}, "pairs"))
+    rects = [r for r in root.iter(f"{NS}rect") if r.get("fill") in plots.COLOURS]
+    assert [float(r.get("height")) >= 2 for r in rects] == [True, True, True]
+    counts = {t.text: float(t.get("y")) for t in root.iter(f"{NS}text") if t.get("font-size")}
+    assert set(counts) == {"30,658", "338", "1"}
+    for rect, count in zip(rects, ("30,658", "338", "1"), strict=True):
+        assert counts[count] < float(rect.get("y"))  # above its bar
+    assert inside(root)
+
+
 def test_many_long_labels_are_slanted_and_stay_in_the_picture():
     labels = [f"a-rather-long-input-name-{k}.{{en,zh}}" for k in range(8)]
     root = parse(plots.bars(labels, {"pairs": list(range(8))}, "pairs"))
