@@ -3,8 +3,8 @@
 By default a run shows nmtpipe's own progress and, on failure, one line. Beam logs at
 length (every worker failure comes with two tracebacks), its local worker processes
 write their logs straight to the terminal (`pipelines/beam/options.py` silences them),
-and importing Beam without its GCP extras warns about a BigQuery client nmtpipe never
-uses. `--verbose` shows all of it.
+and some of Beam's records go to the root logger (a remote engine's job messages, a
+warning about a BigQuery client nmtpipe never uses). `--verbose` shows all of it.
 """
 
 from __future__ import annotations
@@ -13,17 +13,20 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 from typing import Any
 
 from nmtpipe.transforms.progress import note
 
-_IMPORT_NOISE = "apitools not found"
 
+class _DropBeamOnRoot(logging.Filter):
+    """Beam's records logged on the root logger rather than its own: the portable
+    runner echoes a remote engine's job messages there (its error then comes twice, the
+    second time as nmtpipe's one line), and an import warns of a BigQuery client."""
 
-class _DropImportNoise(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(_IMPORT_NOISE)
+        return f"{os.sep}apache_beam{os.sep}" not in record.pathname
 
 
 def progress(message: str) -> None:
@@ -77,6 +80,6 @@ def configure(verbose: bool) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     root = logging.getLogger()
-    if not verbose and not any(isinstance(f, _DropImportNoise) for f in root.filters):
-        root.addFilter(_DropImportNoise())
+    if not verbose and not any(isinstance(f, _DropBeamOnRoot) for f in root.filters):
+        root.addFilter(_DropBeamOnRoot())
     logging.getLogger("apache_beam").setLevel(logging.INFO if verbose else logging.CRITICAL)

@@ -1,0 +1,230 @@
+"""What `scripts/local-cluster` fetches, once, into its cache outside the repository.
+
+- Flink: the `apache-flink` wheel (bin/ scripts, conf/) and the `apache-flink-libraries`
+  sdist (lib/ with flink-dist, bin/bash-java-utils.jar), unpacked into one FLINK_HOME.
+  They are downloaded with `pip download --no-deps`, never installed: `apache-flink` pins
+  an old apache-beam.
+- Spark: the `pyspark` sdist, whose deps/ folder (bin/spark-class, jars/) is a SPARK_HOME.
+- Beam's job-server jar for the installed apache-beam, with the ordinary Maven client.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+from cluster_procs import ClusterError
+
+# The wheel holds only scripts and configuration, the same for every Python and platform;
+# these tags just let pip pick one whatever the Python that runs this script.
+_WHEEL_TAGS = [
+    "--only-binary=:all:",
+    "--platform=manylinux2014_x86_64",
+    "--python-version=3.11",
+    "--implementation=cp",
+    "--abi=cp311",
+]
+
+
+def pip_download(dest: Path, spec: str, wheel: bool) -> Path:
+    """`pip download --no-deps` of one distribution into `dest`; returns the file."""
+    before = set(dest.iterdir())
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-cache-dir"]
+    cmd += ["--disable-pip-version-check", "-q", "-d", str(dest)]
+    cmd += [*_WHEEL_TAGS, spec] if wheel else ["--no-binary=:all:", spec]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    new = sorted(set(dest.iterdir()) - before)
+    if result.returncode != 0 or len(new) != 1:
+        last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise ClusterError(f"`pip download {spec}` failed: {last[0]}")
+    return new[0]
+
+
+def _write(dest: Path, rel: str, data: bytes, executable: bool) -> None:
+    """`data` at `dest/rel`, refusing paths that would leave `dest`."""
+    if not rel or rel.startswith("/") or ".." in Path(rel).parts:
+        raise ClusterError(f"unsafe path {rel!r} in a downloaded archive")
+    path = dest / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    # Wheel data may lose its exec bits; every bin/ file is a script or a launcher's jar.
+    path.chmod(0o755 if executable or rel.startswith("bin/") else 0o644)
+
+
+def unpack_wheel_dirs(wheel: Path, prefix: str, dirs: tuple[str, ...], dest: Path) -> None:
+    """`prefix/<dir>/...` files of a wheel (a zip) into `dest/<dir>/...`."""
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            rel = info.filename.removeprefix(prefix)
+            if info.is_dir() or rel == info.filename or rel.split("/")[0] not in dirs:
+                continue
+            _write(dest, rel, zf.read(info), bool((info.external_attr >> 16) & 0o111))
+
+
+def unpack_sdist_dirs(sdist: Path, inner: str, dirs: tuple[str, ...], dest: Path) -> None:
+    """`<top>/<inner>/<dir>/...` files of an sdist (a .tar.gz) into `dest/<dir>/...`."""
+    with tarfile.open(sdist, "r:gz") as tf:
+        for member in tf:
+            below = member.name.partition("/")[2]
+            rel = below.removeprefix(inner + "/")
+            if not member.isfile() or rel == below or rel.split("/")[0] not in dirs:
+                continue
+            data = tf.extractfile(member)
+            _write(dest, rel, data.read() if data else b"", bool(member.mode & 0o111))
+
+
+def _fresh_home(cache: Path, name: str, build: Callable[[Path, Path], None]) -> Path:
+    """`cache/name`, built once by `build(download_dir, home)` and renamed into place."""
+    home = cache / name
+    if (home / ".complete").exists():
+        return home
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=cache, prefix=f".{name}-") as tmp:
+        staging = Path(tmp) / "home"
+        downloads = Path(tmp) / "downloads"
+        downloads.mkdir()
+        build(downloads, staging)
+        (staging / ".complete").write_text(time.strftime("%Y-%m-%dT%H:%M:%S\n"))
+        if home.exists():  # a copy without its .complete mark
+            shutil.rmtree(home)
+        os.replace(staging, home)
+    return home
+
+
+def flink_home(cache: Path, version: str, say: Callable[[str], None]) -> Path:
+    """A FLINK_HOME of Flink `version` (bin, conf, lib, opt, plugins) from PyPI."""
+
+    def build(downloads: Path, home: Path) -> None:
+        say(f"downloading apache-flink and apache-flink-libraries {version} from PyPI (~235 MB)")
+        start = time.monotonic()
+        wheel = pip_download(downloads, f"apache-flink=={version}", wheel=True)
+        libs = pip_download(downloads, f"apache-flink-libraries=={version}", wheel=False)
+        say(f"downloaded in {time.monotonic() - start:.0f} s; unpacking")
+        unpack_wheel_dirs(wheel, "pyflink/", ("bin", "conf"), home)
+        unpack_sdist_dirs(libs, "deps", ("bin", "lib", "opt", "plugins"), home)
+        if not list((home / "lib").glob("flink-dist*.jar")):
+            raise ClusterError(f"apache-flink-libraries {version} has no lib/flink-dist*.jar")
+
+    return _fresh_home(cache, f"flink-{version}", build)
+
+
+def spark_home(cache: Path, version: str, say: Callable[[str], None]) -> Path:
+    """A SPARK_HOME of Spark `version` (bin, jars, sbin) from the pyspark sdist."""
+
+    def build(downloads: Path, home: Path) -> None:
+        say(f"downloading pyspark {version} from PyPI (~320 MB)")
+        start = time.monotonic()
+        sdist = pip_download(downloads, f"pyspark=={version}", wheel=False)
+        say(f"downloaded in {time.monotonic() - start:.0f} s; unpacking")
+        unpack_sdist_dirs(sdist, "deps", ("bin", "jars", "sbin"), home)
+        if not (home / "bin" / "spark-class").exists():
+            raise ClusterError(f"pyspark {version} has no deps/bin/spark-class")
+
+    return _fresh_home(cache, f"spark-{version}", build)
+
+
+# -- Beam ---------------------------------------------------------------------------------
+
+
+def beam_version(python: str) -> str:
+    """The apache-beam version installed for `python` (the submitting side's Beam)."""
+    code = "import importlib.metadata as m; print(m.version('apache-beam'))"
+    try:
+        result = subprocess.run(
+            [python, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        )
+    except OSError as e:
+        raise ClusterError(f"cannot run {python} ({e}); set NMTPIPE_PYTHON") from e
+    version = result.stdout.strip()
+    if result.returncode != 0 or not re.fullmatch(r"\d+\.\d+\.\d+\S*", version):
+        raise ClusterError(
+            f"{python} has no apache-beam; set NMTPIPE_PYTHON to the python that submits "
+            "pipelines (its Beam version picks the job-server jar)"
+        )
+    return version
+
+
+def fetch_job_server_jar(
+    artifact: str, beam: str, cache: Path, override: str | None, env_name: str
+) -> Path:
+    """The job-server jar: `override`, else the cache, else Maven (into the cache).
+
+    Fails with one line that names the artifact and where to put the jar.
+    """
+    if override:
+        jar = Path(override).expanduser()
+        if not zipfile.is_zipfile(jar):
+            raise ClusterError(f"{env_name}={override} is not a jar file")
+        return jar.resolve()
+    jars = cache / "jars"
+    jar = jars / f"{artifact}-{beam}.jar"
+    if zipfile.is_zipfile(jar):
+        return jar
+    coordinates = f"org.apache.beam:{artifact}:{beam}"
+    remedy = (
+        f"put the jar at {jar} or set {env_name}=/path/to/{jar.name} "
+        "(or start with --no-job-server)"
+    )
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ClusterError(f"cannot fetch {coordinates}: no `mvn` on PATH; {remedy}")
+    jars.mkdir(parents=True, exist_ok=True)
+    log = jars / f"{artifact}-{beam}.mvn.log"
+    with tempfile.TemporaryDirectory(dir=jars, prefix=".fetch-") as tmp:
+        cmd = [mvn, "-q", "-B", "-U", "dependency:copy", f"-Dartifact={coordinates}"]
+        with open(log, "w") as out:
+            rc = subprocess.run(
+                [*cmd, f"-DoutputDirectory={tmp}"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=False,
+            ).returncode
+        fetched = Path(tmp) / jar.name
+        if rc != 0 or not zipfile.is_zipfile(fetched):
+            raise ClusterError(
+                f"cannot fetch {coordinates} with Maven (the repository refused or lacks it; "
+                f"log: {log}); {remedy}"
+            )
+        os.replace(fetched, jar)
+    return jar
+
+
+def bundled_version(jar: Path, group: str, artifacts: tuple[str, ...]) -> str | None:
+    """The version of `group:artifact` shaded into `jar`, read from its Maven metadata."""
+    try:
+        with zipfile.ZipFile(jar) as zf:
+            names = set(zf.namelist())
+            if group == "org.apache.spark" and "spark-version-info.properties" in names:
+                text = zf.read("spark-version-info.properties").decode(errors="replace")
+                found = re.search(r"^version=(\S+)", text, re.M)
+                if found:
+                    return found.group(1)
+            for artifact in artifacts:
+                name = f"META-INF/maven/{group}/{artifact}/pom.properties"
+                if name in names:
+                    text = zf.read(name).decode(errors="replace")
+                    found = re.search(r"^version=(\S+)", text, re.M)
+                    if found:
+                        return found.group(1)
+    except (OSError, zipfile.BadZipFile):
+        return None
+    return None
+
+
+def main_class(jar: Path) -> str | None:
+    try:
+        with zipfile.ZipFile(jar) as zf:
+            manifest = zf.read("META-INF/MANIFEST.MF").decode(errors="replace")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    found = re.search(r"^Main-Class:\s*(\S+)", manifest, re.M)
+    return found.group(1) if found else None

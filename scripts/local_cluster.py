@@ -1,0 +1,460 @@
+"""`scripts/local-cluster`: a real standalone Flink or Spark cluster on 127.0.0.1, with
+Beam's job server in front of it, for running nmtpipe's pipelines on a real runner.
+
+`start flink|spark` prints on stdout, on one line, the Beam options that submit to it;
+progress goes to stderr. `stop` ends exactly the process groups `start` recorded;
+`status` says what runs. Python 3.10+ standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import cluster_fetch as fetch
+from cluster_procs import (
+    ClusterError,
+    own_members,
+    port_open,
+    read_state,
+    rss_mib,
+    spawn,
+    stop_record,
+    tail,
+    wait_ready,
+    write_state,
+)
+from cluster_recipes import (
+    CLUSTERS,
+    DEFAULT_FLINK,
+    DEFAULT_SPARK,
+    ENV,
+    FLINK_LINE,
+    JOB_SERVER_ARTIFACT,
+    JOB_SERVER_MAIN,
+    REPO,
+    SPARK_LINE,
+    Component,
+    Settings,
+    beam_options,
+    flink_components,
+    flink_config,
+    flink_overview,
+    spark_components,
+    spark_master,
+)
+
+
+def say(text: str) -> None:
+    print(f"local-cluster: {text}", file=sys.stderr, flush=True)
+
+
+# -- start, stop, status ------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def locked(settings: Settings, cluster: str) -> Iterator[Path]:
+    """The cluster's state folder, with no other start or stop of it under way."""
+    settings.state_root.mkdir(parents=True, exist_ok=True)
+    with open(settings.state_root / f"{cluster}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ClusterError(f"another local-cluster start or stop of {cluster} runs") from None
+        yield settings.state_root / cluster
+
+
+def _submit_python(settings: Settings) -> tuple[str, str]:
+    """(python, its apache-beam version): NMTPIPE_PYTHON, python on PATH, the repo's venv."""
+    if settings.python:
+        return settings.python, fetch.beam_version(settings.python)
+    tried = []
+    for candidate in (shutil.which("python"), shutil.which("python3"), REPO / ".venv/bin/python"):
+        if candidate and Path(candidate).exists() and str(candidate) not in tried:
+            tried.append(str(candidate))
+            with contextlib.suppress(ClusterError):
+                return str(candidate), fetch.beam_version(str(candidate))
+    raise ClusterError(
+        f"no apache-beam in {', '.join(tried) or 'any python'}; set NMTPIPE_PYTHON to the "
+        "python that submits pipelines (its Beam version picks the job-server jar)"
+    )
+
+
+def _job_server_jar(cluster: str, settings: Settings) -> tuple[Path, str, str | None, str]:
+    """(jar, Beam version, the Flink or Spark version shaded into the jar, the python)."""
+    python, beam = _submit_python(settings)
+    say(f"{cluster}: apache-beam {beam} (from {python})")
+    artifact = JOB_SERVER_ARTIFACT[cluster]
+    env_name = f"NMTPIPE_{cluster.upper()}_JOB_SERVER_JAR"
+    jar = fetch.fetch_job_server_jar(
+        artifact, beam, settings.cache, settings.jars[cluster], env_name
+    )
+    main = fetch.main_class(jar)
+    if main != JOB_SERVER_MAIN[cluster]:
+        say(f"warning: {jar} has Main-Class {main}, not {JOB_SERVER_MAIN[cluster]}")
+    if beam not in jar.name:
+        say(f"warning: {jar.name} may not be Beam {beam}: a job server must match the SDK")
+    if cluster == "flink":
+        shaded = fetch.bundled_version(jar, "org.apache.flink", ("flink-runtime", "flink-core"))
+    else:
+        shaded = fetch.bundled_version(jar, "org.apache.spark", ("spark-core_2.12",))
+    return jar, beam, shaded, python
+
+
+def _pick_version(cluster: str, settings: Settings, shaded: str | None) -> str:
+    """The cluster's version: the env's, else the one the job server was built with."""
+    line, default = (
+        (FLINK_LINE, DEFAULT_FLINK) if cluster == "flink" else (SPARK_LINE, DEFAULT_SPARK)
+    )
+    wanted = settings.versions[cluster]
+    if wanted:
+        if shaded and shaded != wanted:
+            say(f"warning: the job server runs {cluster} {shaded}, the cluster {wanted}")
+        return wanted
+    if shaded and shaded.startswith(line + "."):
+        return shaded
+    if shaded:
+        say(f"warning: the job server runs {cluster} {shaded}, not {line}.x; using {default}")
+    return default
+
+
+def _check_ports(cluster: str, settings: Settings, job_server: bool) -> None:
+    names = [n for n in settings.ports if n.startswith(cluster) and (job_server or "job" not in n)]
+    for name in names:
+        if port_open("127.0.0.1", settings.ports[name]):
+            env_name = f"NMTPIPE_{name.upper()}_PORT"
+            raise ClusterError(
+                f"port {settings.ports[name]} ({env_name}) is already in use on 127.0.0.1; "
+                f"stop what uses it or set {env_name}"
+            )
+
+
+def _dead_components(state: dict) -> list[str]:
+    return [r.name for r in state["components"] if not own_members(r)]
+
+
+def start(
+    cluster: str, settings: Settings, job_server: bool, env: dict[str, str] | None = None
+) -> int:
+    """Starts `cluster` unless it runs; `env`, the settings it was given (NMTPIPE_*), is
+    recorded in its state for `restart`."""
+    with locked(settings, cluster) as folder:
+        state_file = folder / "state.json"
+        state = read_state(state_file)
+        if state is not None:
+            dead = _dead_components(state)
+            if dead or not state.get("ready"):
+                why = f"{', '.join(dead)} no longer runs" if dead else "that start did not finish"
+                raise ClusterError(
+                    f"{cluster} was started before and {why}; "
+                    f"run `scripts/local-cluster stop {cluster}` first"
+                )
+            if job_server and not state["job_server_jar"]:
+                say(f"{cluster} runs without a job server: stop it, then start it again")
+            say(f"{cluster} already runs (started {state['started']}); its options:")
+            print(state["options"], flush=True)
+            return 0
+        jar, beam, shaded, python = (
+            _job_server_jar(cluster, settings) if job_server else (None, None, None, None)
+        )
+        # The python whose Beam picked the jar: a restart picks the same one.
+        settings = dataclasses.replace(settings, python=python or settings.python)
+        version = _pick_version(cluster, settings, shaded)
+        _check_ports(cluster, settings, job_server)
+        began = time.monotonic()
+        get_home = fetch.flink_home if cluster == "flink" else fetch.spark_home
+        home = get_home(settings.cache, version, lambda text: say(f"{cluster}: {text}"))
+        _fresh_state_folder(folder)
+        if cluster == "flink":
+            (folder / "conf" / "config.yaml").write_text(flink_config(settings, folder))
+            for name in ("log4j-console.properties", "logback-console.xml"):
+                shutil.copy(home / "conf" / name, folder / "conf" / name)
+            components = flink_components(home, folder, settings, jar)
+        else:
+            components = spark_components(home, folder, settings, jar)
+        options = beam_options(cluster, settings.ports, job_server)
+        rest = (
+            f"http://localhost:{settings.ports['flink_rest']}"
+            if cluster == "flink"
+            else f"http://127.0.0.1:{settings.ports['spark_ui']}"
+        )
+        state = {
+            "cluster": cluster,
+            "version": version,
+            "home": str(home),
+            "beam": beam,
+            "job_server_jar": str(jar) if jar else None,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "options": options,
+            "rest": rest,
+            "components": [],
+            "ready": False,  # until every component answers
+            # What `restart` starts again with: the settings given, the jar and version used.
+            "env": _recorded_env(cluster, env or {}, settings, jar, version),
+        }
+        _start_components(cluster, components, folder, state, state_file, settings)
+        write_state(state_file, dict(state, ready=True))
+        say(f"{cluster} {version} ready in {time.monotonic() - began:.0f} s; state in {folder}")
+        if not job_server:
+            say(
+                "no job server: Beam starts one itself from these options, fetching "
+                f"{JOB_SERVER_ARTIFACT[cluster]} from Maven Central (or pass "
+                f"--{cluster}_job_server_jar) and needs Java 17's --add-opens in JDK_JAVA_OPTIONS"
+            )
+        print(options, flush=True)
+        return 0
+
+
+def _recorded_env(
+    cluster: str, env: dict[str, str], settings: Settings, jar: Path | None, version: str
+) -> dict[str, str]:
+    """The NMTPIPE_* settings that start this cluster again as it is now."""
+    recorded = {k: v for k, v in env.items() if k in ENV and v}
+    recorded[f"NMTPIPE_{cluster.upper()}_VERSION"] = version
+    if jar is not None:
+        recorded[f"NMTPIPE_{cluster.upper()}_JOB_SERVER_JAR"] = str(jar)
+    if settings.python:
+        recorded["NMTPIPE_PYTHON"] = str(Path(settings.python).absolute())
+    return recorded
+
+
+def _fresh_state_folder(folder: Path) -> None:
+    if folder.exists():
+        shutil.rmtree(folder)  # logs of the previous run only: its processes are gone
+    for sub in ("conf", "logs", "tmp", "work", "artifacts"):
+        (folder / sub).mkdir(parents=True)
+
+
+def _start_components(
+    cluster: str,
+    components: list[Component],
+    folder: Path,
+    state: dict,
+    state_file: Path,
+    settings: Settings,
+) -> None:
+    """Starts the components in order, each answering before the next; on any failure
+    (or SIGTERM, SIGHUP, Ctrl-C: see `main`) stops what was started and clears the state."""
+    started = []
+    try:
+        for component in components:
+            log = folder / "logs" / f"{component.name}.log"
+            say(f"{cluster}: starting {component.name}")
+            proc, record = spawn(component.name, component.argv, component.env, log, folder,
+                                 component.url)  # fmt: skip
+            started.append((proc, record))
+            state["components"].append(record)
+            write_state(state_file, state)
+            took = wait_ready(component.name, proc, log, component.waiting_for, settings.timeout_s)
+            say(f"{cluster}: {component.name} answers at {component.url} after {took:.0f} s")
+    except BaseException:
+        for proc, record in reversed(started):
+            outcome = stop_record(record, settings.grace_s, proc.poll)
+            say(f"{cluster}: {record.name} (pid {record.pid}) {outcome}")
+        _clear_state(folder)
+        raise
+
+
+def _clear_state(folder: Path) -> None:
+    """Removes everything but the logs, which stay for reading until the next start."""
+    if not folder.exists():
+        return
+    for entry in folder.iterdir():
+        if entry.name == "logs":
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def stop(clusters: list[str], settings: Settings) -> int:
+    for cluster in clusters:
+        with locked(settings, cluster) as folder:
+            state = read_state(folder / "state.json")
+            if state is None:
+                say(f"{cluster}: not running")
+                continue
+            for record in reversed(state["components"]):
+                outcome = stop_record(record, settings.grace_s)
+                say(f"{cluster}: {record.name} (pid {record.pid}) {outcome}")
+            _clear_state(folder)
+            say(f"{cluster}: stopped; logs kept in {folder / 'logs'} until the next start")
+    return 0
+
+
+def _live_summary(state: dict) -> str | None:
+    """What the cluster's own REST endpoint says about it, on one line."""
+    if state["cluster"] == "flink":
+        overview = flink_overview(state["rest"])
+        if not overview:
+            return None
+        return (
+            f"REST: {overview.get('taskmanagers')} TaskManager(s), "
+            f"{overview.get('slots-total')} slots ({overview.get('slots-available')} free), "
+            f"{overview.get('jobs-running')} jobs running, Flink {overview.get('flink-version')}"
+        )
+    info = spark_master(state["rest"])
+    if not info:
+        return None
+    return (
+        f"master: {info.get('status')}, {info.get('aliveworkers')} ALIVE worker(s), "
+        f"{info.get('cores')} cores ({info.get('coresused')} used), "
+        f"{len(info.get('activeapps', []))} running application(s)"
+    )
+
+
+def status(clusters: list[str], settings: Settings) -> int:
+    """What runs, per component; exits 1 when a recorded process no longer runs."""
+    code = 0
+    for cluster in clusters:
+        state = read_state(settings.state_root / cluster / "state.json")
+        if state is None:
+            print(f"{cluster}: not running")
+            continue
+        jar = state.get("job_server_jar")
+        print(
+            f"{cluster} {state['version']}: started {state['started']}"
+            + (f", job server {Path(jar).name}" if jar else ", no job server")
+            + ("" if state.get("ready") else " (starting, or a start that did not finish)")
+        )
+        for record in state["components"]:
+            members = own_members(record)
+            alive = f"alive  {rss_mib(members):6.0f} MiB RSS" if members else "DEAD"
+            code = code if members else 1
+            print(f"  {record.name:<12} pid {record.pid:<8} {alive:<20} {record.url}")
+        summary = _live_summary(state)
+        print(f"  {summary or 'does not answer on its REST endpoint'}")
+        print(f"  options: {state['options']}")
+    return code
+
+
+def options(cluster: str, settings: Settings, as_json: bool) -> int:
+    """The Beam options of a running cluster whose every component is alive; exits 1,
+    saying why, otherwise. Never starts anything (tests find the clusters this way)."""
+    state = read_state(settings.state_root / cluster / "state.json")
+    if state is None:
+        raise ClusterError(f"{cluster} is not running")
+    dead = _dead_components(state)
+    if dead or not state.get("ready"):
+        why = f"{', '.join(dead)} no longer runs" if dead else "its start did not finish"
+        raise ClusterError(f"{cluster} was started but {why}")
+    if as_json:
+        keys = ("cluster", "version", "options", "rest", "job_server_jar", "started")
+        found = {k: state.get(k) for k in keys}
+        found["pids"] = {r.name: r.pid for r in state["components"]}  # each a process group
+        print(json.dumps(found), flush=True)
+    else:
+        print(state["options"], flush=True)
+    return 0
+
+
+def restart(cluster: str, settings: Settings, environ: dict[str, str]) -> int:
+    """Stops the cluster, dead components and all, and starts it again with the settings,
+    job-server jar and version its state recorded (no environment needed)."""
+    state = read_state(settings.state_root / cluster / "state.json")
+    if state is None:
+        raise ClusterError(f"{cluster} is not running: start it with `local-cluster start`")
+    if "env" not in state:
+        raise ClusterError(
+            f"{cluster} was started by an older local-cluster that recorded no settings; "
+            f"stop it and start it again"
+        )
+    # The recorded settings, not the environment's; but where the state is, as found.
+    where = ("NMTPIPE_CLUSTER_CACHE", "NMTPIPE_CLUSTER_STATE")
+    env = {k: v for k, v in environ.items() if k not in ENV or k in where}
+    env.update(state["env"])
+    again = Settings.from_env(env)
+    if again.state_root != settings.state_root:
+        raise ClusterError(f"{cluster}'s recorded settings name another state folder")
+    stop([cluster], again)
+    return start(cluster, again, bool(state.get("job_server_jar")), state["env"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    settings = "\n".join(f"  {k:<29} {h}\n  {'':<29} default: {d}" for k, (d, h) in ENV.items())
+    parser = argparse.ArgumentParser(
+        prog="local-cluster",
+        description=(
+            "A real standalone Flink 1.20 or Spark 3.5 cluster on 127.0.0.1 (2 slots or "
+            "cores) with Beam's job server in front of it. `start` prints on stdout, on one "
+            "line, the Beam options that submit to it."
+        ),
+        epilog=(
+            "settings (environment variables, with their defaults):\n"
+            f"{settings}\n\n"
+            "examples:\n"
+            "  scripts/local-cluster start flink   # then: nmtpipe prepare ... $(that line)\n"
+            "  scripts/local-cluster status\n"
+            "  scripts/local-cluster options flink   # fails unless it runs; starts nothing\n"
+            "  scripts/local-cluster restart flink   # as it was started, no settings needed\n"
+            "  scripts/local-cluster stop"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    start_p = commands.add_parser("start", help="start a cluster and its job server")
+    start_p.add_argument("cluster", choices=CLUSTERS)
+    start_p.add_argument(
+        "--no-job-server",
+        action="store_true",
+        help="start the cluster only; the options then name FlinkRunner or SparkRunner, "
+        "which start a job server themselves",
+    )
+    for name, text in (("stop", "stop what start started"), ("status", "say what runs")):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("cluster", nargs="?", choices=CLUSTERS, help="both when left out")
+    options_p = commands.add_parser(
+        "options", help="print a running cluster's Beam options (exit 1 unless all of it runs)"
+    )
+    options_p.add_argument("cluster", choices=CLUSTERS)
+    options_p.add_argument(
+        "--json", action="store_true", help="its options, REST URL, version and pids as JSON"
+    )
+    restart_p = commands.add_parser(
+        "restart", help="stop a started cluster and start it as it was started"
+    )
+    restart_p.add_argument("cluster", choices=CLUSTERS)
+    return parser
+
+
+def _interrupted(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings.from_env(os.environ)
+        if args.command == "options":
+            return options(args.cluster, settings, args.json)
+        if args.command in ("start", "restart"):
+            # A start that is told to end stops what it started (and removes partial
+            # downloads) on the way out, as after Ctrl-C.
+            for signum in (signal.SIGTERM, signal.SIGHUP):
+                signal.signal(signum, _interrupted)
+            if args.command == "restart":
+                return restart(args.cluster, settings, dict(os.environ))
+            given = {k: v for k, v in os.environ.items() if k in ENV}
+            return start(args.cluster, settings, not args.no_job_server, given)
+        clusters = [args.cluster] if args.cluster else list(CLUSTERS)
+        return (stop if args.command == "stop" else status)(clusters, settings)
+    except ClusterError as e:
+        say(f"error: {e}")
+        if e.log is not None:
+            print(f"  last lines of {e.log}:\n{tail(e.log)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as e:
+        say(f"interrupted ({e or 'Ctrl-C'}); stopped what had started")
+        return 130
