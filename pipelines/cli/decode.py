@@ -43,10 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_nproc(flags.add_options(parser, CONFIG, "input and output")[JOB])
 
 
-def config_from_args(args: argparse.Namespace) -> DecodeConfig:
-    return flags.make(CONFIG, flags.given(CONFIG, args))
-
-
 def report(summary: dict) -> str:
     done = (
         f"translated {summary['sentences']:,} sentences in {summary['seconds']} s "
@@ -68,4 +64,4 @@ def show(summary: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    return run_torch_job(config_from_args(args), args, beam_args, show)
+    return run_torch_job(flags.from_args(CONFIG, args), args, beam_args, show)

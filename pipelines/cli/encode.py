@@ -48,10 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     logs.add_rebuild_flags(flags.add_options(parser, CONFIG, "encoding")["encoding"])
 
 
-def config_from_args(args: argparse.Namespace) -> EncodeConfig:
-    return flags.make(CONFIG, flags.given(CONFIG, args))
-
-
 def report(outcome: StepOutcome) -> str:
     doc = outcome.manifest
     head = (
@@ -77,5 +73,5 @@ def show(outcome: StepOutcome) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    show(run_encode(config_from_args(args), beam_args, **logs.step_options(args)))
+    show(run_encode(flags.from_args(CONFIG, args), beam_args, **logs.step_options(args)))
     return 0

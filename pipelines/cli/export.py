@@ -39,10 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--force", action="store_true", help="export again even if cached")
 
 
-def config_from_args(args: argparse.Namespace) -> ExportConfig:
-    return flags.make(CONFIG, flags.given(CONFIG, args))
-
-
 def show(result: dict[str, Any]) -> None:
     """The manifest as the command's JSON result, one line for the user on stderr."""
     what = "cached: already exported" if result["cached"] else f"exported in {result['seconds']} s"
@@ -54,7 +50,7 @@ def show(result: dict[str, Any]) -> None:
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
-    config = config_from_args(args)
+    config = flags.from_args(CONFIG, args)
     try:
         from nmtpipe.trainers.loop.export import run_export  # transformers: only here
     except ImportError as e:

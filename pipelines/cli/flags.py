@@ -81,6 +81,11 @@ def given(config: type, args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
+def from_args(config: type, args: argparse.Namespace) -> Any:
+    """The config of a command's parsed arguments."""
+    return make(config, given(config, args))
+
+
 def make(config: type, values: Mapping[str, Any]) -> Any:
     """The config of option values (`given` or `from_mapping`): required options checked
     first, a config's own ValueError a ConfigError."""

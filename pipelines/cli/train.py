@@ -51,10 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_nproc(flags.add_options(parser, CONFIG, "training")["training"])
 
 
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    return flags.make(CONFIG, flags.given(CONFIG, args))
-
-
 def report(summary: dict[str, Any]) -> str:
     if summary.get("already_done"):
         return (
@@ -75,4 +71,4 @@ def show(summary: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    return run_torch_job(config_from_args(args), args, beam_args, show)
+    return run_torch_job(flags.from_args(CONFIG, args), args, beam_args, show)

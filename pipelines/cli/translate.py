@@ -36,14 +36,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_options(parser, CONFIG, "model and input")
 
 
-def config_from_args(args: argparse.Namespace) -> TranslateConfig:
-    return flags.make(CONFIG, flags.given(CONFIG, args))
-
-
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
-    config = config_from_args(args)
+    config = flags.from_args(CONFIG, args)
     from nmtpipe.trainers.loop.translate import translate  # torch: only now
 
     done = translate(config, sys.stdout, logs.progress if args.verbose else lambda _: None)

@@ -44,10 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     logs.add_rebuild_flags(flags.add_options(parser, CONFIG, "vocabulary")["vocabulary"])
 
 
-def config_from_args(args: argparse.Namespace) -> VocabConfig:
-    return flags.make(CONFIG, flags.given(CONFIG, args))
-
-
 def report(outcome: VocabOutcome) -> str:
     doc = outcome.manifest
     head = (
@@ -78,5 +74,5 @@ def show(outcome: VocabOutcome) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    show(run_vocab(config_from_args(args), beam_args, **logs.step_options(args)))
+    show(run_vocab(flags.from_args(CONFIG, args), beam_args, **logs.step_options(args)))
     return 0
