@@ -106,9 +106,7 @@ class PrepareConfig:
         help="TSV columns of source and target",
     )
     num_shards: int | None = count(
-        None,
-        group=OUTPUT,
-        help="train shards (default: one per ~32 MB of input)",
+        None, group=OUTPUT, help="train shards (default: one per ~32 MB of input)"
     )
     valid_shards: int = count(1, group=OUTPUT, help="validation shards")
     test_shards: int = count(1, group=OUTPUT, help="test shards")
@@ -168,20 +166,14 @@ class PrepareConfig:
         "and train pairs sharing one with a valid pair (overlap; exact duplicates across "
         "splits are removed all the same)",
     )
-    chunk_lines: int = count(
-        5000,
-        group=PERFORMANCE,
-        help="lines per Beam element when reading",
-    )
+    chunk_lines: int = count(5000, group=PERFORMANCE, help="lines per Beam element when reading")
     count_buckets: int | None = count(
         None,
         group=PERFORMANCE,
         help="token-count files per language (default: as many as train shards)",
     )
     count_fanout: int = count(
-        4,
-        group=PERFORMANCE,
-        help="hot-key fan-out of the token-count combiner",
+        4, group=PERFORMANCE, help="hot-key fan-out of the token-count combiner"
     )
     # Where cleaned batches meet the shard writers (`PrepareRun`); not part of the result.
     spill_dir: str | None = option(
