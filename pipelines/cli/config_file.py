@@ -1,23 +1,23 @@
 """The workflow config file (YAML) → a checked `RunConfig` of typed step configs.
 
-A config names a storage root and, per step, that step's own command-line options
-(`vocab: {vocab_size: 8192, joined: true}` is `nmtpipe vocab --vocab-size 8192
---joined`); the workflow adds the paths that connect the steps. Keys are checked
-against each step's parser before anything runs (an unknown key, with the nearest
-known one, or a value of the wrong type is an error naming the file and the key), so a
-typo never costs a half-run. This loader is the only place besides the commands that
-knows their parsers.
+A config names a storage root and, per step, that step's own options (`vocab:
+{vocab_size: 32000, joined: true}` is `nmtpipe vocab --vocab-size 32000 --joined`); the
+workflow adds the paths that connect the steps. Each section is read straight into its
+step's typed config through the config's option table, the one the command's flags
+come from (`flags.from_mapping`): keys are checked before anything runs (an unknown
+key, with the nearest known one, or a value of the wrong type is an error naming the
+file and the key), so a typo never costs a half-run.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
 from importlib import resources
 from typing import Any
 
 import yaml
 
+from nmtpipe.pipelines.cli import flags
 from nmtpipe.pipelines.cli.main import command_module
 from nmtpipe.pipelines.workflow.refresh import check_settings
 from nmtpipe.pipelines.workflow.run_config import (
@@ -28,7 +28,7 @@ from nmtpipe.pipelines.workflow.run_config import (
     RunConfig,
     wiring,
 )
-from nmtpipe.transforms.errors import ConfigError, InputError, did_you_mean
+from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.storage import fsio
 
 EXAMPLES = ("example", "tatoeba")  # the demo; the 30-minute recipe
@@ -46,65 +46,28 @@ def example_config(name: str = "example") -> str:
     return f"{example_folder()}/{name}.yaml"
 
 
-class _Parser(argparse.ArgumentParser):
-    """A step's parser that raises instead of exiting."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise ConfigError(message)
-
-
-def _step_parser(step: str) -> _Parser:
-    parser = _Parser(prog=f"nmtpipe {step}", add_help=False)
-    command_module(step).add_arguments(parser)
-    return parser
-
-
-def _flag(dest: str) -> str:
-    return "--" + dest.replace("_", "-")
-
-
-def _to_argv(step: str, options: dict[str, Any], parser: _Parser, source: str) -> list[str]:
-    """The command line of `options`, checked against the step's parser."""
-    actions = {a.dest: a for a in parser._actions if a.option_strings}
-    argv: list[str] = []
-    for key, value in options.items():
-        where = f"{source}: {step}.{key}"
-        if key in WIRING[step]:
-            raise ConfigError(f"{where}: set by the workflow (from root), not by the config")
-        action = actions.get(key)
-        if action is None:
-            hint = did_you_mean(key, actions)
-            raise ConfigError(f"{where}: not an option of nmtpipe {step}{hint}")
-        flag = action.option_strings[-1]
-        if action.nargs == 0:  # a switch
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where}: wants true or false, not {value!r}")
-            if isinstance(action, argparse.BooleanOptionalAction):  # --x / --no-x
-                argv += [action.option_strings[0 if value else 1]]
-            else:
-                argv += [flag] if value else []
-        elif isinstance(value, list) and isinstance(action, argparse._AppendAction):
-            argv += [x for item in value for x in (flag, str(item))]
-        elif isinstance(value, list):
-            argv += [flag, ",".join(map(str, value))]
-        elif isinstance(value, dict) or value is None:
-            raise ConfigError(f"{where}: wants a value, not {value!r}")
-        else:
-            argv += [flag, str(value).lower() if isinstance(value, bool) else str(value)]
-    return argv
-
-
 def _step_config(step: str, options: dict[str, Any], root: str, source: str) -> tuple[Any, int]:
-    """A step's typed config, wired under `root`, and its process count (torch steps)."""
-    parser = _step_parser(step)
-    argv = _to_argv(step, options, parser, source)
-    wired = [arg for dest, url in wiring(root, step).items() for arg in (_flag(dest), url)]
+    """A step's typed config, wired under `root`, and its process count (torch steps):
+    the section read straight into the config's option table (`flags.from_mapping`)."""
+    for key in options:
+        if key in WIRING[step]:
+            raise ConfigError(
+                f"{source}: {step}.{key}: set by the workflow (from root), not by the config"
+            )
+    module = command_module(step)
+    where = f"{source}: {step}"
+    values, plain = flags.from_mapping(
+        module.CONFIG, options, where, step, getattr(module, "PLAIN", {})
+    )
+    values.update(wiring(root, step))
     try:
-        args = parser.parse_args([*argv, *wired])
-        config = command_module(step).config_from_args(args)
+        if hasattr(module, "make_config"):  # a command whose own options shape the config
+            config = module.make_config(values, **plain)
+        else:
+            config = flags.make(module.CONFIG, values)
     except ConfigError as e:
-        raise ConfigError(f"{source}: {step}: {e}") from None
-    return config, getattr(args, "nproc", 1) if step in TORCH_STEPS else 1
+        raise ConfigError(f"{where}: {e}") from None
+    return config, plain.get("nproc", 1) if step in TORCH_STEPS else 1
 
 
 def _paths(value: Any, where: str) -> tuple[str, ...]:

@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from nmtpipe.pipelines.cli import logs
-from nmtpipe.pipelines.cli.search_flags import add_search_arguments, search_from_args
-from nmtpipe.pipelines.cli.torch_jobs import run_torch_job
-from nmtpipe.trainers.loop.decode_config import DecodeConfig
-from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.pipelines.cli import flags, logs
+from nmtpipe.pipelines.cli.torch_jobs import add_nproc, run_torch_job
+from nmtpipe.trainers.loop.decode_config import JOB, DecodeConfig
 
 DESCRIPTION = """\
 Translate with a trained checkpoint: a split of an encoded dataset (--data, default the
@@ -37,82 +35,12 @@ examples:
 """
 
 
+CONFIG = DecodeConfig
+PLAIN = {"nproc": int}  # what a workflow section may say besides the config's options
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    io = parser.add_argument_group("input and output")
-    io.add_argument(
-        "--checkpoint",
-        "--path",
-        dest="checkpoint",
-        metavar="URL",
-        help="a checkpoint of nmtpipe train (--path: fairseq's name)",
-    )
-    io.add_argument("--output", metavar="URL", help="folder for the outputs")
-    io.add_argument("--data", metavar="URL", help="an encode output (default: the training data)")
-    io.add_argument(
-        "--split",
-        "--gen-subset",
-        dest="split",
-        default="test",
-        help="the split of --data (--gen-subset: fairseq's name)",
-    )
-    io.add_argument(
-        "--input",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="raw text to translate instead of a split (repeatable)",
-    )
-    io.add_argument(
-        "--reference",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="references of --input, line by line (repeatable)",
-    )
-    io.add_argument("--format", choices=["arrow", "fairseq"], help="ids (default: as trained)")
-    io.add_argument(
-        "--cache-dir",
-        metavar="DIR",
-        help="local cache for remote shards (default: ~/.cache/nmtpipe/shards)",
-    )
-    io.add_argument(
-        "--bleu-tokenize",
-        "--sacrebleu-tokenizer",
-        "--tokenize",
-        dest="bleu_tokenize",
-        metavar="NAME",
-        help="sacrebleu's tokenizer (default: zh for Chinese targets, else 13a)",
-    )
-    add_search_arguments(parser)
-    job = parser.add_argument_group("job")
-    job.add_argument(
-        "--nproc",
-        type=int,
-        default=1,
-        help="processes on this machine (torchrun --standalone when above 1)",
-    )
-    job.add_argument("--max-tokens", type=int, default=4096, help="source tokens per batch")
-    job.add_argument("--buffer-size", type=int, default=10_000, help="sentences per window")
-    job.add_argument(
-        "--max-source-positions", type=int, default=1024, help="longer inputs are truncated"
-    )
-    job.add_argument(
-        "--skip-invalid-size-inputs",
-        action="store_true",
-        help="skip longer inputs (an empty line in hypotheses.txt)",
-    )
-
-
-def config_from_args(args: argparse.Namespace) -> DecodeConfig:
-    if not args.checkpoint or not args.output:
-        raise ConfigError("--checkpoint and --output are required")
-    search = search_from_args(args)
-    names = ["output", "data", "split", "max_tokens", "buffer_size", "max_source_positions",
-             "skip_invalid_size_inputs", "bleu_tokenize", "format", "cache_dir"]  # fmt: skip
-    return DecodeConfig(
-        checkpoint=args.checkpoint, inputs=tuple(args.input), references=tuple(args.reference),
-        search=search, **{name: getattr(args, name) for name in names},
-    )  # fmt: skip
+    add_nproc(flags.add_options(parser, CONFIG, "input and output")[JOB])
 
 
 def report(summary: dict) -> str:
@@ -136,4 +64,4 @@ def show(summary: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    return run_torch_job(config_from_args(args), args, beam_args, show)
+    return run_torch_job(flags.from_args(CONFIG, args), args, beam_args, show)

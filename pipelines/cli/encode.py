@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from nmtpipe.pipelines.cli import logs
+from nmtpipe.pipelines.cli import flags, logs
 from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
-from nmtpipe.transforms.errors import ConfigError
-from nmtpipe.transforms.formats.encoded_dataset import FORMATS
 from nmtpipe.transforms.storage.commit import StepOutcome
 
 TAKES_BEAM = True  # options it does not know go to Beam (main.py)
@@ -43,41 +41,11 @@ examples:
 """
 
 
+CONFIG = EncodeConfig
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    main = parser.add_argument_group("encoding")
-    main.add_argument("--prepared", metavar="URL", help="a committed `nmtpipe prepare` output")
-    main.add_argument("--vocab", metavar="URL", help="a committed `nmtpipe vocab` output")
-    main.add_argument("--output", metavar="URL", help="where to write the encoded shards")
-    main.add_argument(
-        "--formats",
-        default=",".join(FORMATS),
-        metavar="LIST",
-        help="comma-separated: arrow, fairseq or both",
-    )
-    main.add_argument(
-        "--batch-size",
-        type=int,
-        default=EncodeConfig.batch_size,
-        metavar="N",
-        help="pairs per encode batch and Arrow record batch",
-    )
-    main.add_argument(
-        "--rows-per-task",
-        type=int,
-        default=EncodeConfig.rows_per_task,
-        metavar="N",
-        help="pairs per Beam task and output file, in whole Parquet row groups ",
-    )
-    logs.add_rebuild_flags(main)
-
-
-def config_from_args(args: argparse.Namespace) -> EncodeConfig:
-    if not args.prepared or not args.vocab or not args.output:
-        raise ConfigError("--prepared, --vocab and --output are required")
-    formats = tuple(f.strip() for f in args.formats.split(",") if f.strip())
-    return EncodeConfig(
-        args.prepared, args.vocab, args.output, formats, args.batch_size, args.rows_per_task
-    )
+    logs.add_rebuild_flags(flags.add_options(parser, CONFIG, "encoding")["encoding"])
 
 
 def report(outcome: StepOutcome) -> str:
@@ -105,5 +73,5 @@ def show(outcome: StepOutcome) -> None:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    show(run_encode(config_from_args(args), beam_args, **logs.step_options(args)))
+    show(run_encode(flags.from_args(CONFIG, args), beam_args, **logs.step_options(args)))
     return 0

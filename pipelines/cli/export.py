@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from nmtpipe.pipelines.cli import logs
-from nmtpipe.trainers.loop.export_config import FORMATS, QUANTIZATIONS, ExportConfig
+from nmtpipe.pipelines.cli import flags, logs
+from nmtpipe.trainers.loop.export_config import ExportConfig
 from nmtpipe.transforms.errors import ConfigError
 
 DESCRIPTION = """\
@@ -31,26 +31,12 @@ examples:
 """
 
 
+CONFIG = ExportConfig
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("export")
-    group.add_argument("--checkpoint", metavar="URL", help="a checkpoint of nmtpipe train")
-    group.add_argument("--output", metavar="URL", help="folder for the exported model")
-    group.add_argument("--format", choices=FORMATS, default="hf", help="what to write")
-    group.add_argument("--quantization", choices=QUANTIZATIONS,
-                       help="CTranslate2 weights; none: float32")  # fmt: skip
-    group.add_argument("--max-positions", type=int, default=1024,
-                       help="longest input or output, in tokens")  # fmt: skip
-    group.add_argument("--scores", metavar="URL", help="a decode's scores.json for the card")
+    group = flags.add_options(parser, CONFIG, "export")["export"]
     group.add_argument("--force", action="store_true", help="export again even if cached")
-
-
-def config_from_args(args: argparse.Namespace) -> ExportConfig:
-    if not args.checkpoint or not args.output:
-        raise ConfigError("--checkpoint and --output are required")
-    return ExportConfig(
-        checkpoint=args.checkpoint, output=args.output, format=args.format,
-        quantization=args.quantization, max_positions=args.max_positions, scores=args.scores,
-    )  # fmt: skip
 
 
 def show(result: dict[str, Any]) -> None:
@@ -64,7 +50,7 @@ def show(result: dict[str, Any]) -> None:
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
-    config = config_from_args(args)
+    config = flags.from_args(CONFIG, args)
     try:
         from nmtpipe.trainers.loop.export import run_export  # transformers: only here
     except ImportError as e:

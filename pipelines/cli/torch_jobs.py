@@ -1,6 +1,5 @@
-"""What `nmtpipe train` and `nmtpipe decode` share on the command line: their many
-numeric options, the job on `--nproc` processes (or on this torchrun rank), its result
-shown once."""
+"""What `nmtpipe train` and `nmtpipe decode` share on the command line: the job on
+`--nproc` processes (or on this torchrun rank), its result shown once."""
 
 from __future__ import annotations
 
@@ -11,12 +10,14 @@ from typing import Any
 from nmtpipe.trainers.loop.launch import JobConfig, finish, is_main_rank, run_job
 
 
-def add_numbers(
-    group: argparse._ArgumentGroup, numbers: dict[str, tuple[type, int | float, str]]
-) -> None:
-    """Options `flag: (type, default, help)`, each shown as N with its default."""
-    for flag, (kind, default, text) in numbers.items():
-        group.add_argument(flag, type=kind, default=default, metavar="N", help=text)
+def add_nproc(group: argparse._ArgumentGroup) -> None:
+    """--nproc: the job's processes on this machine (not part of its config)."""
+    group.add_argument(
+        "--nproc",
+        type=int,
+        default=1,
+        help="processes on this machine (torchrun --standalone when above 1)",
+    )
 
 
 def run_torch_job(

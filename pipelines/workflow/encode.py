@@ -34,6 +34,7 @@ from nmtpipe.transforms.formats.encode_part import EncodeSpec, EncodeTask
 from nmtpipe.transforms.formats.encoded_dataset import ARROW, FAIRSEQ, FORMATS, KIND
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
 from nmtpipe.transforms.formats.shard_names import fairseq_prefix
+from nmtpipe.transforms.options import option
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, StepOutcome, commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
@@ -60,12 +61,20 @@ _OURS = re.compile(r"^(arrow/[^/]+\.arrow|fairseq/[^/]+\.(bin|idx)|fairseq/dict\
 class EncodeConfig:
     """What `nmtpipe encode` was asked to do."""
 
-    prepared: str
-    vocab: str
-    output: str
-    formats: tuple[str, ...] = FORMATS
-    batch_size: int = 2048
-    rows_per_task: int = 50_000
+    prepared: str = option(metavar="URL", help="a committed `nmtpipe prepare` output")
+    vocab: str = option(metavar="URL", help="a committed `nmtpipe vocab` output")
+    output: str = option(metavar="URL", help="where to write the encoded shards")
+    formats: tuple[str, ...] = option(
+        FORMATS, metavar="LIST", help="comma-separated: arrow, fairseq or both"
+    )
+    batch_size: int = option(
+        2048, metavar="N", help="pairs per encode batch and Arrow record batch"
+    )
+    rows_per_task: int = option(
+        50_000,
+        metavar="N",
+        help="pairs per Beam task and output file, in whole Parquet row groups ",
+    )
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.formats if f not in FORMATS]

@@ -17,19 +17,21 @@ from nmtpipe import __version__
 from nmtpipe.pipelines.beam.prepare_graph import PrepareSpec
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.prepared import KIND
+from nmtpipe.transforms.options import comma_list, count, nested, option
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.inputs import (
     CorpusInput,
+    parse_columns,
     resolve_pair_prefix,
     resolve_tsv,
     split_archive_url,
 )
 from nmtpipe.transforms.text.clean import CleanConfig
 from nmtpipe.transforms.text.filters import FilterConfig
-from nmtpipe.transforms.text.langid import LangIdConfig, canonical
-from nmtpipe.transforms.text.normalize import Form, NormalizeConfig
+from nmtpipe.transforms.text.langid import KNOWN, LangIdConfig, canonical
+from nmtpipe.transforms.text.normalize import FORMS, Form, NormalizeConfig
 from nmtpipe.transforms.text.split import SPLITS, SplitConfig, SplitKey
-from nmtpipe.transforms.text.zh_script import Script
+from nmtpipe.transforms.text.zh_script import SCRIPTS, Script
 from nmtpipe.transforms.vocab.counts import JOINED
 
 # One train shard (and one count bucket) per this many bytes of (uncompressed) input.
@@ -40,41 +42,148 @@ _LANG = re.compile(r"^[A-Za-z0-9_-]+$")
 # make "，" a ","), unless --q2b asks for ASCII punctuation.
 FULLWIDTH_PUNCT = ("zh", "yue", "ja")
 CHINESE = ("zh", "yue")
+# The help groups of `nmtpipe prepare`'s options.
+INPUT, OUTPUT, SPLITTING, CLEANING, FILTERS, PERFORMANCE = (
+    "input", "output", "splitting", "cleaning", "filters", "performance"
+)  # fmt: skip
+
+
+def _paths(metavar: str, help: str) -> Any:
+    """Input files or prefixes: repeatable, each a comma-separated list (as fairseq's)."""
+    return option((), parse=comma_list, repeat=True, metavar=metavar, group=INPUT, help=help)
+
+
+def _side_form(side: str) -> Any:
+    """The normalisation form of one side (default: --normalize's)."""
+    help = f"the {side} side's normalisation, if not --normalize's"
+    return option(None, choices=FORMS, metavar="FORM", group=CLEANING, help=help)
 
 
 @dataclass(frozen=True)
 class PrepareConfig:
     """Everything `nmtpipe prepare` was asked to do, as given (inputs unresolved)."""
 
-    src_lang: str
-    tgt_lang: str
-    output: str
-    trainpref: tuple[str, ...] = ()
-    validpref: tuple[str, ...] = ()
-    testpref: tuple[str, ...] = ()
-    tsv: tuple[str, ...] = ()
-    tsv_columns: tuple[int, int] = (0, 1)
-    num_shards: int | None = None
-    valid_shards: int = 1
-    test_shards: int = 1
-    valid_fraction: float = 0.01
-    test_fraction: float = 0.01
-    split_key: SplitKey = "pair"
-    seed: int = 0
-    normalize: NormalizeConfig = NormalizeConfig()
-    src_normalize: Form | None = None  # the form of one side (default: normalize's)
-    tgt_normalize: Form | None = None
-    filters: FilterConfig = FilterConfig()
-    langid: bool | None = None  # None: on for each side whose language it knows
-    langid_threshold: float = 0.9
-    langid_min_letters: int = 16
-    zh_script: Script = "keep"
-    keep_overlap: bool = False
-    chunk_lines: int = 5000
-    count_buckets: int | None = None
-    count_fanout: int = 4
+    src_lang: str = option(
+        aliases=("-s", "--source-lang"),
+        metavar="SRC",
+        group=INPUT,
+        help="source language code, e.g. en",
+    )
+    tgt_lang: str = option(
+        aliases=("-t", "--target-lang"),
+        metavar="TGT",
+        group=INPUT,
+        help="target language code, e.g. zh",
+    )
+    output: str = option(
+        aliases=("--destdir",),
+        metavar="URL",
+        group=OUTPUT,
+        help="where to write (local path, file://, s3://, gs://, memory://)",
+    )
+    trainpref: tuple[str, ...] = _paths(
+        "PREFIX",
+        help="training data: PREFIX.SRC and PREFIX.TGT (compression suffix found by itself; "
+        "globs and comma-separated lists allowed; repeatable)",
+    )
+    validpref: tuple[str, ...] = _paths(
+        "PREFIX",
+        help="validation data (default: carved from the training data by hash)",
+    )
+    testpref: tuple[str, ...] = _paths(
+        "PREFIX",
+        help="test data (default: carved from the training data by hash)",
+    )
+    tsv: tuple[str, ...] = _paths(
+        "FILE_OR_GLOB",
+        help="training data as TSV files instead of (or besides) --trainpref",
+    )
+    tsv_columns: tuple[int, int] = option(
+        (0, 1),
+        parse=parse_columns,
+        metavar="S,T",
+        group=INPUT,
+        help="TSV columns of source and target",
+    )
+    num_shards: int | None = count(
+        None, group=OUTPUT, help="train shards (default: one per ~32 MB of input)"
+    )
+    valid_shards: int = count(1, group=OUTPUT, help="validation shards")
+    test_shards: int = count(1, group=OUTPUT, help="test shards")
+    valid_fraction: float = option(
+        0.01,
+        metavar="F",
+        group=SPLITTING,
+        help="share of the training data carved out as validation set when no --validpref is given",
+    )
+    test_fraction: float = option(
+        0.01, metavar="F", group=SPLITTING, help="likewise for the test set"
+    )
+    split_key: SplitKey = option(
+        "pair",
+        choices=("pair", "src", "tgt"),
+        group=SPLITTING,
+        help="what the split hash covers; 'src' keeps all translations of a sentence in one split",
+    )
+    seed: int = option(0, group=SPLITTING, help="salt of the split and shard hash")
+    normalize: NormalizeConfig = nested(NormalizeConfig, group=CLEANING)
+    src_normalize: Form | None = _side_form("source")
+    tgt_normalize: Form | None = _side_form("target")
+    filters: FilterConfig = nested(FilterConfig, group=FILTERS)
+    # None: on for each side whose language it knows
+    langid: bool | None = option(
+        None,
+        negatable=True,
+        group=FILTERS,
+        help="wrong-language: check that each side of the training input is in its "
+        "language (script evidence, function words, then lingua for the unclear lines); "
+        f"on by default for the languages it knows ({', '.join(KNOWN)}); sets given with "
+        "--validpref/--testpref are kept whole",
+    )
+    langid_threshold: float = option(
+        0.9,
+        metavar="P",
+        group=FILTERS,
+        help="the model confidence that a line is not in its language needed to reject it",
+    )
+    langid_min_letters: int = count(
+        16,
+        group=FILTERS,
+        help="Latin-script lines with fewer letters are never rejected by the model alone "
+        "(names, numbers, 'OK.', two-word exclamations)",
+    )
+    zh_script: Script = option(
+        "keep",
+        choices=SCRIPTS,
+        group=CLEANING,
+        help="convert the Chinese side to one script with OpenCC (phrase by phrase) before "
+        "deduplication and vocabulary building; Tatoeba and crawls mix both",
+    )
+    keep_overlap: bool = option(
+        False,
+        group=FILTERS,
+        help="keep train and valid pairs that share a source or target with a test pair, "
+        "and train pairs sharing one with a valid pair (overlap; exact duplicates across "
+        "splits are removed all the same)",
+    )
+    chunk_lines: int = count(5000, group=PERFORMANCE, help="lines per Beam element when reading")
+    count_buckets: int | None = count(
+        None,
+        group=PERFORMANCE,
+        help="token-count files per language (default: as many as train shards)",
+    )
+    count_fanout: int = count(
+        4, group=PERFORMANCE, help="hot-key fan-out of the token-count combiner"
+    )
     # Where cleaned batches meet the shard writers (`PrepareRun`); not part of the result.
-    spill_dir: str | None = "auto"
+    spill_dir: str | None = option(
+        "auto",
+        metavar="URL",
+        group=PERFORMANCE,
+        help="where cleaned batches are handed to the shard writers: a directory every "
+        "worker can reach, or 'none' for Beam's shuffle ('auto': the local temp "
+        "directory with the local runners, Beam's shuffle otherwise)",
+    )
 
     def __post_init__(self) -> None:
         for flag, lang in (("--src-lang", self.src_lang), ("--tgt-lang", self.tgt_lang)):

@@ -27,6 +27,7 @@ from nmtpipe.pipelines.beam.options import pipeline_options, run_branches
 from nmtpipe.pipelines.beam.sample_graph import SampleTrainText
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
+from nmtpipe.transforms.options import comma_list, nested, option
 from nmtpipe.transforms.progress import Progress, heartbeat
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, commit, reuse_committed
@@ -45,37 +46,99 @@ from nmtpipe.transforms.vocab.sample import (
     sample_lines,
     train_shards,
 )
-from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab.spm_vocab import MODEL_TYPES, SpmConfig
 from nmtpipe.transforms.vocab.subword import RESERVED_TOKENS, SubwordTextEncoder, check_reserved
 from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
 from nmtpipe.transforms.vocab.vocabulary import KIND
 
 MODELS = ("t2t", "unigram", "bpe", *hf_vocab.KINDS)
+T2T = "Tensor2Tensor subwords (--model t2t)"
+SPM = "SentencePiece (--model unigram|bpe)"
+HF = "Hugging Face tokenizers (--model wordpiece|bpe-hf|unigram-hf)"
 _OURS = re.compile(
     r"^(vocab(\.[^/]+)?\.subwords|spm(\.[^/]+)?\.(model|vocab)|tokenizer(\.[^/]+)?\.json"
     r"|dict\.[^/]+\.txt)$"
 )
 
 
+def _pair(text: str) -> tuple[int, int]:
+    try:
+        lo, hi = (int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"wants two integers like 1,1000, not {text!r}") from None
+    return lo, hi
+
+
 @dataclass(frozen=True)
 class VocabConfig:
     """What `nmtpipe vocab` was asked to build."""
 
-    prepared: str
-    output: str
-    model: str = "t2t"
-    vocab_size: int = 8192
-    joined: bool = False
+    prepared: str = option(metavar="URL", help="a committed `nmtpipe prepare` output")
+    output: str = option(metavar="URL", help="where to write the vocabulary")
+    model: str = option("t2t", choices=MODELS, help="vocabulary type")
+    vocab_size: int = option(8192, metavar="N", help="target size")
+    joined: bool = option(
+        False,
+        aliases=("--joined-dictionary",),
+        help="one vocabulary for both languages (--joined-dictionary: fairseq's name)",
+    )
     # Tensor2Tensor's options.
-    max_subtoken_length: int | None = None
-    file_byte_budget: float | None = None
-    max_tokens_in_memory: int | None = None
-    reserved_tokens: tuple[str, ...] = RESERVED_TOKENS
-    min_count_bounds: tuple[int, int] = (1, 1000)
+    max_subtoken_length: int | None = option(
+        None,
+        metavar="L",
+        group=T2T,
+        help="T2T's max_subtoken_length (subtokens up to L-1 characters); bounds the cost "
+        "of long unspaced tokens",
+    )
+    file_byte_budget: float | None = option(
+        None,
+        metavar="B",
+        group=T2T,
+        help="build from T2T's generate_lines_for_vocab sample of B characters per language "
+        "instead of all token counts",
+    )
+    max_tokens_in_memory: int | None = option(
+        None,
+        metavar="N",
+        group=T2T,
+        help="build from the N most frequent tokens only (bounds driver memory)",
+    )
+    reserved_tokens: tuple[str, ...] = option(
+        RESERVED_TOKENS,
+        parse=comma_list,
+        metavar="T,...",
+        group=T2T,
+        help="reserved tokens, which must start with T2T's <pad>,<EOS>",
+    )
+    min_count_bounds: tuple[int, int] = option(
+        (1, 1000),
+        name="min_count_range",
+        parse=_pair,
+        metavar="LO,HI",
+        group=T2T,
+        help="bisection bounds for min_count (T2T: 1,1000)",
+    )
     # SentencePiece's and `tokenizers`' options (both train on a sample).
-    sample_sentences: int = 1_000_000
-    spm: SpmConfig = SpmConfig()
-    hf: HfConfig = HfConfig()
+    sample_sentences: int = option(
+        1_000_000,
+        metavar="N",
+        group=SPM,
+        help="train on about N pairs' sentences, drawn by hash (SentencePiece and tokenizers)",
+    )
+    # the SentencePiece model type is --model's (unigram for the others)
+    spm: SpmConfig = nested(
+        SpmConfig,
+        group=SPM,
+        defaults={"model_type": lambda o: o["model"] if o["model"] in MODEL_TYPES else "unigram"},
+    )
+    hf: HfConfig = nested(
+        HfConfig,
+        group=HF,
+        defaults={
+            "pre_tokenizer": lambda o: "byte-level" if o["model"] == "bpe-hf" else "metaspace",
+            "isolate_cjk": lambda o: o["model"] == "wordpiece",
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:

@@ -2,30 +2,72 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any
 
+from nmtpipe.trainers.loop.train_config import MAX_TOKENS, shard_cache_option
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.options import nested, option
+
+JOB = "job"  # the help group of the batching options
+
+
+def text_files(name: str, help: str) -> Any:
+    """Raw text files, the option repeated for more (decode's and translate's)."""
+    return option((), name=name, repeat=True, metavar="FILE", help=help)
+
+
+def batch_tokens_option() -> Any:
+    """--max-tokens of decode and translate: padded source tokens per batch."""
+    return option(MAX_TOKENS, group=JOB, help="source tokens per batch")
+
+
+def source_positions_option() -> Any:
+    """--max-source-positions of decode and translate (EOS kept)."""
+    return option(1024, group=JOB, help="longer inputs are truncated")
 
 
 @dataclass(frozen=True)
 class DecodeConfig:
     """`nmtpipe decode`'s options (flag names after fairseq-generate's)."""
 
-    checkpoint: str
-    output: str
-    data: str | None = None  # an encode output; default: the one the model was trained on
-    split: str = "test"
-    inputs: tuple[str, ...] = ()  # raw text files instead of a split
-    references: tuple[str, ...] = ()  # for `inputs`
-    search: SearchConfig = field(default_factory=SearchConfig)
-    max_tokens: int = 4096  # padded source tokens per batch
-    buffer_size: int = 10_000  # sentences read, sorted and decoded together
-    max_source_positions: int = 1024  # longer inputs are truncated (or skipped)
-    skip_invalid_size_inputs: bool = False
-    bleu_tokenize: str | None = None  # default: zh for Chinese targets, else 13a
-    format: str | None = None
-    cache_dir: str | None = None
+    checkpoint: str = option(
+        aliases=("--path",),
+        metavar="URL",
+        help="a checkpoint of nmtpipe train (--path: fairseq's name)",
+    )
+    output: str = option(metavar="URL", help="folder for the outputs")
+    data: str | None = option(
+        None, metavar="URL", help="an encode output (default: the training data)"
+    )
+    split: str = option(
+        "test", aliases=("--gen-subset",), help="the split of --data (--gen-subset: fairseq's name)"
+    )
+    inputs: tuple[str, ...] = text_files(
+        "input", "raw text to translate instead of a split (repeatable)"
+    )
+    references: tuple[str, ...] = text_files(
+        "reference", "references of --input, line by line (repeatable)"
+    )
+    search: SearchConfig = nested(SearchConfig, group="search")
+    max_tokens: int = batch_tokens_option()
+    # sentences read, sorted and decoded together
+    buffer_size: int = option(10_000, group=JOB, help="sentences per window")
+    max_source_positions: int = source_positions_option()  # or skipped
+    skip_invalid_size_inputs: bool = option(
+        False, group=JOB, help="skip longer inputs (an empty line in hypotheses.txt)"
+    )
+    bleu_tokenize: str | None = option(
+        None,
+        aliases=("--sacrebleu-tokenizer", "--tokenize"),
+        metavar="NAME",
+        help="sacrebleu's tokenizer (default: zh for Chinese targets, else 13a)",
+    )
+    format: str | None = option(
+        None, choices=("arrow", "fairseq"), help="ids (default: as trained)"
+    )
+    cache_dir: str | None = shard_cache_option()
 
     def __post_init__(self) -> None:
         if self.references and not self.inputs:

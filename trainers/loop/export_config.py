@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.options import option
 
 FORMATS = ("hf", "ctranslate2")
 QUANTIZATIONS = ("int8", "int8_float32", "float16", "float32")
@@ -14,12 +15,16 @@ QUANTIZATIONS = ("int8", "int8_float32", "float16", "float32")
 class ExportConfig:
     """What `nmtpipe export` was asked for."""
 
-    checkpoint: str
-    output: str
-    format: str = "hf"
-    quantization: str | None = None  # ctranslate2 only; None keeps float32
-    max_positions: int = 1024  # the position table's length (longest input or output)
-    scores: str | None = None  # a decode's scores.json, for the model card
+    checkpoint: str = option(metavar="URL", help="a checkpoint of nmtpipe train")
+    output: str = option(metavar="URL", help="folder for the exported model")
+    format: str = option("hf", choices=FORMATS, help="what to write")
+    # ctranslate2 only; None keeps float32
+    quantization: str | None = option(
+        None, choices=QUANTIZATIONS, help="CTranslate2 weights; none: float32"
+    )
+    # the position table's length
+    max_positions: int = option(1024, help="longest input or output, in tokens")
+    scores: str | None = option(None, metavar="URL", help="a decode's scores.json for the card")
 
     def __post_init__(self) -> None:
         if self.format not in FORMATS:

@@ -6,47 +6,99 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from nmtpipe.trainers.loop.schedule import SCHEDULES
+from nmtpipe.trainers.model.config import PRESETS
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.options import option
 
 BEST_METRICS = ("loss", "bleu")
+MAX_TOKENS = 4096  # tokens per batch (and rank): fairseq's --max-tokens of its examples
+
+
+def shard_cache_option() -> Any:
+    """--cache-dir of the jobs that read shards (train, decode)."""
+    return option(
+        None, metavar="DIR", help="local cache for remote shards (default: ~/.cache/nmtpipe/shards)"
+    )
+
+
+def _betas(text: str) -> tuple[float, float]:
+    """Adam's betas as fairseq writes them, `(0.9, 0.98)`, or `0.9,0.98`."""
+    try:
+        beta1, beta2 = (float(x) for x in text.strip("()[] ").split(","))
+    except ValueError:
+        raise ValueError(f"wants two numbers like (0.9, 0.98), not {text!r}") from None
+    return beta1, beta2
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """`nmtpipe train`'s options (flag names after fairseq-train's)."""
 
-    data: str
-    save_dir: str
-    arch: str = "transformer_tiny"
-    max_tokens: int = 4096
-    max_update: int = 1000
-    max_epoch: int = 0  # 0: no limit
-    update_freq: int = 1
-    lr: float = 5e-4
-    lr_scheduler: str = "inverse_sqrt"
-    warmup_updates: int = 4000
-    label_smoothing: float = 0.1
-    clip_norm: float = 0.0
-    adam_betas: tuple[float, float] = (0.9, 0.98)
-    adam_eps: float = 1e-8
-    weight_decay: float = 0.0
-    dropout: float | None = None  # None: the preset's
-    pre_norm: bool = False
-    seed: int = 1
-    validate_interval_updates: int = 0  # 0: at the end of each epoch
-    save_interval_updates: int = 0  # 0: at the end of each epoch
-    keep_interval_updates: int = 5
-    average_last: int = 0  # at the end, average the last N numbered checkpoints; 0: no
-    best_checkpoint_metric: str = "loss"  # or "bleu": what checkpoint_best.pt and patience follow
-    eval_bleu: bool = False  # BLEU of beam search on the validation split at each validation
-    eval_bleu_beam: int = 4
-    patience: int = 0  # stop after this many validations without improvement; 0: never
-    log_interval: int = 50
-    format: str | None = None
-    cache_dir: str | None = None
-    compile: bool = False
-    tensorboard_logdir: str | None = None
-    reset_data: bool = False  # resume a checkpoint of other data (from that data's start)
+    data: str = option(metavar="URL", help="a committed `nmtpipe encode` output")
+    save_dir: str = option(metavar="URL", help="where checkpoints go")
+    arch: str = option("transformer_tiny", choices=list(PRESETS), help="the model preset")
+    max_tokens: int = option(
+        MAX_TOKENS, metavar="N", help="tokens per batch and rank (fairseq's --max-tokens)"
+    )
+    max_update: int = option(1000, metavar="N", help="stop after this many updates")
+    max_epoch: int = option(0, metavar="N", help="stop after this many epochs (0: no limit)")
+    update_freq: int = option(1, metavar="N", help="batches per update (gradient accumulation)")
+    lr: float = option(
+        5e-4, metavar="N", help="peak learning rate (inverse_sqrt) or T2T's constant (rsqrt)"
+    )
+    lr_scheduler: str = option(
+        "inverse_sqrt", choices=SCHEDULES, help="warm-up then 1/sqrt(step): fairseq's or T2T's"
+    )
+    warmup_updates: int = option(4000, metavar="N", help="linear warm-up updates")
+    label_smoothing: float = option(0.1, metavar="N", help="label smoothing of the cross entropy")
+    clip_norm: float = option(0.0, metavar="N", help="clip gradients to this norm (0: off)")
+    adam_betas: tuple[float, float] = option((0.9, 0.98), parse=_betas, help="Adam's betas")
+    adam_eps: float = option(1e-8, metavar="N", help="Adam's epsilon")
+    weight_decay: float = option(0.0, metavar="N", help="Adam's weight decay")
+    dropout: float | None = option(None, help="dropout (default: the preset's)")
+    pre_norm: bool = option(False, help="layer norm before each block")
+    seed: int = option(
+        1, metavar="N", help="seed of the model's initialisation, dropout and batch order"
+    )
+    validate_interval_updates: int = option(
+        0, metavar="N", help="validate every N updates (0: every epoch)"
+    )
+    save_interval_updates: int = option(
+        0, metavar="N", help="save a checkpoint every N updates (0: every epoch)"
+    )
+    keep_interval_updates: int = option(5, metavar="N", help="numbered checkpoints kept")
+    average_last: int = option(
+        0,
+        metavar="N",
+        help="write checkpoint_avg.pt, the mean of the last N numbered checkpoints, at the "
+        "end (0: no)",
+    )
+    best_checkpoint_metric: str = option(
+        "loss",
+        choices=BEST_METRICS,
+        help="what checkpoint_best.pt and --patience follow; bleu: beam search on the "
+        "validation split at every validation",
+    )
+    eval_bleu: bool = option(False, help="also score beam search at every validation")
+    eval_bleu_beam: int = option(4, metavar="N", help="beam size of the validation BLEU")
+    patience: int = option(
+        0, metavar="N", help="stop after N validations without improvement (0: never)"
+    )
+    log_interval: int = option(50, metavar="N", help="a JSON line on stdout every N updates")
+    format: str | None = option(
+        None, choices=("arrow", "fairseq"), help="shards to read (default: the first the data has)"
+    )
+    cache_dir: str | None = shard_cache_option()
+    compile: bool = option(False, help="torch.compile the model")
+    tensorboard_logdir: str | None = option(None, metavar="DIR", help="write TensorBoard scalars")
+    # resume a checkpoint of other data (from that data's start)
+    reset_data: bool = option(
+        False,
+        aliases=("--reset-dataloader",),
+        help="continue the checkpoint in --save-dir on other data than it was trained on "
+        "(from the start of the new data; without it, a change of data is refused)",
+    )
     model_overrides: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

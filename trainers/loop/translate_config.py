@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from nmtpipe.trainers.loop.decode_config import check_batching
+from nmtpipe.trainers.loop.decode_config import (
+    JOB,
+    batch_tokens_option,
+    check_batching,
+    source_positions_option,
+    text_files,
+)
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.options import nested, option
 
 ENGINES = ("nmtpipe", "ctranslate2")
 
@@ -15,16 +22,23 @@ ENGINES = ("nmtpipe", "ctranslate2")
 class TranslateConfig:
     """`nmtpipe translate`'s options (fairseq-interactive's where the concept is the same)."""
 
-    checkpoint: str | None = None  # engine nmtpipe
-    model: str | None = None  # engine ctranslate2: an `nmtpipe export --format ctranslate2`
-    engine: str = "nmtpipe"
-    inputs: tuple[str, ...] = ()  # raw text files; none: stdin
-    search: SearchConfig = field(default_factory=SearchConfig)
-    max_tokens: int = 4096  # padded source tokens per batch
-    buffer_size: int = 1000  # sentences read ahead at most, sorted and decoded together
-    max_source_positions: int = 1024  # longer inputs are truncated (EOS kept)
-    threads: int = 0  # intra-op threads; 0: every core
-    data: str | None = None  # engine nmtpipe: the encoded data, if not where training read it
+    # engine nmtpipe
+    checkpoint: str | None = option(None, metavar="URL", help="a checkpoint of nmtpipe train")
+    # engine ctranslate2: an `nmtpipe export --format ctranslate2`
+    model: str | None = option(
+        None, metavar="DIR", help="a CTranslate2 export (--engine ctranslate2)"
+    )
+    engine: str = option("nmtpipe", choices=ENGINES, help="what translates")
+    inputs: tuple[str, ...] = text_files("input", "raw text files instead of stdin (repeatable)")
+    search: SearchConfig = nested(SearchConfig, group="search")
+    max_tokens: int = batch_tokens_option()
+    # sentences read ahead at most, sorted and decoded together
+    buffer_size: int = option(1000, group=JOB, help="sentences read ahead at most")
+    max_source_positions: int = source_positions_option()
+    # intra-op threads
+    threads: int = option(0, group=JOB, help="CPU threads; 0: every core")
+    # engine nmtpipe: the encoded data, if not where training read it
+    data: str | None = option(None, metavar="URL", help="the encoded data")
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nmtpipe.transforms.options import option
+
 if TYPE_CHECKING:
     from torch import Tensor
 
@@ -17,15 +19,23 @@ if TYPE_CHECKING:
 class SearchConfig:
     """What `nmtpipe decode` searches with (flags `--beam`, `--alpha`/`--lenpen`, ...)."""
 
-    beam: int = 4
-    nbest: int = 1
-    alpha: float = 0.6  # T2T's length penalty exponent
-    lenpen: float | None = None  # fairseq's; when set, the fairseq convention is used
-    max_len_a: float | None = None  # default: T2T 1, fairseq 0
-    max_len_b: int | None = None  # default: T2T 50, fairseq 200
-    min_len: int = 0  # tokens before EOS at least
-    no_repeat_ngram_size: int = 0
-    unk_penalty: float = 0.0
+    beam: int = option(4, metavar="N", help="beam size (1: greedy)")
+    nbest: int = option(1, metavar="N", help="hypotheses kept per sentence")
+    alpha: float = option(0.6, metavar="N", help="T2T's GNMT length penalty exponent")
+    # fairseq's; when set, the fairseq convention is used
+    lenpen: float | None = option(
+        None, help="fairseq's length penalty and stopping rule (default: T2T's)"
+    )
+    max_len_a: float | None = option(
+        None, help="longest output a*src_len+b (default: T2T 1, fairseq 0)"
+    )
+    max_len_b: int | None = option(None, help="(default: T2T 50, fairseq 200)")
+    # tokens before EOS at least
+    min_len: int = option(0, metavar="N", help="shortest translation, in tokens")
+    no_repeat_ngram_size: int = option(
+        0, metavar="N", help="forbid repeating n-grams of this size (0: off)"
+    )
+    unk_penalty: float = option(0.0, metavar="N", help="subtracted from <unk>'s score")
 
     def __post_init__(self) -> None:
         if self.beam < 1 or not 1 <= self.nbest <= self.beam:

@@ -24,6 +24,8 @@ from typing import Literal
 
 import sentencepiece as spm
 
+from nmtpipe.transforms.options import option
+
 Form = Literal["nmt_nfkc", "nmt_nfkc_cf", "nfkc", "nfc", "none"]
 FORMS: tuple[str, ...] = ("nmt_nfkc", "nmt_nfkc_cf", "nfkc", "nfc", "none")
 
@@ -78,9 +80,24 @@ _SEPARATOR = "\ufdef"
 class NormalizeConfig:
     """How lines are normalised; the defaults are SentencePiece's `nmt_nfkc`."""
 
-    form: Form = "nmt_nfkc"
-    q2b: bool = False
-    collapse_whitespace: bool = True
+    form: Form = option(
+        "nmt_nfkc",
+        name="normalize",
+        choices=FORMS,
+        help="Unicode normalisation of both sides; nmt_nfkc is SentencePiece's. Chinese and "
+        "Japanese sides keep their full-width punctuation (，！（）) in every form",
+    )
+    q2b: bool = option(
+        False,
+        help="map full-width ASCII and U+3000 to half-width, punctuation of Chinese and "
+        "Japanese sides included",
+    )
+    collapse_whitespace: bool = option(
+        True,
+        name="keep_whitespace",
+        invert=True,
+        help="do not collapse runs of whitespace or strip the ends",
+    )
     keep_fullwidth_punct: bool = False
 
     def __post_init__(self) -> None:

@@ -49,6 +49,7 @@ from tokenizers import (
 )
 from tokenizers import pre_tokenizers as pre
 
+from nmtpipe.transforms.options import option
 from nmtpipe.transforms.vocab import tokenizer_json
 from nmtpipe.transforms.vocab.fairseq_dict import BOS, EOS, PAD, SPECIALS, UNK, id_counts
 
@@ -65,11 +66,32 @@ _BATCH = 10_000
 class HfConfig:
     """The pipeline of a `tokenizers` vocabulary (recorded in the manifest)."""
 
-    normalizer: str = "nfkc"
-    pre_tokenizer: str = "metaspace"
-    isolate_cjk: bool = False
-    min_frequency: int = 2  # BPE and WordPiece: pairs seen fewer times are never merged
-    max_piece_length: int = 16  # BPE and Unigram
+    normalizer: str = option(
+        "nfkc",
+        name="hf_normalizer",
+        choices=NORMALIZERS,
+        help="the tokenizer's own normaliser, after prepare's",
+    )
+    pre_tokenizer: str = option(
+        "metaspace",
+        name="hf_pre_tokenizer",
+        choices=PRE_TOKENIZERS,
+        help="metaspace: SentencePiece's ▁ word starts; byte-level: GPT-2's bytes, no "
+        "unknown text (default: byte-level for bpe-hf, metaspace otherwise)",
+    )
+    isolate_cjk: bool = option(
+        False,
+        negatable=True,
+        help="each Han, kana and Hangul character a word of its own, as BERT splits "
+        "Chinese (default: on for wordpiece, which cannot learn unspaced text)",
+    )
+    # BPE and WordPiece: pairs seen fewer times are never merged
+    min_frequency: int = option(
+        2, metavar="N", help="wordpiece, bpe-hf: merge no pair seen fewer than N times"
+    )
+    max_piece_length: int = option(  # BPE and Unigram
+        16, metavar="L", help="bpe-hf, unigram-hf: pieces of at most L characters"
+    )
 
     def __post_init__(self) -> None:
         if self.normalizer not in NORMALIZERS:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import sentencepiece as spm
 
+from nmtpipe.transforms.options import comma_list, option
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, id_counts
 
 MODEL_TYPES = ("unigram", "bpe")
@@ -27,15 +28,28 @@ class SpmConfig:
 
     model_type: str = "unigram"
     vocab_size: int = 8000
-    character_coverage: float = 0.9995
-    normalization_rule_name: str = "nmt_nfkc_cf"
-    user_defined_symbols: tuple[str, ...] = field(default=())
-    num_threads: int = 4
-    seed: int = 0
+    character_coverage: float = option(0.9995, metavar="F", help="spm_train's character_coverage")
+    normalization_rule_name: str = option(
+        "nmt_nfkc_cf",
+        name="normalization_rule",
+        metavar="RULE",
+        help="spm_train's normalization_rule_name",
+    )
+    user_defined_symbols: tuple[str, ...] = option(
+        (), parse=comma_list, metavar="S,...", help="pieces kept whole, comma-separated"
+    )
+    num_threads: int = option(
+        4, name="spm_threads", metavar="N", help="training threads; part of the result, so fixed"
+    )
+    seed: int = option(0, help="SentencePiece's random seed")
     max_sentence_length: int = 4192
     # Characters the pieces do not cover become their UTF-8 bytes (<0xE4> ...), so any
     # text encodes and decodes without `<unk>` (256 byte pieces join the vocabulary).
-    byte_fallback: bool = False
+    byte_fallback: bool = option(
+        False,
+        help="spm_train's byte_fallback: characters outside the pieces become their UTF-8 "
+        "bytes instead of <unk>, so every input can be translated",
+    )
 
     def __post_init__(self) -> None:
         if self.model_type not in MODEL_TYPES:

@@ -342,10 +342,11 @@ def test_vocab_errors_are_one_line(capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_:
         main(["vocab", "--prepared", "p", "--output", "v", "--model", "wp"])
     assert exit_.value.code == 2 and "invalid choice: 'wp'" in capsys.readouterr().err
-    code, _, err = run_cli(
-        capsys, "vocab", "--prepared", "p", "--output", "v", "--min-count-range", "5"
-    )
-    assert code == 2 and "--min-count-range wants two integers" in err
+    # A value its option cannot parse is argparse's error, as a wrong type is.
+    with pytest.raises(SystemExit) as exit_:
+        main(["vocab", "--prepared", "p", "--output", "v", "--min-count-range", "5"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "argument --min-count-range: wants two integers" in err
 
 
 def test_a_killed_run_leaves_no_manifest_and_the_rerun_succeeds(tmp_path):
@@ -423,10 +424,7 @@ def test_an_encode_killed_mid_write_commits_nothing_and_reruns(capsys, small_cor
 
 def test_encode_errors_are_one_line(capsys, tmp_path):
     code, _, err = run_cli(capsys, "encode", "--prepared", "p", "--output", "o")
-    assert (code, err) == (
-        2,
-        "nmtpipe encode: error: --prepared, --vocab and --output are required\n",
-    )
+    assert (code, err) == (2, "nmtpipe encode: error: --vocab is required\n")  # the one missing
     code, _, err = run_cli(
         capsys, "encode", "--prepared", "p", "--vocab", "v", "--output", "o", "--formats", "csv"
     )

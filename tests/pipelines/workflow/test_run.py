@@ -103,7 +103,7 @@ def test_a_later_step_alone_needs_the_earlier_ones(tmp_path, capsys):
             {"vocab__vocab_sise": 10},
             "vocab.vocab_sise: not an option of nmtpipe vocab (did you mean vocab_size?)",
         ),
-        ({"train__max_tokens": "lots"}, "train: argument --max-tokens: invalid int value: 'lots'"),
+        ({"train__max_tokens": "lots"}, "train.max_tokens: invalid int value: 'lots'"),
         ({"vocab__joined": "yes"}, "vocab.joined: wants true or false"),
         ({"encode__output": "elsewhere"}, "encode.output: set by the workflow"),
         ({"decode__lenpen": None}, "decode.lenpen: wants a value"),

@@ -1,0 +1,73 @@
+"""Each command's options come from its typed config: the parser, the config of parsed
+arguments and of a YAML section all read the one declaration."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from nmtpipe.pipelines.cli import flags
+from nmtpipe.pipelines.cli.main import COMMANDS, command_module
+from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.options import options
+from tests.transforms.test_options import Inner, Outer
+
+CONFIGURED = [name for name in COMMANDS if hasattr(command_module(name), "CONFIG")]
+
+
+def _parser(config: type) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    flags.add_options(parser, config, "main")
+    return parser
+
+
+def test_a_parser_from_a_config():
+    parser = _parser(Outer)
+    titles = [g.title for g in parser._action_groups]
+    assert titles[-2:] == ["main", "inner"]
+    args = parser.parse_args(
+        ["--src", "en", "--file", "a,b", "--file", "c", "--keep", "--no-check"]
+    )
+    config = flags.make(Outer, flags.given(Outer, args))
+    assert config.files == ("a,b", "c") and config.inner.drop is False
+    assert config.check is False and config.names == ("a", "b") and config.inner.kind == "xx"
+    with pytest.raises(ConfigError, match=r"^--source is required$"):
+        flags.make(Outer, flags.given(Outer, parser.parse_args([])))
+
+
+def test_a_yaml_section_names_the_key_it_refuses():
+    values, plain = flags.from_mapping(
+        Outer, {"source": "en", "n": 2}, "f.yaml: s", "s", {"n": int}
+    )
+    assert flags.make(Outer, values) == Outer(source="en", inner=Inner(kind="xx"))
+    assert plain == {"n": 2}
+    with pytest.raises(ConfigError, match=r"^f.yaml: s.rat: not an option of nmtpipe s \(did"):
+        flags.from_mapping(Outer, {"rat": 1}, "f.yaml: s", "s", {})
+    with pytest.raises(ConfigError, match=r"^f.yaml: s.n: wants a whole number, not 'x'$"):
+        flags.from_mapping(Outer, {"n": "x"}, "f.yaml: s", "s", {"n": int})
+
+
+# What a command needs besides its required options for its config to be valid.
+NEEDS = {"prepare": {"trainpref": "t"}, "translate": {"checkpoint": "c"}}
+
+
+@pytest.mark.parametrize("command", CONFIGURED)
+def test_every_command_option_is_its_config_field(command):
+    """A command's config options are flags with the fields' defaults: parsing only the
+    required options gives the config of only those."""
+    module = command_module(command)
+    table = options(module.CONFIG)
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    module.add_arguments(parser)
+    assert {o.name for o in table} <= {a.dest for a in parser._actions}
+    values = {o.name: f"x{i}" for i, o in enumerate(table) if o.required}
+    values |= NEEDS.get(command, {})
+    argv = [
+        word for name, value in values.items() for word in ("--" + name.replace("_", "-"), value)
+    ]
+    args = parser.parse_args(argv)
+    own = getattr(module, "config_from_args", None)  # prepare's, for --example
+    config = own(args) if own else flags.from_args(module.CONFIG, args)
+    fields = {**values, **({"trainpref": ("t",)} if command == "prepare" else {})}
+    assert config == module.CONFIG(**fields)
