@@ -38,7 +38,8 @@ def run_job(config: JobConfig, nproc: int = 1, verbose: bool = False) -> dict[st
 
     In this process when `nproc` is 1 or when this process is already a torchrun rank
     (the job then spans the ranks torchrun started)."""
-    fsio.require_bucket(config.save_dir if isinstance(config, TrainConfig) else config.output)
+    output = config.save_dir if isinstance(config, TrainConfig) else config.output
+    fsio.require_output_folder(output)
     if nproc <= 1 or "LOCAL_RANK" in os.environ:
         return _run_here(config)
     with tempfile.TemporaryDirectory(prefix="nmtpipe-job-") as folder:

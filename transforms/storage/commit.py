@@ -48,7 +48,7 @@ def reuse_committed(
     old manifest is removed, so that a reader can never take the half-rewritten folder
     for the old result.
     """
-    fsio.require_bucket(out)
+    fsio.require_output_folder(out)
     existing = None if force else manifest.read_manifest(out, kind)
     if existing is not None:
         if existing["fingerprint"] != fingerprint and replace:

@@ -94,6 +94,33 @@ def require_bucket(url: str) -> None:
         )
 
 
+def require_output_folder(url: str) -> None:
+    """Make the folder `url` (a step's output) or stop with one line saying why it
+    cannot be one: a file is in the way, a parent cannot be written, or, on an object
+    store, the bucket does not exist."""
+    fs, path = url_to_fs(url)
+    if on_object_store(fs):
+        require_bucket(url)
+        return
+    try:
+        fs.makedirs(path, exist_ok=True)
+    except OSError as e:
+        blocker = next((p for p in _ancestors(path) if fs.isfile(p)), None)
+        if blocker is not None:
+            what = url if blocker == path else f"{url}: {blocker}"
+            raise OutputError(f"{what} is a file, not a folder; choose another output") from None
+        where = f" ({e.filename})" if e.filename and e.filename != path else ""
+        raise OutputError(f"{url} cannot be made a folder: {e.strerror}{where}") from None
+
+
+def _ancestors(path: str) -> list[str]:
+    """`path` and the folders above it, nearest first."""
+    found = [path]
+    while (parent := posixpath.dirname(found[-1])) not in (found[-1], ""):
+        found.append(parent)
+    return found
+
+
 def make_parent(url: str) -> None:
     """Make the folder `url` is written into: on a local disk; on an object store,
     which has no folders, only check that its bucket exists."""

@@ -195,6 +195,18 @@ def test_missing_input_names_the_files_tried(capsys, tmp_path):
     assert len(err.strip().splitlines()) == 1
 
 
+def test_an_output_where_a_file_is_is_one_line(capsys, small_corpus, tmp_path):
+    (tmp_path / "taken").write_text("a file")
+    for output, blocker in (("taken", "taken"), ("taken/prepared", "taken")):
+        code, out, err = run_cli(capsys, *prepare_args(small_corpus, tmp_path / output, *IN_MEMORY))
+        shown = f"{tmp_path}/{output}" + ("" if output == blocker else f": {tmp_path}/{blocker}")
+        assert (code, out, err.strip().splitlines()) == (
+            1,
+            "",
+            [f"nmtpipe prepare: error: {shown} is a file, not a folder; choose another output"],
+        )
+
+
 def test_an_output_on_a_missing_bucket_is_one_line_and_makes_no_bucket(capsys, small_corpus, s3):
     import s3fs
 

@@ -68,6 +68,16 @@ def test_a_missing_bucket_is_an_error_never_created(s3):
     fsio.require_bucket("memory://anything/at/all")  # as do stores without buckets
 
 
+def test_an_output_folder_is_made_or_the_line_says_what_is_in_the_way(tmp_path):
+    (tmp_path / "file").write_text("x")
+    fsio.require_output_folder(str(tmp_path / "new" / "out"))
+    assert (tmp_path / "new" / "out").is_dir()
+    with pytest.raises(OutputError, match=r"/file is a file, not a folder; choose another"):
+        fsio.require_output_folder(str(tmp_path / "file"))
+    with pytest.raises(OutputError, match=r"/file/out: \S+/file is a file, not a folder"):
+        fsio.require_output_folder(str(tmp_path / "file" / "out"))
+
+
 def test_identity_changes_with_content(tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(b"a")
