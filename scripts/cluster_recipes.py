@@ -215,7 +215,9 @@ def flink_config(settings: Settings, state: Path) -> str:
         "web.tmpdir": str(state / "tmp" / "web"),
         "env.java.opts.all": " ".join(JAVA_FLAGS + FLINK_EXTRA_EXPORTS),
     }
-    lines = [f"{k}: {v}" if isinstance(v, int | float) else f'{k}: "{v}"' for k, v in values.items()]
+    lines = [
+        f"{k}: {v}" if isinstance(v, int | float) else f'{k}: "{v}"' for k, v in values.items()
+    ]
     return "# Written by scripts/local-cluster; the cluster's own copy.\n" + "\n".join(lines) + "\n"
 
 
