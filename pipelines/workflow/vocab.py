@@ -159,12 +159,14 @@ class _Build:
 
     def __init__(
         self,
+        config: VocabConfig,
         parts: list[tuple[str, dict[str, Any]]],
         staging: str,
         beam_args: list[str],
         quiet: bool,
+        log: Callable[[str], None],
     ) -> None:
-        self.parts = parts
+        self.options, self.parts, self.log = config, parts, log
         self.staging, self.beam_args, self.quiet = staging, beam_args, quiet
         langs = parts[0][1]["options"]["languages"]
         self.columns = {langs["src"]: ["src"], langs["tgt"]: ["tgt"], JOINED: ["src", "tgt"]}
@@ -232,12 +234,13 @@ def run_vocab(
     langs = prepared["options"]["languages"]
     sides = [JOINED] if config.joined else [langs["src"], langs["tgt"]]
     log(f"building a {config.model} vocabulary of {config.vocab_size} for {', '.join(sides)}")
-    build = _Build(parts, fsio.join(out, STAGING, uuid.uuid4().hex), beam_args, quiet)
+    staging = fsio.join(out, STAGING, uuid.uuid4().hex)
+    build = _Build(config, parts, staging, beam_args, quiet, log)
     kind = kind_of(config.model)
     files, reports, dicts = [], {}, {}
     for side in sides:
         report: dict[str, Any] = {}
-        built = kind.build(config, build, side, report, log)
+        built = kind.build(build, side, report)
         report["vocab_size"] = built.vocab_size
         named = [*zip(kind.files(side), built.files, ["vocab"] * len(built.files), strict=True)]
         for name, data, entry in [*named, *built.extras]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,12 +42,16 @@ class Options(Protocol):
 
 
 class Source(Protocol):
-    """The training text of the prepared datasets, as the driver gives it: their
-    manifests (and token counts), and lines of a side drawn in Beam."""
+    """What a kind builds from, as the driver gives it: the options, the prepared
+    datasets' manifests (and so their token counts), lines of a side drawn in Beam, and
+    where to say what a user should know."""
 
+    options: Options
     parts: list[tuple[str, dict[str, Any]]]
 
     def sample(self, selector: IdSample | BudgetSample, side: str) -> list[str]: ...
+
+    def log(self, text: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -125,15 +129,9 @@ class VocabKind(ABC):
         return {"vocabulary": self.layout.as_dict(), "fairseq": FAIRSEQ.as_dict()}
 
     @abstractmethod
-    def build(
-        self,
-        options: Options,
-        source: Source,
-        side: str,
-        report: dict[str, Any],
-        log: Callable[[str], None],
-    ) -> BuiltSide:
-        """`side`'s vocabulary, what it was built from noted in `report`."""
+    def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
+        """`side`'s vocabulary built from `source`, what it was built from noted in
+        `report`."""
 
     @abstractmethod
     def encoder(self, data: bytes, dictionary_size: int) -> SideEncoder:
@@ -150,12 +148,10 @@ def infix(side: str) -> str:
     return "" if side == JOINED else f".{side}"
 
 
-def sample_sentences(
-    options: Options, source: Source, side: str, report: dict[str, Any]
-) -> list[str]:
+def sample_sentences(source: Source, side: str, report: dict[str, Any]) -> list[str]:
     """About `sample_sentences` pairs' sentences of `side`, chosen by pair id."""
     pairs = sum(doc["splits"]["train"]["pairs"] for _, doc in source.parts)
-    fraction = min(1.0, options.sample_sentences / max(pairs, 1))
+    fraction = min(1.0, source.options.sample_sentences / max(pairs, 1))
     sentences = source.sample(IdSample(fraction), side)
     report["sample_sentences"] = len(sentences)
     if not sentences:

@@ -8,7 +8,7 @@ ids throughout, and export ships it as it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,19 +19,11 @@ from nmtpipe.transforms.progress import heartbeat
 from nmtpipe.transforms.vocab import hf_vocab
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, dict_text
 from nmtpipe.transforms.vocab.id_layout import FAIRSEQ
-from nmtpipe.transforms.vocab.kinds.base import (
-    BuiltSide,
-    Options,
-    SideEncoder,
-    Source,
-    VocabKind,
-    flat_ids,
-    infix,
-    sample_sentences,
-)
+from nmtpipe.transforms.vocab.kinds import base
+from nmtpipe.transforms.vocab.kinds.base import BuiltSide, SideEncoder, Source, infix
 
 
-class HfKind(VocabKind):
+class HfKind(base.VocabKind):
     MODELS = hf_vocab.KINDS
     FILE_PATTERN = r"tokenizer(\.[^/]+)?\.json"
     OPTIONS = ("sample_sentences", "hf")
@@ -39,15 +31,8 @@ class HfKind(VocabKind):
     def files(self, side: str) -> list[str]:
         return [f"tokenizer{infix(side)}.json"]
 
-    def build(
-        self,
-        options: Options,
-        source: Source,
-        side: str,
-        report: dict[str, Any],
-        log: Callable[[str], None],
-    ) -> BuiltSide:
-        tok, piece_counts = _train(self.model, options, source, side, report, log)
+    def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
+        tok, piece_counts = _train(self.model, source, side, report)
         pieces = hf_vocab.pieces(tok)
         text = dict_text(pieces[len(SPECIALS) :], piece_counts[len(SPECIALS) :])
         # padded to the dictionary's size: tokenizer ids are fairseq ids throughout
@@ -69,15 +54,11 @@ CONFIG_DEFAULTS = {
 
 
 def _train(
-    model: str,
-    options: Options,
-    source: Source,
-    side: str,
-    report: dict[str, Any],
-    log: Callable[[str], None],
+    model: str, source: Source, side: str, report: dict[str, Any]
 ) -> tuple[Tokenizer, list[int]]:
     """A `tokenizers` vocabulary of `side` and its piece counts over the sample."""
-    sentences = sample_sentences(options, source, side, report)
+    options = source.options
+    sentences = base.sample_sentences(source, side, report)
     try:
         with heartbeat(f"{model} {side} on {len(sentences):,} sentences"):
             tok = hf_vocab.train(sentences, model, options.vocab_size, options.hf)
@@ -91,7 +72,7 @@ def _train(
     size = tok.get_vocab_size(with_added_tokens=False)
     why = hf_vocab.describe_size(model, options.vocab_size, size)
     if why:
-        log(f"{side}: {why}")
+        source.log(f"{side}: {why}")
     return tok, hf_vocab.piece_counts(tok, sentences)
 
 
@@ -103,7 +84,7 @@ class HfEncoder(SideEncoder):
 
     def encode_batch(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         # its post-processor appends the layout's EOS
-        return flat_ids([e.ids for e in self._hf.encode_batch_fast(list(lines))])
+        return base.flat_ids([e.ids for e in self._hf.encode_batch_fast(list(lines))])
 
     def decode(self, ids: Sequence[int]) -> str:
         """`<unk>` shown, as SentencePiece shows it."""

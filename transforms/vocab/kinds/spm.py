@@ -20,19 +20,11 @@ from nmtpipe.transforms.progress import heartbeat
 from nmtpipe.transforms.vocab import spm_vocab, tokenizer_json
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, dict_text
 from nmtpipe.transforms.vocab.id_layout import FAIRSEQ
-from nmtpipe.transforms.vocab.kinds.base import (
-    BuiltSide,
-    Options,
-    SideEncoder,
-    Source,
-    VocabKind,
-    flat_ids,
-    infix,
-    sample_sentences,
-)
+from nmtpipe.transforms.vocab.kinds import base
+from nmtpipe.transforms.vocab.kinds.base import BuiltSide, SideEncoder, Source, infix
 
 
-class SpmKind(VocabKind):
+class SpmKind(base.VocabKind):
     MODELS = spm_vocab.MODEL_TYPES
     FILE_PATTERN = r"spm(\.[^/]+)?\.(model|vocab)|tokenizer(\.[^/]+)?\.json"
     OPTIONS = ("sample_sentences", "spm")
@@ -40,15 +32,9 @@ class SpmKind(VocabKind):
     def files(self, side: str) -> list[str]:
         return [f"spm{infix(side)}.model", f"spm{infix(side)}.vocab"]
 
-    def build(
-        self,
-        options: Options,
-        source: Source,
-        side: str,
-        report: dict[str, Any],
-        log: Callable[[str], None],
-    ) -> BuiltSide:
-        sentences = sample_sentences(options, source, side, report)
+    def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
+        sentences = base.sample_sentences(source, side, report)
+        options = source.options
         spm_config = dataclasses.replace(options.spm, vocab_size=options.vocab_size)
         try:
             with heartbeat(f"SentencePiece {side} on {len(sentences):,} sentences"):
@@ -61,7 +47,7 @@ class SpmKind(VocabKind):
             [model, spm_vocab.vocab_text(model).encode()],
             dict_text(pieces[len(SPECIALS) :], piece_counts[len(SPECIALS) :]),
             len(pieces),
-            _tokenizer_json(model, side, log),
+            _tokenizer_json(model, side, source.log),
         )
 
     def encoder(self, data: bytes, dictionary_size: int) -> SideEncoder:
@@ -101,7 +87,7 @@ class SpmEncoder(SideEncoder):
 
     def encode_batch(self, lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         # the model's eos_id is the layout's (spm_vocab trains it so)
-        return flat_ids(self._spm.encode(list(lines), add_eos=True, num_threads=1))
+        return base.flat_ids(self._spm.encode(list(lines), add_eos=True, num_threads=1))
 
     def decode(self, ids: Sequence[int]) -> str:
         return self._spm.decode([int(i) for i in ids])

@@ -9,7 +9,7 @@ reproduces its escaping, so export refuses it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -58,16 +58,9 @@ class T2tKind(VocabKind):
         """Also the names of T2T's reserved tokens."""
         return {**super().special_ids(options), "reserved_tokens": list(options.reserved_tokens)}
 
-    def build(
-        self,
-        options: Options,
-        source: Source,
-        side: str,
-        report: dict[str, Any],
-        log: Callable[[str], None],
-    ) -> BuiltSide:
-        counts = _counts(options, source, side, report)
-        encoder = _encoder(options, counts, side, report)
+    def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
+        counts = _counts(source, side, report)
+        encoder = _encoder(source.options, counts, side, report)
         text = encoder.to_text().encode()
         return BuiltSide([text], _dict_text(encoder, counts), encoder.vocab_size)
 
@@ -75,8 +68,9 @@ class T2tKind(VocabKind):
         return T2tEncoder(SubwordTextEncoder.from_text(data.decode("utf-8")), dictionary_size)
 
 
-def _counts(options: Options, source: Source, side: str, report: dict[str, Any]) -> dict[str, int]:
+def _counts(source: Source, side: str, report: dict[str, Any]) -> dict[str, int]:
     """The token counts T2T builds from: prepare's counts, or a byte-budget sample's."""
+    options = source.options
     cap = options.max_tokens_in_memory
     if options.file_byte_budget is None:
         found = [counts_lib.count_files(root, doc, side) for root, doc in source.parts]
