@@ -30,10 +30,12 @@ from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import file_entry
 from nmtpipe.transforms.vocab.counts import JOINED
-from nmtpipe.transforms.vocab.hf_vocab import HfConfig
 from nmtpipe.transforms.vocab.kinds.hf import CONFIG_DEFAULTS as HF_DEFAULTS
+from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
 from nmtpipe.transforms.vocab.kinds.registry import FILE_PATTERNS, MODELS, kind_of
 from nmtpipe.transforms.vocab.kinds.spm import CONFIG_DEFAULTS as SPM_DEFAULTS
+from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab.kinds.subword import RESERVED_TOKENS, check_reserved
 from nmtpipe.transforms.vocab.sample import (
     BudgetSample,
     IdSample,
@@ -42,8 +44,6 @@ from nmtpipe.transforms.vocab.sample import (
     sample_lines,
     train_shards,
 )
-from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
-from nmtpipe.transforms.vocab.subword import RESERVED_TOKENS, check_reserved
 from nmtpipe.transforms.vocab.vocabulary import KIND
 
 T2T = "Tensor2Tensor subwords (--model t2t)"

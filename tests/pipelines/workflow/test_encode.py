@@ -27,8 +27,8 @@ from nmtpipe.transforms.storage import fsio, manifest, retry
 from nmtpipe.transforms.storage.retry import RetryPolicy
 from nmtpipe.transforms.vocab import id_layout
 from nmtpipe.transforms.vocab.fairseq_dict import read_dict
-from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
-from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
+from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
 from tests.flaky_fs import FlakyMemoryFileSystem
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, prepare_example
 

@@ -16,10 +16,9 @@ from tokenizers import Tokenizer
 
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.progress import heartbeat
-from nmtpipe.transforms.vocab import hf_vocab
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, dict_text
 from nmtpipe.transforms.vocab.id_layout import FAIRSEQ
-from nmtpipe.transforms.vocab.kinds import base
+from nmtpipe.transforms.vocab.kinds import base, hf_vocab
 from nmtpipe.transforms.vocab.kinds.base import BuiltSide, SideEncoder, Source, infix
 
 

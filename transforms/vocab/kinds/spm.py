@@ -17,10 +17,10 @@ import sentencepiece as spm
 
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.progress import heartbeat
-from nmtpipe.transforms.vocab import spm_vocab, tokenizer_json
+from nmtpipe.transforms.vocab import tokenizer_json
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, dict_text
 from nmtpipe.transforms.vocab.id_layout import FAIRSEQ
-from nmtpipe.transforms.vocab.kinds import base
+from nmtpipe.transforms.vocab.kinds import base, spm_vocab
 from nmtpipe.transforms.vocab.kinds.base import BuiltSide, SideEncoder, Source, infix
 
 

@@ -28,9 +28,9 @@ from nmtpipe.transforms.vocab.kinds.base import (
     VocabKind,
     infix,
 )
+from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
+from nmtpipe.transforms.vocab.kinds.subword_build import SubwordBuilder
 from nmtpipe.transforms.vocab.sample import BudgetSample
-from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
-from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
 
 
 class T2tKind(VocabKind):

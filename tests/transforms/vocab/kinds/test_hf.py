@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from nmtpipe.transforms.vocab import hf_vocab
-from nmtpipe.transforms.vocab.hf_vocab import HfConfig
+from nmtpipe.transforms.vocab.kinds import hf_vocab
+from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
 from nmtpipe.transforms.vocab.kinds.registry import kind_of
 from tests.helpers import example_lines
 

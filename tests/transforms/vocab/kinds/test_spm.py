@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import sentencepiece as spm
 
-from nmtpipe.transforms.vocab import spm_vocab
+from nmtpipe.transforms.vocab.kinds import spm_vocab
 from nmtpipe.transforms.vocab.kinds.registry import kind_of
-from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
 from tests.helpers import example_lines, split_ids
 
 

@@ -6,7 +6,7 @@ import gzip
 
 from nmtpipe.transforms.vocab import id_layout
 from nmtpipe.transforms.vocab.kinds.registry import kind_of
-from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
+from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
 from tests.helpers import DATA, example_lines, split_ids
 
 GOLDEN = DATA / "golden"
