@@ -71,8 +71,8 @@ def write_t2t_tsv(counts: dict[str, int], path: Path) -> None:
 def run_nmtpipe(root: str, side: str, target: int, max_length: int | None, cap: int | None,
                 out: str) -> dict:  # fmt: skip
     """The nmtpipe contender, in its own process: read the counts, build, write."""
-    from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
-    from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
+    from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
+    from nmtpipe.transforms.vocab.kinds.subword_build import SubwordBuilder
 
     start = time.perf_counter()
     counts = side_counts(Path(root), side, cap)
@@ -103,7 +103,7 @@ def valid_lines(root: Path, side: str) -> list[str]:
 
 
 def subtokens(vocab_file: Path, lines: list[str]) -> int:
-    from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
+    from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
 
     encoder = SubwordTextEncoder.from_file(str(vocab_file))
     return sum(len(encoder.encode(line)) for line in lines)

@@ -83,3 +83,9 @@ def golden_counts(name: str) -> Counter[str]:
                 token, count = row.rsplit("\t", 1)
                 counts[re.sub(r"\\(.)", lambda m: unescape[m.group(1)], token)] += int(count)
     return counts
+
+
+def split_ids(flat, lengths) -> list[list[int]]:
+    """Concatenated lines' ids (an encoder's `encode_batch`) back into lines."""
+    ends = lengths.cumsum()
+    return [flat[end - n : end].tolist() for end, n in zip(ends, lengths, strict=True)]

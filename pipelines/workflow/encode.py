@@ -43,7 +43,6 @@ from nmtpipe.transforms.vocab import id_layout
 from nmtpipe.transforms.vocab.vocabulary import (
     Vocabulary,
     arrow_dtype,
-    encodes_outside_gil,
     fairseq_dtype,
     open_vocabulary,
 )
@@ -236,7 +235,7 @@ def _manifest_doc(
         return info
 
     layouts = {
-        ARROW: id_layout.layout_of(vocab.model).as_dict(),
+        ARROW: vocab.kind.layout.as_dict(),
         FAIRSEQ: id_layout.FAIRSEQ.as_dict(),
     }
     return {
@@ -297,7 +296,7 @@ class EncodeRun:
     def cores_per_worker(self) -> int:
         """The cores one worker keeps busy: `_THREADS` where the vocabulary encodes
         outside the GIL, else 1."""
-        return _THREADS if encodes_outside_gil(self.vocab.model) else 1
+        return _THREADS if self.vocab.kind.encodes_outside_gil else 1
 
     def threads(self, options: PipelineOptions) -> int:
         """Encoding threads per worker under `options`."""

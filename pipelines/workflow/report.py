@@ -193,7 +193,7 @@ def _encoded_sections(data: encoded_dataset.EncodedDataset, stats: dict[str, Any
         counts = np.bincount(sizes)
         hists[lang] = {int(i): int(c) for i, c in enumerate(counts.tolist()) if c}
         if data.format == encoded_dataset.FAIRSEQ:
-            ids = id_layout.from_fairseq(vocab.model, ids)
+            ids = id_layout.from_fairseq(vocab.kind.layout, ids)
         unk = data.layout.unk
         unk_rate = float(np.mean(ids == unk)) if unk is not None and ids.size else 0.0
         subwords = int(sizes.sum()) - len(sizes)  # without EOS

@@ -3,7 +3,8 @@
 Tensor2Tensor's SubwordTextEncoder is built from the token counts `prepare` committed
 (or from T2T's byte-budget line sample); SentencePiece unigram/BPE models and Hugging
 Face `tokenizers` vocabularies (WordPiece, BPE, Unigram) train on a deterministic sample
-of the training split. Samples are drawn in Beam
+of the training split. Each kind is a class (`transforms/vocab/kinds/`) that builds a
+side from what `_Build` gives it; samples are drawn in Beam
 (`pipelines/beam/sample_graph.py`). Either way the output also has fairseq
 `dict.{lang}.txt` files for the same vocabulary, and is committed like every step:
 files first, `manifest.json` last, reused when the same inputs and options come again.
@@ -19,25 +20,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from tokenizers import Tokenizer
-
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import pipeline_options, run_branches
 from nmtpipe.pipelines.beam.sample_graph import SampleTrainText
-from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
 from nmtpipe.transforms.options import comma_list, nested, option
-from nmtpipe.transforms.progress import Progress, heartbeat
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import file_entry
-from nmtpipe.transforms.text import t2t_tokenizer
-from nmtpipe.transforms.vocab import counts as counts_lib
-from nmtpipe.transforms.vocab import hf_vocab, id_layout, spm_vocab, tokenizer_json
 from nmtpipe.transforms.vocab.counts import JOINED
-from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, dict_text
-from nmtpipe.transforms.vocab.hf_vocab import HfConfig
+from nmtpipe.transforms.vocab.kinds.hf import CONFIG_DEFAULTS as HF_DEFAULTS
+from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
+from nmtpipe.transforms.vocab.kinds.registry import FILE_PATTERNS, MODELS, kind_of
+from nmtpipe.transforms.vocab.kinds.spm import CONFIG_DEFAULTS as SPM_DEFAULTS
+from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab.kinds.subword import RESERVED_TOKENS, check_reserved
 from nmtpipe.transforms.vocab.sample import (
     BudgetSample,
     IdSample,
@@ -46,19 +44,13 @@ from nmtpipe.transforms.vocab.sample import (
     sample_lines,
     train_shards,
 )
-from nmtpipe.transforms.vocab.spm_vocab import MODEL_TYPES, SpmConfig
-from nmtpipe.transforms.vocab.subword import RESERVED_TOKENS, SubwordTextEncoder, check_reserved
-from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
 from nmtpipe.transforms.vocab.vocabulary import KIND
 
-MODELS = ("t2t", "unigram", "bpe", *hf_vocab.KINDS)
 T2T = "Tensor2Tensor subwords (--model t2t)"
 SPM = "SentencePiece (--model unigram|bpe)"
 HF = "Hugging Face tokenizers (--model wordpiece|bpe-hf|unigram-hf)"
-_OURS = re.compile(
-    r"^(vocab(\.[^/]+)?\.subwords|spm(\.[^/]+)?\.(model|vocab)|tokenizer(\.[^/]+)?\.json"
-    r"|dict\.[^/]+\.txt)$"
-)
+# every kind's files and the fairseq dictionaries
+_OURS = re.compile("^(" + "|".join([*FILE_PATTERNS, r"dict\.[^/]+\.txt"]) + ")$")
 
 
 def _pair(text: str) -> tuple[int, int]:
@@ -126,19 +118,8 @@ class VocabConfig:
         help="train on about N pairs' sentences, drawn by hash (SentencePiece and tokenizers)",
     )
     # the SentencePiece model type is --model's (unigram for the others)
-    spm: SpmConfig = nested(
-        SpmConfig,
-        group=SPM,
-        defaults={"model_type": lambda o: o["model"] if o["model"] in MODEL_TYPES else "unigram"},
-    )
-    hf: HfConfig = nested(
-        HfConfig,
-        group=HF,
-        defaults={
-            "pre_tokenizer": lambda o: "byte-level" if o["model"] == "bpe-hf" else "metaspace",
-            "isolate_cjk": lambda o: o["model"] == "wordpiece",
-        },
-    )
+    spm: SpmConfig = nested(SpmConfig, group=SPM, defaults=SPM_DEFAULTS)
+    hf: HfConfig = nested(HfConfig, group=HF, defaults=HF_DEFAULTS)
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -160,19 +141,7 @@ class VocabConfig:
 
     def options(self) -> dict[str, Any]:
         """The options that shape the output (fingerprinted, recorded in the manifest)."""
-        keep = {"model", "vocab_size", "joined"}
-        if self.model == "t2t":
-            keep |= {
-                "max_subtoken_length",
-                "file_byte_budget",
-                "max_tokens_in_memory",
-                "reserved_tokens",
-                "min_count_bounds",
-            }
-        elif self.model in hf_vocab.KINDS:
-            keep |= {"sample_sentences", "hf"}
-        else:
-            keep |= {"sample_sentences", "spm"}
+        keep = {"model", "vocab_size", "joined", *kind_of(self.model).OPTIONS}
         return {k: v for k, v in dataclasses.asdict(self).items() if k in keep}
 
 
@@ -184,36 +153,9 @@ class VocabOutcome:
     seconds: float
 
 
-def vocab_files(model: str, side: str) -> list[str]:
-    """The file names of one side's vocabulary (`joined` has no language in the name)."""
-    infix = "" if side == JOINED else f".{side}"
-    if model == "t2t":
-        return [f"vocab{infix}.subwords"]
-    if model in hf_vocab.KINDS:
-        return [f"tokenizer{infix}.json"]
-    return [f"spm{infix}.model", f"spm{infix}.vocab"]
-
-
-def _tokenizer_json(
-    out: str, model: bytes, side: str, size: int, log: Callable[[str], None]
-) -> list[dict[str, Any]]:
-    """A SentencePiece model also as `tokenizer.json` (the same ids, EOS appended), for
-    Hugging Face `tokenizers` users; none, with the reason logged, where no
-    `tokenizer.json` reproduces the model exactly."""
-    try:
-        tok = tokenizer_json.spm_tokenizer(model)
-    except tokenizer_json.NotExpressible as e:
-        log(f"no tokenizer.json for {side}: {e}")
-        return []
-    name = tokenizer_json.TOKENIZER_FILE
-    if side != JOINED:
-        name = name.replace(".json", f".{side}.json")
-    written = fsio.write_bytes(fsio.join(out, name), tok.to_str(pretty=True).encode("utf-8"))
-    return [file_entry(out, written, "tokenizer-json", size, side=side)]
-
-
 class _Build:
-    """One run's context: the prepared parts, the staging folder, how to run Beam."""
+    """One run's context: the prepared parts, the staging folder, how to run Beam (the
+    `Source` a kind builds from)."""
 
     def __init__(
         self,
@@ -222,8 +164,9 @@ class _Build:
         staging: str,
         beam_args: list[str],
         quiet: bool,
+        log: Callable[[str], None],
     ) -> None:
-        self.config, self.parts = config, parts
+        self.options, self.parts, self.log = config, parts, log
         self.staging, self.beam_args, self.quiet = staging, beam_args, quiet
         langs = parts[0][1]["options"]["languages"]
         self.columns = {langs["src"]: ["src"], langs["tgt"]: ["tgt"], JOINED: ["src", "tgt"]}
@@ -245,95 +188,6 @@ class _Build:
             lines += chosen
         return lines
 
-    def t2t_counts(self, side: str, report: dict[str, Any]) -> dict[str, int]:
-        """The token counts T2T builds from: prepare's counts, or a byte-budget sample's."""
-        cap = self.config.max_tokens_in_memory
-        if self.config.file_byte_budget is None:
-            found = [counts_lib.count_files(root, doc, side) for root, doc in self.parts]
-            if len(found) == 1:  # bucket files of one dataset hold disjoint tokens
-                urls, report["distinct_tokens"] = found[0]
-                counts = counts_lib.read_counts(urls, cap)
-            else:
-                counts = counts_lib.sum_counts([urls for urls, _ in found], cap)
-                report["distinct_tokens"] = len(counts)
-        else:
-            lines = self.sample(BudgetSample(self.config.file_byte_budget), side)
-            report["sampled_lines"] = len(lines)
-            counts = dict(t2t_tokenizer.count_tokens(lines))
-            report["distinct_tokens"] = len(counts)
-            if cap is not None:
-                counts = dict(sorted(counts.items(), key=lambda tc: (-tc[1], tc[0]))[:cap])
-        report["distinct_tokens_used"] = len(counts)
-        return counts
-
-    def t2t_encoder(
-        self, counts: dict[str, int], side: str, report: dict[str, Any]
-    ) -> SubwordTextEncoder:
-        """T2T's build_to_target_size; a target the data cannot reach is an error."""
-        if not counts:
-            raise InputError(f"the training split has no tokens for {side}")
-        config = self.config
-        builder = SubwordBuilder(counts, config.max_subtoken_length, config.reserved_tokens)
-        lo, hi = config.min_count_bounds
-        # A bisection over [lo, hi] builds at most this many times.
-        with Progress(f"vocab {side}", (hi - lo + 1).bit_length(), "build") as shown:
-            vocab, trace = builder.build_to_target_size(
-                config.vocab_size, lo, hi, lambda m, n: shown.update(1, min_count=m, size=n)
-            )
-        report["bisection"] = [{"min_count": m, "vocab_size": n} for m, n in trace.steps]
-        report["min_count"] = trace.chosen
-        largest = max(n for _, n in trace.steps)
-        if largest * 100 < config.vocab_size * 99:
-            raise ConfigError(
-                f"--vocab-size {config.vocab_size} is more than this data supports for {side}: "
-                f"the largest vocabulary it gives is {largest} subtokens (min_count "
-                f"{config.min_count_bounds[0]}); choose --vocab-size {largest} or less"
-            )
-        return SubwordTextEncoder(vocab)
-
-    def sentences(self, side: str, report: dict[str, Any]) -> list[str]:
-        """About `sample_sentences` pairs' sentences of `side`, chosen by pair id."""
-        pairs = sum(doc["splits"]["train"]["pairs"] for _, doc in self.parts)
-        fraction = min(1.0, self.config.sample_sentences / max(pairs, 1))
-        sentences = self.sample(IdSample(fraction), side)
-        report["sample_sentences"] = len(sentences)
-        if not sentences:
-            raise InputError(f"the training split has no sentences for {side}")
-        return sentences
-
-    def hf_tokenizer(
-        self, side: str, report: dict[str, Any], log: Callable[[str], None]
-    ) -> tuple[Tokenizer, list[int]]:
-        """A `tokenizers` vocabulary of `side` and its piece counts over the sample."""
-        config = self.config
-        sentences = self.sentences(side, report)
-        try:
-            with heartbeat(f"{config.model} {side} on {len(sentences):,} sentences"):
-                tok = hf_vocab.train(sentences, config.model, config.vocab_size, config.hf)
-        except Exception as e:  # `tokenizers` raises bare Exceptions
-            raise ConfigError(
-                f"tokenizers could not train a {config.model} vocabulary of "
-                f"{config.vocab_size} for {side}: {e} (raise --vocab-size, or use "
-                "--hf-pre-tokenizer byte-level, whose alphabet is 256 bytes)"
-            ) from e
-        report["pipeline"] = hf_vocab.pipeline(config.model, config.hf)
-        size = tok.get_vocab_size(with_added_tokens=False)
-        why = hf_vocab.describe_size(config.model, config.vocab_size, size)
-        if why:
-            log(f"{side}: {why}")
-        return tok, hf_vocab.piece_counts(tok, sentences)
-
-    def spm_model(self, side: str, report: dict[str, Any]) -> tuple[bytes, list[int]]:
-        """A SentencePiece model of `side` and its piece counts over the sample."""
-        sentences = self.sentences(side, report)
-        spm_config = dataclasses.replace(self.config.spm, vocab_size=self.config.vocab_size)
-        try:
-            with heartbeat(f"SentencePiece {side} on {len(sentences):,} sentences"):
-                model = spm_vocab.train(sentences, spm_config)
-        except RuntimeError as e:
-            raise ConfigError(f"SentencePiece could not train on {side}: {e}") from e
-        return model, spm_vocab.piece_counts(model, sentences)
-
 
 def _train_shards(parts: list[tuple[str, dict[str, Any]]]) -> list[TrainShard]:
     """The train shards of all parts, numbered and offset as one dataset."""
@@ -346,29 +200,6 @@ def _train_shards(parts: list[tuple[str, dict[str, Any]]]) -> list[TrainShard]:
         ]
         offset += doc["splits"]["train"]["pairs"]
     return shards
-
-
-def _t2t_dict(encoder: SubwordTextEncoder, counts: dict[str, int]) -> str:
-    """fairseq dict: every subtoken after `<pad>` and `<EOS>` (further reserved tokens
-    included), counted over the tokens, so that fairseq id = T2T id + 2 throughout."""
-    totals = np.zeros(encoder.vocab_size, dtype=np.int64)
-    for token, count in counts.items():
-        for i in encoder.token_ids(token):
-            totals[i] += count
-    first = id_layout.T2T.first_symbol
-    return dict_text(list(encoder.subtokens[first:]), totals[first:].tolist())
-
-
-def _special_ids(config: VocabConfig) -> dict[str, Any]:
-    """The id layouts of the vocabulary and of its fairseq dictionaries (and the names
-    of T2T's reserved tokens)."""
-    layouts = {
-        "vocabulary": id_layout.layout_of(config.model).as_dict(),
-        "fairseq": id_layout.FAIRSEQ.as_dict(),
-    }
-    if config.model == "t2t":
-        layouts["reserved_tokens"] = list(config.reserved_tokens)
-    return layouts
 
 
 def run_vocab(
@@ -403,37 +234,19 @@ def run_vocab(
     langs = prepared["options"]["languages"]
     sides = [JOINED] if config.joined else [langs["src"], langs["tgt"]]
     log(f"building a {config.model} vocabulary of {config.vocab_size} for {', '.join(sides)}")
-    build = _Build(config, parts, fsio.join(out, STAGING, uuid.uuid4().hex), beam_args, quiet)
+    staging = fsio.join(out, STAGING, uuid.uuid4().hex)
+    build = _Build(config, parts, staging, beam_args, quiet, log)
+    kind = kind_of(config.model)
     files, reports, dicts = [], {}, {}
     for side in sides:
         report: dict[str, Any] = {}
-        names = vocab_files(config.model, side)
-        if config.model == "t2t":
-            counts = build.t2t_counts(side, report)
-            encoder = build.t2t_encoder(counts, side, report)
-            written = [fsio.write_bytes(fsio.join(out, names[0]), encoder.to_text().encode())]
-            dicts[side] = _t2t_dict(encoder, counts)
-            report["vocab_size"] = encoder.vocab_size
-        elif config.model in hf_vocab.KINDS:
-            tok, piece_counts = build.hf_tokenizer(side, report, log)
-            pieces = hf_vocab.pieces(tok)
-            dicts[side] = dict_text(pieces[len(SPECIALS) :], piece_counts[len(SPECIALS) :])
-            # padded to the dictionary's size: tokenizer ids are fairseq ids throughout
-            tok = hf_vocab.padded(tok, len(SPECIALS) + dicts[side].count("\n"))
-            report["vocab_size"] = len(pieces)
-            text = tok.to_str(pretty=True).encode("utf-8")
-            written = [fsio.write_bytes(fsio.join(out, names[0]), text)]
-        else:
-            model, piece_counts = build.spm_model(side, report)
-            written = [
-                fsio.write_bytes(fsio.join(out, names[0]), model),
-                fsio.write_bytes(fsio.join(out, names[1]), spm_vocab.vocab_text(model).encode()),
-            ]
-            pieces = [p for p, _ in spm_vocab.pieces_and_scores(model)]
-            dicts[side] = dict_text(pieces[len(SPECIALS) :], piece_counts[len(SPECIALS) :])
-            report["vocab_size"] = len(pieces)
-            files += _tokenizer_json(out, model, side, len(pieces), log)
-        files += [file_entry(out, w, "vocab", report["vocab_size"], side=side) for w in written]
+        built = kind.build(build, side, report)
+        report["vocab_size"] = built.vocab_size
+        named = [*zip(kind.files(side), built.files, ["vocab"] * len(built.files), strict=True)]
+        for name, data, entry in [*named, *built.extras]:
+            written = fsio.write_bytes(fsio.join(out, name), data)
+            files.append(file_entry(out, written, entry, built.vocab_size, side=side))
+        dicts[side] = built.dict_text
         reports[side] = report
     for lang in (langs["src"], langs["tgt"]):
         text = dicts[JOINED if config.joined else lang]
@@ -447,10 +260,8 @@ def run_vocab(
         "languages": langs,
         "options": config.options(),
         "model": config.model,
-        "vocabularies": {
-            side: {"files": vocab_files(config.model, side), **reports[side]} for side in sides
-        },
-        "special_ids": _special_ids(config),
+        "vocabularies": {side: {"files": kind.files(side), **reports[side]} for side in sides},
+        "special_ids": kind.special_ids(config),
         "files": sorted(files, key=lambda f: f["path"]),
     }
     committed = commit(out, KIND, doc, _OURS)

@@ -57,6 +57,7 @@ class TextCodec:
     ) -> None:
         self.src_lang, self.tgt_lang = langs["src"], langs["tgt"]
         self.model = vocab.model
+        self._layout = vocab.kind.layout
         self._fairseq_ids = fmt == "fairseq"
         self._normalizer = Normalizer(NormalizeConfig(**source.normalize))
         self._convert = None if source.script is None else ScriptConverter(source.script)  # type: ignore[arg-type]
@@ -68,14 +69,14 @@ class TextCodec:
             lines, _ = self._convert(lines)
         flat, lengths = self._encoders[self.src_lang].encode_batch(lines)
         if self._fairseq_ids:
-            flat = id_layout.to_fairseq(self.model, flat)
+            flat = id_layout.to_fairseq(self._layout, flat)
         return np.split(flat.astype(np.int64), np.cumsum(lengths)[:-1])
 
     def decode(self, lang: str, ids: Iterable[int]) -> str:
         """Text of model ids (EOS and padding dropped by the caller)."""
         ids = np.fromiter(ids, np.int64)
         if self._fairseq_ids:
-            ids = id_layout.from_fairseq(self.model, ids)
+            ids = id_layout.from_fairseq(self._layout, ids)
         return self._encoders[lang].decode(ids.tolist())
 
 

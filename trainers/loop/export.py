@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tokenizers import Tokenizer
 from transformers import GenerationConfig
 
 from nmtpipe import __version__
@@ -41,7 +40,7 @@ from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import file_entry
 from nmtpipe.transforms.text.normalize import NormalizeConfig
-from nmtpipe.transforms.vocab import hf_vocab, tokenizer_json
+from nmtpipe.transforms.vocab import tokenizer_json
 from nmtpipe.transforms.vocab.id_layout import IdLayout
 from nmtpipe.transforms.vocab.vocabulary import Vocabulary, open_vocabulary
 
@@ -79,12 +78,8 @@ class _Source:
         self.layout = IdLayout(**self.doc["id_layouts"][self.format])
         check_match(state, url, self.doc, train["data"], self.format)
         self.vocab: Vocabulary = open_vocabulary(self.doc["vocab"]["url"])
-        if self.vocab.model == "t2t":
-            raise ConfigError(
-                f"{url} uses a Tensor2Tensor SubwordTextEncoder vocabulary, which no "
-                "tokenizer.json reproduces; export models trained on a SentencePiece or "
-                "tokenizers vocabulary (nmtpipe vocab --model unigram|bpe|bpe-hf|...)"
-            )
+        if self.vocab.kind.export_refusal is not None:
+            raise ConfigError(f"{url} {self.vocab.kind.export_refusal}")
         if not self.doc["joined"]:
             raise ConfigError(
                 f"{url} has one vocabulary per language; a Transformers tokenizer holds "
@@ -105,14 +100,11 @@ class _Source:
         side = self.vocab.side_of(self.doc["languages"]["src"])
         model_file = self.vocab.doc["vocabularies"][side]["files"][0]
         model = self.vocab.read(fsio.join(self.vocab.root, model_file))
-        if self.vocab.model in hf_vocab.KINDS:
-            tok = hf_vocab.padded(Tokenizer.from_str(model.decode("utf-8")), size)
-        else:
-            try:
-                tok = tokenizer_json.spm_tokenizer(model, size)
-            except tokenizer_json.NotExpressible as e:
-                msg = f"{self.vocab.root}: {e} cannot be exported exactly"
-                raise ConfigError(msg) from None
+        try:
+            tok = self.vocab.kind.tokenizer(model, size)
+        except tokenizer_json.NotExpressible as e:
+            msg = f"{self.vocab.root}: {e} cannot be exported exactly"
+            raise ConfigError(msg) from None
         return tokenizer_json.with_normalization(tok, NormalizeConfig(**self.normalize))
 
 

@@ -14,7 +14,7 @@ from nmtpipe.transforms.formats.encode_part import (
     encode_part,
     load_encoders,
 )
-from nmtpipe.transforms.vocab.vocabulary import SideEncoder
+from nmtpipe.transforms.vocab.kinds.base import SideEncoder
 
 
 class EncodePartFn(beam.DoFn):

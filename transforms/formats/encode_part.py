@@ -31,7 +31,9 @@ from nmtpipe.transforms.storage.fsio import AtomicFile
 from nmtpipe.transforms.storage.manifest import FileEntry, file_entry, read_parquet_entry
 from nmtpipe.transforms.text.stats import histogram
 from nmtpipe.transforms.vocab import id_layout
-from nmtpipe.transforms.vocab.vocabulary import SideEncoder, Vocabulary
+from nmtpipe.transforms.vocab.kinds.base import SideEncoder
+from nmtpipe.transforms.vocab.kinds.registry import kind_of
+from nmtpipe.transforms.vocab.vocabulary import Vocabulary
 
 
 class EncodeTask(NamedTuple):
@@ -101,7 +103,7 @@ class _PartWriters:
 
     def __init__(self, spec: EncodeSpec, task: EncodeTask, stack: contextlib.ExitStack):
         self.spec, self.task = spec, task
-        self._model = spec.vocab_doc["model"]
+        self._layout = kind_of(spec.vocab_doc["model"]).layout
         self._arrow_file = self._arrow = None
         self._bin_files: dict[str, AtomicFile] = {}
         self._bins: dict[str, MMapWriter] = {}
@@ -125,7 +127,7 @@ class _PartWriters:
             self._arrow.add_batch(ids, encoded["src"], encoded["tgt"])
         for role, writer in self._bins.items():
             flat, lengths = encoded[role]
-            writer.add_batch(id_layout.to_fairseq(self._model, flat), lengths)
+            writer.add_batch(id_layout.to_fairseq(self._layout, flat), lengths)
 
     def finish(self) -> None:
         if self._arrow is not None:
@@ -210,6 +212,6 @@ def _encoded(
 def _arrow_metadata(spec: EncodeSpec) -> dict[str, Any]:
     return {
         "languages": spec.langs,
-        "layout": id_layout.layout_of(spec.vocab_doc["model"]).as_dict(),
+        "layout": kind_of(spec.vocab_doc["model"]).layout.as_dict(),
         "vocab_fingerprint": spec.vocab_doc["fingerprint"],
     }

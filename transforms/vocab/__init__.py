@@ -1,2 +1,3 @@
-"""Vocabularies: token counts, samples, the T2T SubwordTextEncoder and its build, SentencePiece,
-fairseq dictionaries, id layouts. May import text and storage; no Beam."""
+"""Vocabularies: token counts, samples, fairseq dictionaries, id layouts, tokenizer.json, a
+committed vocabulary loaded, and the kinds (`kinds/`: T2T, SentencePiece, `tokenizers`). May
+import text and storage; no Beam."""

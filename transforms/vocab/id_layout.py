@@ -6,7 +6,7 @@ This is the one place that defines them. A Tensor2Tensor vocabulary has `<pad>`=
 with fairseq's layout, so their ids need no mapping. A T2T vocabulary's fairseq
 dictionary lists the subtokens from id 2 on in order (reserved tokens beyond the first
 two included), so subtoken k ≥ 2 is fairseq symbol k + 2, `<EOS>` is `</s>` and
-`<pad>` is `<pad>`.
+`<pad>` is `<pad>`. Each vocabulary kind (`kinds/`) says which layout its ids have.
 """
 
 from __future__ import annotations
@@ -32,27 +32,24 @@ class IdLayout:
 
 T2T = IdLayout(pad=0, eos=1, first_symbol=2)
 FAIRSEQ = IdLayout(bos=0, pad=1, eos=2, unk=3, first_symbol=4)
-T2T_SHIFT = FAIRSEQ.first_symbol - T2T.first_symbol
 
 
-def layout_of(model: str) -> IdLayout:
-    """The layout of a vocabulary's own ids (`t2t`, or SentencePiece `unigram`/`bpe`)."""
-    return T2T if model == "t2t" else FAIRSEQ
-
-
-def to_fairseq(model: str, ids: np.ndarray) -> np.ndarray:
-    """Vocabulary ids → fairseq dictionary ids (a new array for T2T; `ids` itself otherwise)."""
-    if model != "t2t":
+def to_fairseq(layout: IdLayout, ids: np.ndarray) -> np.ndarray:
+    """Ids of a vocabulary with this layout → fairseq dictionary ids (a new array for
+    T2T's; `ids` itself for fairseq's)."""
+    if layout == FAIRSEQ:
         return ids
-    return np.where(ids >= T2T.first_symbol, ids + T2T_SHIFT, ids + (FAIRSEQ.pad - T2T.pad))
+    shift = FAIRSEQ.first_symbol - layout.first_symbol
+    return np.where(ids >= layout.first_symbol, ids + shift, ids + (FAIRSEQ.pad - layout.pad))
 
 
-def from_fairseq(model: str, ids: np.ndarray) -> np.ndarray:
-    """fairseq dictionary ids → vocabulary ids; for T2T, `<s>` and `<unk>` (which a T2T
-    vocabulary lacks) become -1, which its decoder skips."""
-    if model != "t2t":
+def from_fairseq(layout: IdLayout, ids: np.ndarray) -> np.ndarray:
+    """fairseq dictionary ids → ids of a vocabulary with this layout; for T2T's, `<s>`
+    and `<unk>` (which a T2T vocabulary lacks) become -1, which its decoder skips."""
+    if layout == FAIRSEQ:
         return ids
-    shifted = np.where(ids >= FAIRSEQ.first_symbol, ids - T2T_SHIFT, -1)
-    shifted[ids == FAIRSEQ.pad] = T2T.pad
-    shifted[ids == FAIRSEQ.eos] = T2T.eos
+    shift = FAIRSEQ.first_symbol - layout.first_symbol
+    shifted = np.where(ids >= FAIRSEQ.first_symbol, ids - shift, -1)
+    shifted[ids == FAIRSEQ.pad] = layout.pad
+    shifted[ids == FAIRSEQ.eos] = layout.eos
     return shifted

@@ -48,7 +48,7 @@ from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.transforms.beam.prepare_fns import PlanChunksFn
 from nmtpipe.transforms.storage import fsio
-from nmtpipe.transforms.vocab.hf_vocab import HfConfig
+from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
 from tests.helpers import IN_MEMORY, example_lines
 
 try:  # what DataflowRunner imports when it builds a job: Google's clients

@@ -27,8 +27,8 @@ from nmtpipe.transforms.storage import fsio, manifest, retry
 from nmtpipe.transforms.storage.retry import RetryPolicy
 from nmtpipe.transforms.vocab import id_layout
 from nmtpipe.transforms.vocab.fairseq_dict import read_dict
-from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
-from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
+from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
 from tests.flaky_fs import FlakyMemoryFileSystem
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, prepare_example
 
@@ -127,8 +127,14 @@ def test_t2t_encoding_in_both_formats(inputs, t2t_output):
             assert encoder.decode(a_src[:-1].tolist()) == src
             assert encoder.decode(a_tgt[:-1].tolist()) == tgt
             f_src, f_tgt = f[i]
-            assert f_src.tolist() == id_layout.to_fairseq("t2t", a_src.astype(np.int64)).tolist()
-            assert f_tgt.tolist() == id_layout.to_fairseq("t2t", a_tgt.astype(np.int64)).tolist()
+            assert (
+                f_src.tolist()
+                == id_layout.to_fairseq(id_layout.T2T, a_src.astype(np.int64)).tolist()
+            )
+            assert (
+                f_tgt.tolist()
+                == id_layout.to_fairseq(id_layout.T2T, a_tgt.astype(np.int64)).tolist()
+            )
         assert a[-1][0].tolist() == a[len(a) - 1][0].tolist()
     stats = outcome.stats["splits"]["train"]
     assert stats["en"]["tokens"] == int(arrow["train"].src_sizes.sum())

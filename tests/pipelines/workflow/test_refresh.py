@@ -29,7 +29,7 @@ from nmtpipe.transforms.formats.exclusions import read_exclusions
 from nmtpipe.transforms.formats.prepared import read_prepared
 from nmtpipe.transforms.storage import fsio, versions
 from nmtpipe.transforms.text.t2t_tokenizer import count_tokens
-from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
+from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
 
 EN, ZH = example_lines("tatoeba-cmn", "en")[::20], example_lines("tatoeba-cmn", "zh")[::20]

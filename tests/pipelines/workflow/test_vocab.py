@@ -13,12 +13,12 @@ from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.transforms.errors import ConfigError, InputError, IntegrityError, OutputError
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.vocab import counts as counts_lib
-from nmtpipe.transforms.vocab import hf_vocab, spm_vocab
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, read_dict
-from nmtpipe.transforms.vocab.hf_vocab import HfConfig
-from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
-from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
-from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
+from nmtpipe.transforms.vocab.kinds import hf_vocab, spm_vocab
+from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
+from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
+from nmtpipe.transforms.vocab.kinds.subword_build import SubwordBuilder
 from nmtpipe.transforms.vocab.vocabulary import open_vocabulary
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, prepare_example
 

@@ -23,8 +23,8 @@ from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
-from nmtpipe.transforms.vocab.hf_vocab import HfConfig
-from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
+from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
 from tests.helpers import IN_MEMORY, prepare_example
 
 transformers = pytest.importorskip("transformers")

@@ -14,7 +14,7 @@ from nmtpipe.transforms.beam.encode_fns import EncodePartFn, EncodeSpec, EncodeT
 from nmtpipe.transforms.formats.fairseq_mmap import MMapDataset
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.vocab.fairseq_dict import dict_text
-from nmtpipe.transforms.vocab.subword import SubwordTextEncoder
+from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
 from nmtpipe.transforms.vocab.vocabulary import Vocabulary
 from tests.helpers import DATA, IN_MEMORY, example_lines
 

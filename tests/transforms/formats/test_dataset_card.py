@@ -11,7 +11,7 @@ import pytest
 from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.transforms.formats.dataset_card import CARD_FILE, dataset_card, split_shards
-from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
 from tests.helpers import IN_MEMORY, prepare_example
 
 datasets = pytest.importorskip("datasets")

@@ -9,8 +9,9 @@ import pytest
 import sentencepiece as spm
 
 from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
-from nmtpipe.transforms.vocab import spm_vocab, tokenizer_json
-from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab import tokenizer_json
+from nmtpipe.transforms.vocab.kinds import spm_vocab
+from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
 from tests.helpers import example_lines
 
 ODD = [

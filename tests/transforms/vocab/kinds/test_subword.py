@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmtpipe.transforms.vocab.subword import SubwordTextEncoder, escape_token, unescape_token
+from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder, escape_token, unescape_token
 from tests.helpers import DATA
 
 GOLDEN = DATA / "golden"

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from nmtpipe.transforms.vocab import hf_vocab
-from nmtpipe.transforms.vocab.hf_vocab import HfConfig
+from nmtpipe.transforms.vocab.kinds import hf_vocab
+from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
 from tests.helpers import example_lines
 
 LINES = example_lines("tatoeba-cmn", "en", 3000) + example_lines("tatoeba-cmn", "zh", 3000)
@@ -53,7 +53,7 @@ def test_the_same_file_from_every_process(kind):
     """`tokenizers` trains in hash-map order, seeded per process; the file is not."""
     code = (
         "import sys\n"
-        "from tests.transforms.vocab.test_hf_vocab import _train\n"
+        "from tests.transforms.vocab.kinds.test_hf_vocab import _train\n"
         f"sys.stdout.write(_train({kind!r}, 'metaspace').to_str())\n"
     )
     runs = [

@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmtpipe.transforms.vocab.subword import (
+from nmtpipe.transforms.vocab.kinds.subword import (
     RESERVED_TOKENS,
     SubwordTextEncoder,
     alphabet_of,
     escape_token,
 )
-from nmtpipe.transforms.vocab.subword_build import SubwordBuilder
+from nmtpipe.transforms.vocab.kinds.subword_build import SubwordBuilder
 from tests.helpers import DATA, golden_counts
 
 GOLDEN = DATA / "golden"

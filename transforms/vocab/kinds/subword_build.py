@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nmtpipe.transforms.vocab.subword import (
+from nmtpipe.transforms.vocab.kinds.subword import (
     RESERVED_TOKENS,
     alphabet_of,
     check_reserved,

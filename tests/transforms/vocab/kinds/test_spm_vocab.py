@@ -7,9 +7,9 @@ import sentencepiece as spm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmtpipe.transforms.vocab import spm_vocab
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS
-from nmtpipe.transforms.vocab.spm_vocab import SpmConfig
+from nmtpipe.transforms.vocab.kinds import spm_vocab
+from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
 from tests.helpers import example_lines
 
 
