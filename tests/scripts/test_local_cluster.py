@@ -8,6 +8,7 @@ slow test file.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import io
@@ -19,6 +20,7 @@ import sys
 import tarfile
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -139,6 +141,18 @@ def spawn_group(tmp_path: Path) -> tuple[subprocess.Popen, procs.Record]:
                        tmp_path / "sleeper.log", tmp_path, "nowhere:1")  # fmt: skip
 
 
+@contextlib.contextmanager
+def sleeper_group(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, procs.Record]]:
+    """`spawn_group`'s group, killed at the end if a test left it running."""
+    proc, record = spawn_group(tmp_path)
+    try:
+        yield proc, record
+    finally:
+        if proc.poll() is None:
+            os.killpg(record.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
 def write_record(tmp_path: Path, cluster: str, record: procs.Record, **extra) -> Path:
     folder = tmp_path / "state" / cluster
     (folder / "logs").mkdir(parents=True, exist_ok=True)
@@ -197,26 +211,20 @@ def test_a_pid_now_used_by_another_process_is_left_alone(tmp_path):
 
 
 def test_a_start_that_did_not_finish_must_be_stopped_first(tmp_path):
-    proc, record = spawn_group(tmp_path)
-    try:
+    with sleeper_group(tmp_path) as (proc, record):
         write_record(tmp_path, "flink", record, ready=False)
         start = run(tmp_path, "start", "flink")
         assert start.returncode == 1 and "that start did not finish" in start.stderr
         assert "did not finish" in run(tmp_path, "status", "flink").stdout
         assert run(tmp_path, "stop", "flink").returncode == 0
         proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            os.killpg(record.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 def test_options_prints_a_running_clusters_options_and_starts_nothing(tmp_path):
     missing = run(tmp_path, "options", "flink")
     assert (missing.returncode, missing.stdout) == (1, "")
     assert missing.stderr == "local-cluster: error: flink is not running\n"
-    proc, record = spawn_group(tmp_path)
-    try:
+    with sleeper_group(tmp_path) as (proc, record):
         write_record(tmp_path, "flink", record)
         assert run(tmp_path, "options", "flink").stdout == "--runner=X\n"
         found = json.loads(run(tmp_path, "options", "flink", "--json").stdout)
@@ -229,17 +237,12 @@ def test_options_prints_a_running_clusters_options_and_starts_nothing(tmp_path):
         assert (
             dead.returncode == 1 and "flink was started but sleeper no longer runs" in dead.stderr
         )
-    finally:
-        if proc.poll() is None:
-            os.killpg(record.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 def test_restart_needs_a_started_cluster_and_its_recorded_settings(tmp_path):
     missing = run(tmp_path, "restart", "spark")
     assert missing.returncode == 1 and "spark is not running" in missing.stderr
-    proc, record = spawn_group(tmp_path)
-    try:
+    with sleeper_group(tmp_path) as (proc, record):
         write_record(tmp_path, "spark", record)  # as an older script left it: no settings
         old = run(tmp_path, "restart", "spark")
         assert old.returncode == 1 and "recorded no settings" in old.stderr
@@ -252,10 +255,6 @@ def test_restart_needs_a_started_cluster_and_its_recorded_settings(tmp_path):
         assert f"sleeper (pid {record.pid}) stopped" in again.stderr
         assert f"NMTPIPE_SPARK_JOB_SERVER_JAR={tmp_path / 'gone.jar'} is not a jar" in again.stderr
         proc.wait(timeout=10)
-    finally:
-        if proc.poll() is None:
-            os.killpg(record.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 # -- the pure parts -----------------------------------------------------------------------
