@@ -33,6 +33,7 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.runner import PipelineState
 
+from nmtpipe.pipelines.beam.worker_watch import worker_deaths_raise
 from nmtpipe.transforms.errors import (
     ConfigError,
     NmtpipeError,
@@ -276,15 +277,17 @@ def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam
     runner = pipeline.options.view_as(StandardOptions).runner
     if runner == "DataflowRunner" and not _installed("google.cloud.storage"):
         raise ConfigError("DataflowRunner needs Beam's GCP extras: pip install 'nmtpipe[dataflow]'")
+    local = runner in LOCAL_RUNNERS
     with (
-        quiet_stderr(quiet and runner in LOCAL_RUNNERS) as terminal,
+        quiet_stderr(quiet and local) as terminal,
         heartbeat(f"{what} on {runner}", stream=terminal),
+        worker_deaths_raise() if local else contextlib.nullcontext(),
     ):
         try:
             result = pipeline.run()
             state = result.wait_until_finish()
         except Exception as exc:
-            failure = engine_failure(exc) if runner not in LOCAL_RUNNERS else None
+            failure = None if local else engine_failure(exc)
             if failure is None:
                 raise
             raise RunnerError(f"the Beam job failed on {runner}: {failure}") from exc
