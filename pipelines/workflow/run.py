@@ -91,7 +91,8 @@ def _run_one(
         step_outputs.remove_record(config, step)
     nproc = config.nproc.get(step, 1)
     if step == "train":
-        show(step, run_job(config.train, nproc, verbose=not quiet))
+        # Training's per-update records go to train_log.jsonl only: stdout is the steps'.
+        show(step, run_job(config.train, nproc, verbose=not quiet, echo_records=False))
     else:
         job = dataclasses.replace(config.decode, checkpoint=config.decode_checkpoint())
         show(step, run_job(job, nproc, verbose=not quiet))

@@ -33,20 +33,24 @@ def job_name(config: JobConfig) -> str:
     return "train" if isinstance(config, TrainConfig) else "decode"
 
 
-def run_job(config: JobConfig, nproc: int = 1, verbose: bool = False) -> dict[str, Any]:
+def run_job(
+    config: JobConfig, nproc: int = 1, verbose: bool = False, echo_records: bool = True
+) -> dict[str, Any]:
     """Run the job `config` describes on `nproc` local processes; its summary.
 
     In this process when `nproc` is 1 or when this process is already a torchrun rank
-    (the job then spans the ranks torchrun started)."""
+    (the job then spans the ranks torchrun started). `echo_records`: training's JSON
+    records go to stdout as well as to its log file."""
     output = config.save_dir if isinstance(config, TrainConfig) else config.output
     fsio.require_output_folder(output)
     if nproc <= 1 or "LOCAL_RANK" in os.environ:
-        return _run_here(config)
+        return _run_here(config, echo_records)
     with tempfile.TemporaryDirectory(prefix="nmtpipe-job-") as folder:
         payload = os.path.join(folder, "job.pickle")
         failure = os.path.join(folder, "failure.json")
         with open(payload, "wb") as f:
-            pickle.dump({"config": config, "verbose": verbose, "quiet": progress.quiet()}, f)
+            job = {"config": config, "verbose": verbose, "quiet": progress.quiet()}
+            pickle.dump({**job, "echo_records": echo_records}, f)
         torchrun = [sys.executable, "-m", __name__, "--torchrun", failure, str(verbose)]
         ranks = ["--standalone", f"--nproc_per_node={nproc}", "-m", __name__, payload]
         # One thread per rank unless the user says otherwise (torchrun's own default,
@@ -107,14 +111,14 @@ def _again(config: JobConfig) -> str:
     return "re-running the same command decodes again"
 
 
-def _run_here(config: JobConfig) -> dict[str, Any]:
+def _run_here(config: JobConfig, echo_records: bool = True) -> dict[str, Any]:
     from nmtpipe.trainers.loop.distributed import peer_failure
 
     try:
         if isinstance(config, TrainConfig):
             from nmtpipe.trainers.loop.train import train
 
-            return train(config)
+            return train(config, echo_records)
         from nmtpipe.trainers.loop.decode import decode
 
         return decode(config)
@@ -168,7 +172,7 @@ def _rank_main(payload: str) -> int:
     config, verbose = job["config"], job["verbose"]
     progress.configure(quiet=job["quiet"])
     try:
-        _run_here(config)
+        _run_here(config, job["echo_records"])
     except Exception as exc:
         line, code = error_line(job_name(config), exc, verbose)
         print(line, file=sys.stderr, flush=True)

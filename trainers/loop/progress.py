@@ -1,9 +1,12 @@
-"""What training shows: JSON lines on stdout, TensorBoard scalars, progress (rank 0 only).
+"""What training shows and keeps: JSON lines, TensorBoard scalars, progress (rank 0 only).
 
-JSON lines are the record (one object per log interval and per validation, then the
-summary); TensorBoard gets every number of those records under its key; progress is
-`transforms/progress.py`'s display (a bar on a terminal, a line per interval otherwise,
-nothing with --quiet), on stderr, so stdout stays JSON.
+JSON lines are the record (one object per log interval, per validation, per warning).
+They go to `train_log.jsonl` beside the checkpoints, rewritten with each checkpoint so
+that the file matches the state a resumed run starts from (a resumed run appends), and,
+for `nmtpipe train`, to stdout as well; `nmtpipe run` keeps them off its stdout, which
+carries the steps' results. TensorBoard gets every number of those records under its
+key; progress is `transforms/progress.py`'s display (a bar on a terminal, a line per
+interval otherwise, nothing with --quiet), on stderr, so stdout stays JSON.
 """
 
 from __future__ import annotations
@@ -13,14 +16,24 @@ from typing import Any
 
 from nmtpipe.transforms import progress as display
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.storage import fsio
 
 
 class Progress:
-    def __init__(self, main: bool, total: int, initial: int, tensorboard_dir: str | None) -> None:
-        self.main = main
+    def __init__(
+        self,
+        main: bool,
+        total: int,
+        initial: int,
+        tensorboard_dir: str | None,
+        log_url: str,
+        echo: bool = True,
+    ) -> None:
+        self.main, self.echo, self._log_url = main, echo, log_url
         self._writer = self._bar = None
         if not main:
             return
+        self._lines = fsio.read_bytes(log_url) if initial and fsio.exists(log_url) else b""
         if tensorboard_dir:
             try:
                 from torch.utils.tensorboard import SummaryWriter
@@ -39,12 +52,20 @@ class Progress:
     def record(self, record: dict[str, Any]) -> None:
         if not self.main:
             return
-        print(json.dumps(record), flush=True)
+        line = json.dumps(record)
+        self._lines += line.encode("utf-8") + b"\n"
+        if self.echo:
+            print(line, flush=True)
         if self._writer is not None and "update" in record:
             prefix = "valid" if any(k.startswith("valid_") for k in record) else "train"
             for key, value in record.items():
                 if isinstance(value, (int, float)) and key not in ("update", "epoch"):
                     self._writer.add_scalar(f"{prefix}/{key}", value, record["update"])
+
+    def keep(self) -> None:
+        """Write the records so far to `train_log.jsonl` (with each checkpoint)."""
+        if self.main:
+            fsio.write_bytes(self._log_url, self._lines)
 
     def close(self) -> None:
         if self._bar is not None:

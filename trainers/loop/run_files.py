@@ -11,6 +11,7 @@ import re
 LAST, BEST = "checkpoint_last.pt", "checkpoint_best.pt"
 AVERAGE = "checkpoint_avg.pt"  # the mean of the last numbered checkpoints' weights
 SUMMARY = "train_summary.json"  # what the run ended with (updates, losses, speed)
+LOG = "train_log.jsonl"  # every record training logged, as of its last checkpoint
 CURVES_SVG, CURVES_JSON = "learning_curve.svg", "learning_curve.json"  # and their points
 HYPOTHESES, NBEST = "hypotheses.txt", "nbest.jsonl"  # decoding's translations
 SCORES = "scores.json"  # decoding's scores and counts; written last, its commit mark

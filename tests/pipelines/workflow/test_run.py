@@ -29,7 +29,7 @@ def config(tmp_path: Path, **changes) -> Path:
                     "valid_fraction": 0.03, "test_fraction": 0.03},
         "vocab": {"vocab_size": 1000, "joined": True},
         "encode": {"formats": ["arrow"]},
-        "train": {"max_tokens": 1024, "max_update": 4, "warmup_updates": 2},
+        "train": {"max_tokens": 1024, "max_update": 4, "warmup_updates": 2, "log_interval": 1},
         "decode": {"beam": 2, "max_len_a": 0, "max_len_b": 4},
         "evaluate": {"news": {"input": f"{held_out}.en", "reference": f"{held_out}.zh"}},
     }  # fmt: skip
@@ -44,6 +44,12 @@ def config(tmp_path: Path, **changes) -> Path:
 def table(stdout: str) -> dict[str, str]:
     """step → status, from the result the command printed on stdout."""
     return {s["step"]: s["status"] for s in command_result(stdout)["steps"]}
+
+
+def updates_logged(root: Path) -> list[int]:
+    """The updates of the per-update records in the run's train_log.jsonl."""
+    lines = (root / "checkpoints" / "train_log.jsonl").read_text().splitlines()
+    return [record["update"] for record in map(json.loads, lines) if "loss" in record]
 
 
 def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
@@ -64,6 +70,12 @@ def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     report = first[first.index("5 translations of the test split:") :].splitlines()[1:16]
     assert [line.split()[0] for line in report] == ["source", "reference", "hypothesis"] * 5
     assert json.loads((root / "checkpoints" / "train_summary.json").read_text())["updates"] == 4
+    # stdout holds the steps' results and the run's, never training's per-update records:
+    # those are in train_log.jsonl beside the checkpoints.
+    assert {json.loads(line)["command"] for line in out.splitlines()} == {
+        "prepare", "vocab", "encode", "train", "decode", "run",
+    }  # fmt: skip
+    assert updates_logged(root) == [1, 2, 3, 4]
     assert main(["run", str(path)]) == 0
     assert set(table(capsys.readouterr().out).values()) == {"cached"}
     # A decoding option: only decode runs again.
@@ -77,12 +89,13 @@ def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     out = capsys.readouterr().out
     assert table(out)["train"] == "ran" and table(out)["decode"] == "ran"
     assert json.loads((root / "checkpoints" / "train_summary.json").read_text())["resumed"]
+    assert updates_logged(root) == [1, 2, 3, 4, 5, 6]  # the resumed run appended
     # --from/--until pick a part of the chain.
     assert main(["run", str(path), "--until", "encode"]) == 0
     part = table(capsys.readouterr().out)
     assert part["prepare"] == "cached" and part["train"] == "skipped"
     # Defaults written out are the same config as defaults left out: nothing runs again.
-    train = {"max_tokens": 1024, "max_update": 6, "warmup_updates": 2}
+    train = {"max_tokens": 1024, "max_update": 6, "warmup_updates": 2, "log_interval": 1}
     defaults = {"arch": "transformer_tiny", "lr": 5e-4, "seed": 1, "label_smoothing": 0.1}
     path = config(tmp_path, decode__beam=3, decode__max_tokens=4096, train={**train, **defaults})
     assert main(["run", str(path)]) == 0

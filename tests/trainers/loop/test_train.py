@@ -189,8 +189,11 @@ def test_early_stopping_and_checkpoints_on_s3(encoded, tmp_path, capsys, s3):
     names = sorted(p.rsplit("/", 1)[-1] for p in s3fs.S3FileSystem().ls("nmtpipe-test/ckpt"))
     assert names == [
         "checkpoint_best.pt", "checkpoint_last.pt", "learning_curve.json", "learning_curve.svg",
-        "train_summary.json",
+        "train_log.jsonl", "train_summary.json",
     ]  # fmt: skip
+    # The records it printed are kept beside the checkpoints (the result line aside).
+    kept = s3fs.S3FileSystem().cat("nmtpipe-test/ckpt/train_log.jsonl").decode().splitlines()
+    assert [json.loads(line) for line in kept] == out[:-1]
     # Resuming from S3 continues where it stopped (patience already ran out: no update).
     assert main(args) == 0
     summary = command_result(capsys.readouterr().out)
