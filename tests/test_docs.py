@@ -366,3 +366,48 @@ def test_the_readme_links_resolve():
             if anchor not in {github_anchor(h) for h in headings}:
                 problems.append(f"{target}: no such heading")
     assert not problems, "\n".join(problems)
+
+
+def inline_flags(page: Path) -> list[tuple[str, str | None, str]]:
+    """(flag, the command it belongs to or None for any, the code span) of each `--flag`
+    the page's prose names in a code span. A span that starts with another program
+    (torchrun, spm_train, fairseq-preprocess) or is a line of output is not nmtpipe's."""
+    text = re.sub(r"^ *```.*?^ *```", "", page.read_text(encoding="utf-8"), flags=re.S | re.M)
+    found = []
+    for span in re.findall(r"`([^`]+)`", text):
+        words = span.split()
+        if words[0] == "nmtpipe" and len(words) > 1:
+            words = words[1:]
+        if words[0] in COMMANDS:
+            command = words[0]
+        elif words[0].startswith("--"):
+            command = None
+        else:
+            continue
+        for flag in re.findall(r"(?<![\w-])(--[a-z][a-z0-9_-]*)", span):
+            found.append((flag, command, span))
+    return found
+
+
+def test_every_flag_named_in_the_prose_exists():
+    # A flag named in a sentence belongs to the command the span names, or, bare, to any
+    # command (pages refer to each other's flags), to Beam or to torchrun.
+    from nmtpipe.pipelines.beam.options import beam_flags
+
+    def flags_of(command: str) -> set[str]:
+        parser = build_parser(command)
+        return {f for a in _command_parser(parser, command)._actions for f in a.option_strings}
+
+    from torch.distributed.run import get_args_parser
+
+    by_command = {command: flags_of(command) for command in COMMANDS}
+    torchrun = {f for a in get_args_parser()._actions for f in a.option_strings}
+    anywhere = set(beam_flags()).union(torchrun, *by_command.values())
+    problems = []
+    for page in PAGES:
+        for flag, command, span in inline_flags(page):
+            known = anywhere if command is None else by_command[command] | set(beam_flags())
+            if flag not in known:
+                where = page.relative_to(ROOT)
+                problems.append(f"{where}: `{span}`: {flag} is no option of {command or 'nmtpipe'}")
+    assert not problems, "\n".join(problems)
