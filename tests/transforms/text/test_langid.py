@@ -50,6 +50,25 @@ def test_function_words_backing_the_model_lower_the_confidence_it_needs(identifi
     assert list(found) == [0] and found[0].language == "fr"
 
 
+def test_grammar_words_overrule_the_model_on_lines_full_of_english_names(identifier):
+    # NTREX-128's German news: lingua says English at 0.94-1.00 for lines like these.
+    german = [
+        "John Edward ist Leiter des Scottish Council of Independent Schools.",
+        "Er ist Leiter des Scottish Council of Independent Schools.",
+    ]
+    assert identifier.wrong(german, "de") == {}
+    spanish = "El director del Scottish Council of Independent Schools es John Edward."
+    assert identifier.wrong([spanish], "es") == {}
+    # English with a German name is still English, and a Spanish line is not French
+    # though it holds French's "la" twice (the lists are too thin between the two).
+    english = "The Scottish Council of Independent Schools is led by John Edward."
+    assert identifier.wrong([english], "de")[0].language == "en"
+    spanish = (
+        "Algunos feligreses se quejaron de la falta de transparencia por parte de la diócesis."
+    )
+    assert identifier.wrong([spanish], "fr")[0].language == "es"
+
+
 def test_kana_decide_where_the_model_cannot_tell(identifier):
     # NTREX-128, Japanese: lingua returns no confidence for these lines full of Latin names.
     japanese = [
