@@ -1,2 +1,2 @@
-"""The Beam graphs: named PTransform composites of the DoFns in transforms.beam, and how
-a pipeline is run (options, runners). May import transforms; never workflow or cli."""
+"""Running Beam: pipeline options and runners, the graphs of transforms.beam assembled and
+run as one pipeline, and Beam's start-up for the command line. May import transforms only."""

@@ -1,7 +1,7 @@
 """`nmtpipe encode` on the driver: prepared Parquet shards → Arrow and fairseq shards of ids.
 
 One Beam task per part of a prepared split writes its Arrow file and fairseq
-`.bin/.idx` pairs (`pipelines/beam/encode_graph.py`, `transforms/formats/encode_part.py`).
+`.bin/.idx` pairs (`transforms/beam/encode.py`, `transforms/formats/encode_part.py`).
 The driver then copies the fairseq dictionaries next to the `.bin` files, so that
 `{output}/fairseq` is a data-bin `fairseq-train` reads, writes `stats.json`, and
 commits the output by writing `manifest.json` last.
@@ -20,14 +20,14 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
-from nmtpipe.pipelines.beam.encode_graph import EncodeShards
 from nmtpipe.pipelines.beam.options import (
     describe,
     pipeline_options,
     run_branches,
     worker_cores,
 )
-from nmtpipe.pipelines.beam.summary import read_summary
+from nmtpipe.transforms.beam.encode import EncodeShards
+from nmtpipe.transforms.beam.summary import read_summary
 from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
 from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards, write_card
 from nmtpipe.transforms.formats.encode_part import EncodeSpec, EncodeTask

@@ -2,7 +2,7 @@
 
 The driver resolves the inputs and fingerprints them with the configuration; if the
 output already holds a committed result with that fingerprint it stops there. Otherwise
-it runs the Beam graph (`pipelines/beam/prepare_graph.py`), which writes every data
+it runs the Beam graph (`transforms/beam/prepare.py`), which writes every data
 file atomically and a summary of them, and then commits the output by writing
 `stats.json` and, last, `manifest.json`.
 """
@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branches, runs_locally
-from nmtpipe.pipelines.beam.prepare_graph import PrepareCorpus
-from nmtpipe.pipelines.beam.summary import read_summary
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, PreparePlan, make_plan
+from nmtpipe.transforms.beam.prepare import PrepareCorpus
 from nmtpipe.transforms.beam.prepare_fns import write_chars
+from nmtpipe.transforms.beam.summary import read_summary
 from nmtpipe.transforms.errors import OutputError
 from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards, write_card
 from nmtpipe.transforms.formats.pair_shards import write_rejects

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nmtpipe import __version__
-from nmtpipe.pipelines.beam.prepare_graph import PrepareSpec
+from nmtpipe.transforms.beam.prepare import PrepareSpec
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.prepared import KIND
 from nmtpipe.transforms.options import comma_list, count, nested, option

@@ -5,7 +5,7 @@ Tensor2Tensor's SubwordTextEncoder is built from the token counts `prepare` comm
 Face `tokenizers` vocabularies (WordPiece, BPE, Unigram) train on a deterministic sample
 of the training split. Each kind is a class (`transforms/vocab/kinds/`) that builds a
 side from what `_Build` gives it; samples are drawn in Beam
-(`pipelines/beam/sample_graph.py`). Either way the output also has fairseq
+(`transforms/beam/sample.py`). Either way the output also has fairseq
 `dict.{lang}.txt` files for the same vocabulary, and is committed like every step:
 files first, `manifest.json` last, reused when the same inputs and options come again.
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import pipeline_options, run_branches
-from nmtpipe.pipelines.beam.sample_graph import SampleTrainText
+from nmtpipe.transforms.beam.sample import SampleTrainText
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
 from nmtpipe.transforms.options import comma_list, nested, option

@@ -1,4 +1,5 @@
-"""The Beam layer: thin DoFns and CombineFns around the pure functions of the other rooms.
+"""The Beam layer: thin DoFns and CombineFns around the pure functions of the other rooms,
+and the composite PTransforms (one module per step) that wire them into each step's graph.
 May import every room of transforms; the only part of transforms that imports Beam.
 
 A process that runs these functions freezes Python's garbage collector when it exits:

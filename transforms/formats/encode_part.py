@@ -7,7 +7,7 @@ batches with EOS (in `EncodeSpec.threads` threads, a few batches ahead of the wr
 and streams the ids into an Arrow file and a fairseq `.bin` per language, each
 committed atomically (big files are spooled locally and uploaded with retries). It
 returns the files as manifest entries and the counts (tokens, unknowns, length
-histograms) as a stats partial; `transforms/beam/encode_fns.py` runs it in Beam.
+histograms) as a stats partial; `transforms/beam/encode.py` runs it in Beam.
 """
 
 from __future__ import annotations

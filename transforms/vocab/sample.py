@@ -13,7 +13,7 @@ Two ways to choose lines, both functions of the data only:
   is read back (`read_budget_sample`).
 
 Each shard's chosen lines go to one text file per side; reading the files in shard
-order gives the sample. `transforms/beam/sample_fns.py` runs the per-shard work in Beam.
+order gives the sample. `transforms/beam/sample.py` runs the per-shard work in Beam.
 """
 
 from __future__ import annotations

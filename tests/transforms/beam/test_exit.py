@@ -9,7 +9,7 @@ _PROBE = """
 import atexit, gc, os
 # Registered first, so it runs last: after the handlers nmtpipe's import registers.
 atexit.register(lambda: os.write(1, f"frozen {gc.get_freeze_count() > 0}".encode()))
-import nmtpipe.transforms.beam.encode_fns
+import nmtpipe.transforms.beam.encode
 print("frozen while working", gc.get_freeze_count() > 0, flush=True)
 """
 

@@ -10,7 +10,7 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from nmtpipe.pipelines.beam.prepare_graph import (
+from nmtpipe.transforms.beam.prepare import (
     CleanChunks,
     CountTokens,
     PrepareCorpus,

@@ -6,7 +6,7 @@ import pyarrow as pa
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from nmtpipe.pipelines.beam.sample_graph import SampleTrainText
+from nmtpipe.transforms.beam.sample import SampleTrainText
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.vocab.sample import (
     ID_RANGE,

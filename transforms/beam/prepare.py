@@ -1,4 +1,5 @@
-"""The `prepare` graph: raw corpora → Parquet shards, token counts, rejects, a summary.
+"""The `prepare` graph (the composites around `prepare_fns.py`): raw corpora → Parquet
+shards, token counts, rejects, a summary.
 
 `PrepareCorpus` is the whole graph; its parts are composites of their own, each
 testable alone:
@@ -19,8 +20,7 @@ from dataclasses import dataclass
 
 import apache_beam as beam
 
-from nmtpipe.pipelines.beam.summary import WriteSummary
-from nmtpipe.transforms.beam import summary_fns
+from nmtpipe.transforms.beam import summary
 from nmtpipe.transforms.beam.prepare_fns import (
     CHARS,
     COUNTS,
@@ -211,15 +211,15 @@ class PrepareCorpus(beam.PTransform):
         files = (
             (shards[FILES], reject_files, counts[FILES])
             | "GatherFiles" >> beam.Flatten()
-            | "TagFiles" >> beam.Map(lambda entry: (summary_fns.FILE, entry))
+            | "TagFiles" >> beam.Map(lambda entry: (summary.FILE, entry))
         )
         stats = (
             (cleaned[STATS], shards[STATS], counts[STATS])
             | "GatherStats" >> beam.Flatten()
-            | "TagStats" >> beam.Map(lambda partial: (summary_fns.STATS, partial))
+            | "TagStats" >> beam.Map(lambda partial: (summary.STATS, partial))
         )
         return (
             (files, stats)
             | "GatherSummary" >> beam.Flatten()
-            | "Summarize" >> WriteSummary(self.summary_url)
+            | "Summarize" >> summary.WriteSummary(self.summary_url)
         )
