@@ -54,6 +54,9 @@ DEFAULT_RUNNER = "FnApiRunner"
 IN_PROCESS_BYTES = 48 << 20
 LOCAL_RUNNERS = {"FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner"}
 PACKAGED_RUNNERS = {"DataflowRunner", "FlinkRunner", "SparkRunner"}
+# Modules every Beam worker imports at its start, on any runner (`--beam_plugins`): named,
+# not imported, here, since importing one is what it does (`exit_freeze.py`).
+WORKER_PLUGINS = ("nmtpipe.pipelines.beam.exit_freeze",)
 
 
 class _Parser(_BeamArgumentParser):
@@ -158,7 +161,8 @@ def pipeline_options(
     from one process, in threads outside the GIL, passes more than 1), in this process
     when that is one; the user's own `--direct_running_mode` or `--direct_num_workers`
     win. Remote runners get a worker package built from this source tree's
-    pyproject.toml. The graph is the same whatever is chosen.
+    pyproject.toml. Every worker imports `WORKER_PLUGINS` at its start. The graph is
+    the same whatever is chosen.
     """
     check_beam_args(args)
     args = list(args)
@@ -176,6 +180,7 @@ def pipeline_options(
         runner == "DataflowRunner" or environment in (None, "DOCKER")
     ):
         args += _packaging_args(options)
+    args += [f"--beam_plugins={plugin}" for plugin in WORKER_PLUGINS]
     return PipelineOptions(args)
 
 

@@ -70,7 +70,8 @@ COMMANDS = {
 }
 
 # The commands that run Beam pipelines: only they pay for Beam's start (imported lean,
-# its graph introspection memoised); the torch commands never import Beam.
+# its graph introspection memoised, the heap frozen at the exit); the others never
+# import Beam (pyproject.toml's import contracts name them; a test runs each).
 RUNS_BEAM = frozenset({"prepare", "vocab", "encode", "run", "refresh"})
 
 DESCRIPTION = """\
@@ -162,13 +163,16 @@ def show_step(step: str, result: Any) -> None:
 
 
 def _start_beam() -> None:
-    """Import Beam without the integrations nmtpipe never uses, and memoise the graph
-    introspection it repeats; once logging is set up, before any Beam graph module."""
-    from nmtpipe.pipelines.beam import graph_memo
+    """Beam's start in this process, once logging is set up and before any Beam graph
+    module: Beam imported without the integrations nmtpipe never uses, the graph
+    introspection it repeats memoised, and the garbage collector frozen at the exit
+    (`exit_freeze.py`; the workers' own freeze comes with their pipeline options)."""
+    from nmtpipe.pipelines.beam import exit_freeze, graph_memo
     from nmtpipe.pipelines.beam.lean_import import import_beam
 
     import_beam()
     graph_memo.install()
+    exit_freeze.freeze_at_exit()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -149,21 +149,54 @@ def test_a_command_imports_no_other_commands_module():
     assert out.splitlines()[-1] == "['average']"
 
 
-@pytest.mark.parametrize("command", ["train", "decode", "translate", "export", "average"])
-def test_the_torch_commands_never_import_beam(command):
-    """Beam's start (lean import, memoised introspection) is for the commands that run
-    it: in its own process, a torch command's start loads no Beam module."""
+# A run of each command that runs no Beam pipeline, as far as a missing input lets it go:
+# past its parser and into its job, whose modules are loaded by then.
+NO_BEAM_RUNS = {
+    "train": ["--data", "{tmp}/encoded", "--save-dir", "{tmp}/checkpoints"],
+    "decode": ["--checkpoint", "{tmp}/c.pt", "--data", "{tmp}/encoded", "--output", "{tmp}/o"],
+    "translate": ["--checkpoint", "{tmp}/c.pt"],
+    "export": ["--checkpoint", "{tmp}/c.pt", "--output", "{tmp}/exported"],
+    "average": ["--checkpoints", "{tmp}/a.pt", "{tmp}/b.pt", "--output", "{tmp}/avg.pt"],
+    "report": ["{tmp}/prepared"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(NO_BEAM_RUNS))
+def test_the_commands_that_run_no_beam_never_import_it(command, tmp_path):
+    """Beam's start (lean import, memoised introspection, the exit's freeze) is for the
+    commands that run it: in a process of its own (`entry`, as `nmtpipe` runs), neither
+    the help of a torch command (or `report`) nor a run of it loads a Beam module."""
+    args = [arg.format(tmp=tmp_path) for arg in NO_BEAM_RUNS[command]]
     probe = (
         "import sys\n"
-        "from nmtpipe.pipelines.cli.main import main\n"
-        f"try:\n    main([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+        "from nmtpipe.pipelines.cli.main import entry\n"
+        f"try:\n    entry([{command!r}, '--help'])\nexcept SystemExit:\n    pass\n"
+        f"print('exit', entry([{command!r}, *{args!r}]))\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'apache_beam')[:3])\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout
-    assert f"usage: nmtpipe {command}" in out
-    assert out.splitlines()[-1] == "[]"
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert f"usage: nmtpipe {command}" in done.stdout
+    assert done.stdout.splitlines()[-2:] == ["exit 1", "[]"], done.stderr
+    assert f"nmtpipe {command}: error: " in done.stderr or "FileNotFoundError" in done.stderr
+
+
+def test_the_contract_names_every_command_that_runs_no_beam():
+    """pyproject.toml's import contract forbids Beam to the modules of exactly the
+    commands outside `RUNS_BEAM`, and this file runs each of them."""
+    tomllib = pytest.importorskip("tomllib")
+    from nmtpipe.pipelines.cli.main import COMMANDS, RUNS_BEAM
+
+    project = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())
+    contracts = project["tool"]["importlinter"]["contracts"]
+    (contract,) = [c for c in contracts if c["name"].startswith("the commands that run no Beam")]
+    assert "apache_beam" in contract["forbidden_modules"]
+    assert not contract.get("allow_indirect_imports")
+    others = {name for name in COMMANDS if name not in RUNS_BEAM}
+    assert set(contract["source_modules"]) == {COMMANDS[name][0] for name in others}
+    assert set(NO_BEAM_RUNS) == others
 
 
 def test_the_commands_that_take_beam_options_run_beam():
