@@ -9,14 +9,12 @@ commits the output by writing `manifest.json` last.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-import time
 import uuid
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
@@ -26,6 +24,7 @@ from nmtpipe.pipelines.beam.options import (
     run_branches,
     worker_cores,
 )
+from nmtpipe.pipelines.workflow.step import Log, Step, run_step
 from nmtpipe.transforms.beam.encode import EncodeShards
 from nmtpipe.transforms.beam.summary import read_summary
 from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
@@ -36,7 +35,7 @@ from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
 from nmtpipe.transforms.formats.shard_names import fairseq_prefix
 from nmtpipe.transforms.options import option
 from nmtpipe.transforms.storage import fsio, manifest
-from nmtpipe.transforms.storage.commit import STAGING, StepOutcome, commit, reuse_committed
+from nmtpipe.transforms.storage.commit import STAGING, StepOutcome, commit
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
 from nmtpipe.transforms.text.stats import summarize_lengths
 from nmtpipe.transforms.vocab import id_layout
@@ -241,7 +240,7 @@ def _manifest_doc(
     return {
         "kind": KIND,
         "code_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": manifest.created_stamp(),
         "fingerprint": fingerprint,
         **inputs,
         "formats": list(config.formats),
@@ -256,29 +255,46 @@ def _manifest_doc(
     }
 
 
-class EncodeRun:
-    """One output to encode: its part of a pipeline, then its commit."""
+class EncodeRun(Step):
+    """One output to encode: its inputs and fingerprint (read first, to see whether the
+    output holds this result already), its parts, its part of a pipeline, then its
+    commit."""
 
-    def __init__(
-        self,
-        config: EncodeConfig,
-        fingerprint: str,
-        root: str,
-        prepared: dict,
-        vocab: Vocabulary,
-        langs: dict[str, str],
-    ) -> None:
-        self.config, self.fingerprint, self.prepared = config, fingerprint, prepared
+    kind = KIND
+
+    def __init__(self, config: EncodeConfig) -> None:
+        root, prepared = read_prepared(config.prepared)
+        vocab = open_vocabulary(config.vocab)
+        langs = _check_languages(prepared, vocab)
+        self.config, self.root, self.prepared = config, root, prepared
         self.vocab, self.langs = vocab, langs
-        self.out = fsio.canonical_url(config.output)
+        self.output = fsio.canonical_url(config.output)
+        self.fingerprint = manifest.fingerprint(
+            {
+                "step": KIND,
+                "code_version": __version__,
+                "prepared": prepared["fingerprint"],
+                "vocab": vocab.fingerprint,
+                "formats": list(config.formats),
+                "batch_size": config.batch_size,  # record batch boundaries in the Arrow files
+                "rows_per_task": config.rows_per_task,  # how the output is cut into files
+            }
+        )
         self.inputs = {
             "prepared": {"url": root, "fingerprint": prepared["fingerprint"]},
             "vocab": {"url": vocab.root, "fingerprint": vocab.fingerprint},
             "languages": langs,
         }
-        self.tasks = plan_tasks(root, prepared, langs, config.rows_per_task)
-        self.spaces = _id_spaces(vocab, langs)
-        self.summary_url = fsio.join(self.out, STAGING, f"summary-{uuid.uuid4().hex}.json")
+        self.summary_url = fsio.join(self.output, STAGING, f"summary-{uuid.uuid4().hex}.json")
+
+    @functools.cached_property
+    def tasks(self) -> list[EncodeTask]:
+        """The parts: one Beam task and one output file (or fairseq pair) each."""
+        return plan_tasks(self.root, self.prepared, self.langs, self.config.rows_per_task)
+
+    @functools.cached_property
+    def spaces(self) -> dict[str, dict[str, Any]]:
+        return _id_spaces(self.vocab, self.langs)
 
     @property
     def input_bytes(self) -> int:
@@ -288,7 +304,7 @@ class EncodeRun:
     def describe(self) -> str:
         shards = sum(len(info["files"]) for info in self.prepared["splits"].values())
         return (
-            f"{shards} prepared shard(s) as {len(self.tasks)} part(s) into {self.out} "
+            f"{shards} prepared shard(s) as {len(self.tasks)} part(s) into {self.output} "
             f"({', '.join(self.config.formats)})"
         )
 
@@ -304,7 +320,7 @@ class EncodeRun:
 
     def graph(self, threads: int) -> EncodeShards:
         spec = EncodeSpec(
-            self.out,
+            self.output,
             self.vocab.root,
             self.vocab.doc,
             self.langs,
@@ -316,9 +332,18 @@ class EncodeRun:
         )
         return EncodeShards(spec, self.tasks, self.summary_url)
 
+    def build(self, beam_args: list[str], log: Log, quiet: bool) -> tuple[dict, dict, str]:
+        options = pipeline_options(
+            beam_args, self.input_bytes, cores_per_worker=self.cores_per_worker
+        )
+        runner = describe(options, self.input_bytes)
+        log(f"encoding {self.describe()} on {runner}, {self.threads(options)} thread(s) per worker")
+        ((committed, stats),) = encode_runs([self], options, quiet)
+        return committed, stats, runner
+
     def commit(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Check what the pipeline wrote and commit it: the manifest and statistics."""
-        config, out = self.config, self.out
+        config, out = self.config, self.output
         summary = read_summary(self.summary_url)
         stats = finalize_stats(summary["stats"], list(self.prepared["splits"]), self.langs)
         files = summary["files"]
@@ -338,29 +363,12 @@ class EncodeRun:
 
 
 def start_encode(
-    config: EncodeConfig, force: bool, replace: bool, log: Callable[[str], None]
+    config: EncodeConfig, force: bool, replace: bool, log: Log
 ) -> EncodeRun | tuple[dict[str, Any], dict[str, Any]]:
     """The committed manifest and statistics if `config.output` already holds this
     result, else the run that will make it."""
-    root, prepared = read_prepared(config.prepared)
-    vocab = open_vocabulary(config.vocab)
-    langs = _check_languages(prepared, vocab)
-    out = fsio.canonical_url(config.output)
-    fingerprint = manifest.fingerprint(
-        {
-            "step": KIND,
-            "code_version": __version__,
-            "prepared": prepared["fingerprint"],
-            "vocab": vocab.fingerprint,
-            "formats": list(config.formats),
-            "batch_size": config.batch_size,  # record batch boundaries in the Arrow files
-            "rows_per_task": config.rows_per_task,  # how the output is cut into files
-        }
-    )
-    committed = reuse_committed(out, KIND, fingerprint, force, log, replace)
-    if committed is not None:
-        return committed, json.loads(fsio.read_bytes(fsio.join(out, STATS_FILE)))
-    return EncodeRun(config, fingerprint, root, prepared, vocab, langs)
+    run = EncodeRun(config)
+    return run.reuse(force, replace, log) or run
 
 
 def encode_runs(
@@ -378,19 +386,8 @@ def run_encode(
     beam_args: list[str],
     force: bool = False,
     replace: bool = False,
-    log: Callable[[str], None] = lambda _: None,
+    log: Log = lambda _: None,
     quiet: bool = False,
 ) -> StepOutcome:
     """Encode into `config.output` unless it already holds this exact result."""
-    started = time.perf_counter()
-    pipeline_options(beam_args)  # fail early on bad Beam options
-    run = start_encode(config, force, replace, log)
-    if not isinstance(run, EncodeRun):
-        committed, stats = run
-        out = fsio.canonical_url(config.output)
-        return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
-    options = pipeline_options(beam_args, run.input_bytes, cores_per_worker=run.cores_per_worker)
-    runner = describe(options, run.input_bytes)
-    log(f"encoding {run.describe()} on {runner}, {run.threads(options)} thread(s) per worker")
-    ((committed, stats),) = encode_runs([run], options, quiet)
-    return StepOutcome(run.out, False, committed, stats, time.perf_counter() - started, runner)
+    return run_step(lambda: EncodeRun(config), beam_args, force, replace, log, quiet)

@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import re
 import tempfile
-import time
 import uuid
-from collections.abc import Callable
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branches, runs_locally
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, PreparePlan, make_plan
+from nmtpipe.pipelines.workflow.step import Log, Step, run_step
 from nmtpipe.transforms.beam.prepare import PrepareCorpus
 from nmtpipe.transforms.beam.prepare_fns import write_chars
 from nmtpipe.transforms.beam.summary import read_summary
@@ -29,8 +27,8 @@ from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards, 
 from nmtpipe.transforms.formats.pair_shards import write_rejects
 from nmtpipe.transforms.formats.prepared import KIND
 from nmtpipe.transforms.formats.shard_names import CHARS_PATH, counts_path, pairs_path, rejects_path
-from nmtpipe.transforms.storage import fsio
-from nmtpipe.transforms.storage.commit import STAGING, StepOutcome, commit, reuse_committed
+from nmtpipe.transforms.storage import fsio, manifest
+from nmtpipe.transforms.storage.commit import STAGING, StepOutcome, commit
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
 from nmtpipe.transforms.text.records import PAIRS_SCHEMA
 from nmtpipe.transforms.text.stats import finalize
@@ -74,7 +72,7 @@ def _manifest_doc(
     return {
         "kind": KIND,
         "code_version": __version__,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": manifest.created_stamp(),
         "fingerprint": plan.fingerprint,
         "inputs": list(plan.identities),
         "options": plan.options(),
@@ -187,28 +185,35 @@ def prepare_plans(
     return [run.commit() for run in runs]
 
 
+class PrepareStep(Step):
+    """`nmtpipe prepare` as a step: its plan (the inputs resolved and fingerprinted), then
+    its graph run and committed."""
+
+    kind = KIND
+
+    def __init__(self, config: PrepareConfig) -> None:
+        self.plan = make_plan(config)
+        self.output, self.fingerprint = self.plan.output, self.plan.fingerprint
+
+    def build(self, beam_args: list[str], log: Log, quiet: bool) -> tuple[dict, dict, str]:
+        plan = self.plan
+        options = pipeline_options(beam_args, plan.input_bytes)
+        runner = describe(options, plan.input_bytes)
+        log(f"preparing {len(plan.inputs)} input(s) into {self.output} on {runner}")
+        ((committed, stats),) = prepare_plans([plan], options, quiet)
+        return committed, stats, runner
+
+
 def run_prepare(
     config: PrepareConfig,
     beam_args: list[str],
     force: bool = False,
     replace: bool = False,
-    log: Callable[[str], None] = lambda _: None,
+    log: Log = lambda _: None,
     quiet: bool = False,
 ) -> StepOutcome:
     """Prepare `config.output` unless it already holds this exact result.
 
     `quiet` keeps local Beam workers from writing to the terminal (see `run_pipeline`).
     """
-    started = time.perf_counter()
-    pipeline_options(beam_args)  # fail early on bad Beam options
-    plan = make_plan(config)
-    out = plan.output
-    committed = reuse_committed(out, KIND, plan.fingerprint, force, log, replace)
-    if committed is not None:
-        stats = json.loads(fsio.read_bytes(fsio.join(out, STATS_FILE)))
-        return StepOutcome(out, True, committed, stats, time.perf_counter() - started, "cached")
-    options = pipeline_options(beam_args, plan.input_bytes)
-    runner = describe(options, plan.input_bytes)
-    log(f"preparing {len(plan.inputs)} input(s) into {out} on {runner}")
-    ((committed, stats),) = prepare_plans([plan], options, quiet)
-    return StepOutcome(out, False, committed, stats, time.perf_counter() - started, runner)
+    return run_step(lambda: PrepareStep(config), beam_args, force, replace, log, quiet)

@@ -30,7 +30,6 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -414,7 +413,7 @@ class Refresh:
         assert vocab_doc is not None
         return {
             "code_version": __version__,
-            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "created": manifest.created_stamp(),
             "parts": listed,
             "splits": result.splits,
             "vocab": {

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import html
 import json
-from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -263,7 +262,7 @@ def build_report(url: str) -> str:
     summary = (
         f"<p>{stats.get('pairs_read', 0):,} pairs read, {stats.get('pairs_kept', 0):,} kept, "
         f"{stats.get('pairs_rejected', 0):,} rejected. Written "
-        f"{datetime.now(timezone.utc).isoformat(timespec='seconds')}.</p>"
+        f"{manifest.created_stamp()}.</p>"
     )
     body = _prepared_sections(stats, options, _examples(roots))
     if data is not None:

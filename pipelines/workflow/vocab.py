@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,12 +21,13 @@ from typing import Any
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import pipeline_options, run_branches
+from nmtpipe.pipelines.workflow.step import Log, Step, run_step
 from nmtpipe.transforms.beam.sample import SampleTrainText
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
 from nmtpipe.transforms.options import comma_list, nested, option
 from nmtpipe.transforms.storage import fsio, manifest
-from nmtpipe.transforms.storage.commit import STAGING, commit, reuse_committed
+from nmtpipe.transforms.storage.commit import STAGING, commit
 from nmtpipe.transforms.storage.manifest import file_entry
 from nmtpipe.transforms.vocab.counts import JOINED
 from nmtpipe.transforms.vocab.kinds.hf import CONFIG_DEFAULTS as HF_DEFAULTS
@@ -202,67 +202,81 @@ def _train_shards(parts: list[tuple[str, dict[str, Any]]]) -> list[TrainShard]:
     return shards
 
 
+class VocabStep(Step):
+    """`nmtpipe vocab` as a step: the prepared parts read and fingerprinted with the
+    options, then each side's vocabulary built (samples drawn in Beam) and committed
+    with the fairseq dictionaries."""
+
+    kind = KIND
+    keeps_stats = False
+
+    def __init__(self, config: VocabConfig, parts: list[tuple[str, dict[str, Any]]]) -> None:
+        self.config, self.parts = config, parts
+        self.output = fsio.canonical_url(config.output)
+        sources = [{"url": root, "fingerprint": doc["fingerprint"]} for root, doc in parts]
+        self.sources = sources[0] if len(parts) == 1 else sources
+        self.fingerprint = manifest.fingerprint(
+            {
+                "step": KIND,
+                "code_version": __version__,
+                "prepared": sources[0]["fingerprint"] if len(parts) == 1 else sources,
+                **config.options(),
+            }
+        )
+
+    def build(self, beam_args: list[str], log: Log, quiet: bool) -> tuple[dict, dict, str]:
+        config, parts, out = self.config, self.parts, self.output
+        langs = parts[0][1]["options"]["languages"]
+        sides = [JOINED] if config.joined else [langs["src"], langs["tgt"]]
+        log(f"building a {config.model} vocabulary of {config.vocab_size} for {', '.join(sides)}")
+        staging = fsio.join(out, STAGING, uuid.uuid4().hex)
+        build = _Build(config, parts, staging, beam_args, quiet, log)
+        kind = kind_of(config.model)
+        files, reports, dicts = [], {}, {}
+        for side in sides:
+            report: dict[str, Any] = {}
+            built = kind.build(build, side, report)
+            report["vocab_size"] = built.vocab_size
+            named = [*zip(kind.files(side), built.files, ["vocab"] * len(built.files), strict=True)]
+            for name, data, entry in [*named, *built.extras]:
+                written = fsio.write_bytes(fsio.join(out, name), data)
+                files.append(file_entry(out, written, entry, built.vocab_size, side=side))
+            dicts[side] = built.dict_text
+            reports[side] = report
+        for lang in (langs["src"], langs["tgt"]):
+            text = dicts[JOINED if config.joined else lang]
+            written = fsio.write_bytes(fsio.join(out, f"dict.{lang}.txt"), text.encode())
+            files.append(file_entry(out, written, "fairseq-dict", text.count("\n"), side=lang))
+        doc = {
+            "kind": KIND,
+            "code_version": __version__,
+            "fingerprint": self.fingerprint,
+            "prepared": self.sources,
+            "languages": langs,
+            "options": config.options(),
+            "model": config.model,
+            "vocabularies": {side: {"files": kind.files(side), **reports[side]} for side in sides},
+            "special_ids": kind.special_ids(config),
+            "files": sorted(files, key=lambda f: f["path"]),
+        }
+        return commit(out, KIND, doc, _OURS), {}, "the driver"
+
+
 def run_vocab(
     config: VocabConfig,
     beam_args: list[str],
     force: bool = False,
     replace: bool = False,
-    log: Callable[[str], None] = lambda _: None,
+    log: Log = lambda _: None,
     quiet: bool = False,
     parts: list[tuple[str, dict[str, Any]]] | None = None,
 ) -> VocabOutcome:
     """Build `config.output` unless it already holds this exact vocabulary: from
     `config.prepared`, or from the training text of several prepared datasets (a
     refresh's `parts`, as (root, manifest): their token counts are summed)."""
-    pipeline_options(beam_args)  # fail early on bad Beam options
-    parts = parts or [read_prepared(config.prepared)]
-    started = time.perf_counter()
-    out = fsio.canonical_url(config.output)
-    sources = [{"url": root, "fingerprint": doc["fingerprint"]} for root, doc in parts]
-    fingerprint = manifest.fingerprint(
-        {
-            "step": KIND,
-            "code_version": __version__,
-            "prepared": sources[0]["fingerprint"] if len(parts) == 1 else sources,
-            **config.options(),
-        }
-    )
-    committed = reuse_committed(out, KIND, fingerprint, force, log, replace)
-    if committed is not None:
-        return VocabOutcome(out, True, committed, time.perf_counter() - started)
-    prepared = parts[0][1]
-    langs = prepared["options"]["languages"]
-    sides = [JOINED] if config.joined else [langs["src"], langs["tgt"]]
-    log(f"building a {config.model} vocabulary of {config.vocab_size} for {', '.join(sides)}")
-    staging = fsio.join(out, STAGING, uuid.uuid4().hex)
-    build = _Build(config, parts, staging, beam_args, quiet, log)
-    kind = kind_of(config.model)
-    files, reports, dicts = [], {}, {}
-    for side in sides:
-        report: dict[str, Any] = {}
-        built = kind.build(build, side, report)
-        report["vocab_size"] = built.vocab_size
-        named = [*zip(kind.files(side), built.files, ["vocab"] * len(built.files), strict=True)]
-        for name, data, entry in [*named, *built.extras]:
-            written = fsio.write_bytes(fsio.join(out, name), data)
-            files.append(file_entry(out, written, entry, built.vocab_size, side=side))
-        dicts[side] = built.dict_text
-        reports[side] = report
-    for lang in (langs["src"], langs["tgt"]):
-        text = dicts[JOINED if config.joined else lang]
-        written = fsio.write_bytes(fsio.join(out, f"dict.{lang}.txt"), text.encode())
-        files.append(file_entry(out, written, "fairseq-dict", text.count("\n"), side=lang))
-    doc = {
-        "kind": KIND,
-        "code_version": __version__,
-        "fingerprint": fingerprint,
-        "prepared": sources[0] if len(parts) == 1 else sources,
-        "languages": langs,
-        "options": config.options(),
-        "model": config.model,
-        "vocabularies": {side: {"files": kind.files(side), **reports[side]} for side in sides},
-        "special_ids": kind.special_ids(config),
-        "files": sorted(files, key=lambda f: f["path"]),
-    }
-    committed = commit(out, KIND, doc, _OURS)
-    return VocabOutcome(out, False, committed, time.perf_counter() - started)
+
+    def plan() -> VocabStep:
+        return VocabStep(config, parts or [read_prepared(config.prepared)])
+
+    done = run_step(plan, beam_args, force, replace, log, quiet)
+    return VocabOutcome(done.output, done.cached, done.manifest, done.seconds)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import posixpath
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -24,6 +25,12 @@ STATS_FILE = "stats.json"  # statistics beside a prepare or encode output's data
 FORMAT_VERSION = 1
 FileEntry = dict[str, Any]
 T = TypeVar("T")
+
+
+def created_stamp() -> str:
+    """When an output is made, as its manifest records it ("created") and a report says:
+    now, in UTC, to the second (ISO 8601)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def canonical_json(obj: Any) -> bytes:
