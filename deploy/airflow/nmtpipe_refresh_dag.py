@@ -1,6 +1,7 @@
 """Airflow: refresh a corpus on a schedule with `nmtpipe refresh`, stage by stage.
 
-Put this file (or a link to it) in Airflow's dags folder. It reads, from the
+Put this file (or a link to it) in Airflow's dags folder; it is a deployment example of
+this checkout, not part of the installed `nmtpipe` package. It reads, from the
 environment of the scheduler and workers:
 
     NMTPIPE_CONFIG    the workflow config, a local file (default: nmtpipe's bundled example)
@@ -31,9 +32,9 @@ from airflow.providers.apache.beam.operators.beam import BeamRunPythonPipelineOp
 from airflow.providers.standard.operators.bash import BashOperator
 from airflow.sdk import DAG
 
-# realpath: the dags folder usually holds a link to this file (in pipelines/workflow/).
-_PIPELINES = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-EXAMPLE = os.path.join(_PIPELINES, "example", "example.yaml")
+# realpath: the dags folder usually holds a link to this file (deploy/airflow/ of a checkout).
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+EXAMPLE = os.path.join(_CHECKOUT, "pipelines", "example", "example.yaml")
 CONFIG = os.environ.get("NMTPIPE_CONFIG", EXAMPLE)
 PYTHON = os.environ.get("NMTPIPE_PYTHON", "python3")
 SCHEDULE = os.environ.get("NMTPIPE_SCHEDULE", "@daily")

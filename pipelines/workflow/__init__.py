@@ -1,2 +1,2 @@
-"""The driver: each step planned, cached and committed (typed configs), `nmtpipe run`,
-`refresh` and the Airflow DAG. May import pipelines.beam, trainers, transforms; never cli."""
+"""The driver: each step planned, reused or built and committed (one skeleton), `nmtpipe run`,
+`refresh`, the reports. May import pipelines.beam, trainers, transforms; never cli."""

@@ -17,8 +17,9 @@ import yaml
 
 pytest.importorskip("airflow.providers.apache.beam")
 
-PIPELINES = Path(__file__).parents[2] / "pipelines"
-DAG_FILE = PIPELINES / "workflow" / "airflow_dag.py"
+CHECKOUT = Path(__file__).parents[2]
+PIPELINES = CHECKOUT / "pipelines"
+DAG_FILE = CHECKOUT / "deploy" / "airflow" / "nmtpipe_refresh_dag.py"
 RUN_ONCE = """
 import json
 from airflow.dag_processing.dagbag import DagBag
