@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from nmtpipe.pipelines.workflow.overlap_index import VersionPart, index_url
 from nmtpipe.pipelines.workflow.version_overlap import version_exclusions
+from nmtpipe.transforms.formats.overlap_index import VersionPart, index_url
 from nmtpipe.transforms.storage import versions
 
 

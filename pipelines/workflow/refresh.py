@@ -7,7 +7,7 @@ A refresh keeps, under the config's root:
                                     the prepare options, so a part is never rebuilt
     parts/{key}/encoded-{vocab}     that part encoded with one vocabulary
     parts/{key}/overlap-{digest}.npy  its train ids and side-key hashes, for the checks
-                                    across inputs (`overlap_index.py`)
+                                    across inputs (`formats/overlap_index.py`)
     vocabs/{fingerprint}            vocabularies, each built from the summed token
                                     counts of the parts current at the time
     exclusions/{fingerprint}.parquet  what a version leaves out of its parts (a pair in
@@ -37,7 +37,6 @@ import numpy as np
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import describe, pipeline_options, runs_locally
 from nmtpipe.pipelines.workflow.encode import EncodeRun, encode_runs, start_encode
-from nmtpipe.pipelines.workflow.overlap_index import VersionPart, index_url
 from nmtpipe.pipelines.workflow.prepare import prepare_plans
 from nmtpipe.pipelines.workflow.prepare_plan import (
     PrepareConfig,
@@ -55,6 +54,7 @@ from nmtpipe.trainers.loop.run_files import BEST, LAST, SCORES, SUMMARY
 from nmtpipe.transforms.errors import ConfigError, ManifestError
 from nmtpipe.transforms.formats import prepared
 from nmtpipe.transforms.formats.exclusions import write_exclusions
+from nmtpipe.transforms.formats.overlap_index import VersionPart, index_url
 from nmtpipe.transforms.storage import fsio, manifest, versions
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.text.split import SPLITS

@@ -9,8 +9,8 @@ copy from the first input survives, as in a one-shot prepare):
 
 - valid and test splits (small) are read whole: repeats across parts go, and every
   valid and test pair goes into the `Protected` set;
-- train splits are looked at through each part's index (`overlap_index.py`: ids and
-  side-key hashes, kept from one refresh to the next): the rows whose id or side hash
+- train splits are looked at through each part's index (`formats/overlap_index.py`: ids
+  and side-key hashes, kept from one refresh to the next): the rows whose id or side hash
   the `Protected` set holds are read and checked against it as text, and the indexes
   are merged by id range, so that a pair in two parts' training data is found with
   memory bounded by one range.
@@ -30,14 +30,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nmtpipe.pipelines.workflow.overlap_index import (
+from nmtpipe.transforms.formats import prepared
+from nmtpipe.transforms.formats.overlap_index import (
     COLUMNS,
     VersionPart,
     key_hashes,
     open_index,
     row_groups,
 )
-from nmtpipe.transforms.formats import prepared
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.text.filters import DUPLICATE
 from nmtpipe.transforms.text.overlap import Protected, row_reject

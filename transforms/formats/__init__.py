@@ -1,2 +1,2 @@
-"""The files steps write and read: shard names, prepared Parquet, Arrow and fairseq mmap
-shards, the encoded-dataset reader. May import vocab, text and storage; no Beam."""
+"""The files steps write and read: shard names, prepared Parquet, Arrow and fairseq shards,
+the encoded-dataset reader, refresh's part indexes. May import vocab, text, storage; no Beam."""

@@ -18,14 +18,14 @@ import yaml
 
 from nmtpipe.pipelines.cli.config_file import load_config
 from nmtpipe.pipelines.cli.main import main
-from nmtpipe.pipelines.workflow import overlap_index
-from nmtpipe.pipelines.workflow.overlap_index import VersionPart
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 from nmtpipe.pipelines.workflow.refresh import Refresh
 from nmtpipe.pipelines.workflow.version_overlap import version_exclusions
+from nmtpipe.transforms.formats import overlap_index
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 from nmtpipe.transforms.formats.exclusions import read_exclusions
+from nmtpipe.transforms.formats.overlap_index import VersionPart
 from nmtpipe.transforms.formats.prepared import read_prepared
 from nmtpipe.transforms.storage import fsio, versions
 from nmtpipe.transforms.text.t2t_tokenizer import count_tokens

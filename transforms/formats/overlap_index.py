@@ -1,4 +1,5 @@
-"""A part's train index, for the checks across a version's parts (`version_overlap.py`).
+"""A part's train index, for the checks across a version's parts
+(`pipelines/workflow/version_overlap.py`), and the row groups of a part's splits.
 
 For every train pair of a prepared part: its id, row, line, and 64-bit hashes of its two
 side keys (`overlap.side_keys`), as one int64 array, a row per name of `COLUMNS`
