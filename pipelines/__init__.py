@@ -1,2 +1,2 @@
-"""What runs where: the Beam graphs (beam/), the driver steps and workflow (workflow/),
-the command line (cli/). May import trainers and transforms; nothing imports pipelines."""
+"""What runs where: the command line (cli/), the driver steps and workflow (workflow/), running
+Beam (beam/), usage errors (usage.py). May import trainers and transforms; nothing imports it."""

@@ -3,14 +3,14 @@
 Each message names the file, the line where there is one, and the reason. The CLI prints
 `str(error)` on one line; when an error is raised inside a Beam worker it reaches the
 driver only as text, so `find_user_error` recovers it from a runner's failure message.
+`error_line` is that line: the command line prints it, and so does each torch rank
+(`trainers/loop/launch.py`), a process of its own that the command line does not run.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 import traceback
-from collections.abc import Iterable
 
 
 class NmtpipeError(Exception):
@@ -48,24 +48,6 @@ class ManifestError(NmtpipeError):
 
 class IntegrityError(ManifestError):
     """A committed file whose bytes are not those its manifest recorded (corrupted)."""
-
-
-def did_you_mean(word: str, known: Iterable[str]) -> str:
-    """` (did you mean X?)` for the known word nearest `word`, or "" when none is near."""
-    near = difflib.get_close_matches(word, list(known), n=1)
-    return f" (did you mean {near[0]}?)" if near else ""
-
-
-def unknown_options(unknown: list[str], known: list[str], see: str) -> ConfigError | None:
-    """The error naming every unknown option in `unknown`, each with the nearest of
-    `known` (or the stray arguments, when no option is unknown); None if it is empty."""
-    flags = [a.split("=", 1)[0] for a in unknown if a.startswith("-")]
-    if flags:
-        named = ", ".join(flag + did_you_mean(flag, known) for flag in flags)
-        return ConfigError(f"unknown option{'s' if len(flags) > 1 else ''} {named}; {see}")
-    if unknown:
-        return ConfigError(f"unexpected argument(s) {' '.join(unknown)}; {see}")
-    return None
 
 
 def _error_classes() -> dict[str, type[NmtpipeError]]:

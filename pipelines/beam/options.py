@@ -34,13 +34,8 @@ from apache_beam.options.pipeline_options import (
 from apache_beam.runners.runner import PipelineState
 
 from nmtpipe.pipelines.beam.worker_watch import worker_deaths_raise
-from nmtpipe.transforms.errors import (
-    ConfigError,
-    NmtpipeError,
-    RunnerError,
-    find_user_error,
-    unknown_options,
-)
+from nmtpipe.pipelines.usage import unknown_options
+from nmtpipe.transforms.errors import ConfigError, NmtpipeError, RunnerError, find_user_error
 from nmtpipe.transforms.progress import heartbeat
 
 # The FnApiRunner is the engine behind Beam's DirectRunner. Naming it directly skips the

@@ -9,7 +9,8 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nmtpipe.transforms.errors import ConfigError, NmtpipeError, did_you_mean
+from nmtpipe.pipelines.usage import did_you_mean
+from nmtpipe.transforms.errors import ConfigError, NmtpipeError
 from nmtpipe.transforms.options import Option, build, missing, options
 
 

@@ -17,8 +17,9 @@ from typing import Any
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.cli import logs
+from nmtpipe.pipelines.usage import unknown_options
 from nmtpipe.transforms import progress
-from nmtpipe.transforms.errors import error_line, unknown_options
+from nmtpipe.transforms.errors import error_line
 
 # name: (module, one line for `nmtpipe --help`). A module is imported only when its
 # command runs or its help is asked for: each imports Beam, torch or matplotlib.

@@ -1,0 +1,28 @@
+"""Usage errors: an option or a key nmtpipe does not know, named with the nearest it knows.
+The command line checks its options and its YAML's keys with them, and every Beam pipeline
+its Beam options (`beam/options.py`): so they sit below both rooms. Imports no Beam."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+from nmtpipe.transforms.errors import ConfigError
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """` (did you mean X?)` for the known word nearest `word`, or "" when none is near."""
+    near = difflib.get_close_matches(word, list(known), n=1)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+def unknown_options(unknown: list[str], known: list[str], see: str) -> ConfigError | None:
+    """The error naming every unknown option in `unknown`, each with the nearest of
+    `known` (or the stray arguments, when no option is unknown); None if it is empty."""
+    flags = [a.split("=", 1)[0] for a in unknown if a.startswith("-")]
+    if flags:
+        named = ", ".join(flag + did_you_mean(flag, known) for flag in flags)
+        return ConfigError(f"unknown option{'s' if len(flags) > 1 else ''} {named}; {see}")
+    if unknown:
+        return ConfigError(f"unexpected argument(s) {' '.join(unknown)}; {see}")
+    return None
