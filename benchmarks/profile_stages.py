@@ -63,7 +63,7 @@ def main() -> None:
     command = cli.build_parser("prepare")
     mark("the command's module and parser")
     from nmtpipe.pipelines.beam.options import describe, pipeline_options
-    from nmtpipe.pipelines.cli.prepare import config_from_args
+    from nmtpipe.pipelines.cli.commands.prepare import config_from_args
     from nmtpipe.pipelines.workflow.prepare import PrepareRun
     from nmtpipe.pipelines.workflow.prepare_plan import make_plan
 

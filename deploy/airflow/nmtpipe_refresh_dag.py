@@ -39,7 +39,8 @@ CONFIG = os.environ.get("NMTPIPE_CONFIG", EXAMPLE)
 PYTHON = os.environ.get("NMTPIPE_PYTHON", "python3")
 SCHEDULE = os.environ.get("NMTPIPE_SCHEDULE", "@daily")
 WORKDIR = os.environ.get("NMTPIPE_WORKDIR", os.getcwd())
-ENTRY = "nmtpipe.pipelines.cli.refresh"  # `python -m` it: `nmtpipe refresh` with --key=value
+# `python -m` it: `nmtpipe refresh` with --key=value options
+ENTRY = "nmtpipe.pipelines.cli.commands.refresh"
 
 
 def beam_options(config_path: str) -> tuple[str, dict[str, Any]]:

@@ -1,2 +1,2 @@
-"""The `nmtpipe` command line: one module per command, the YAML config loader, logs.
-May import everything; the only room that knows the argument parsers."""
+"""The `nmtpipe` command line: main (the commands by name), flags, the YAML config loader,
+logs; each command in commands/. May import everything; the only room that knows argparse."""

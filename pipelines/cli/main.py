@@ -25,47 +25,47 @@ from nmtpipe.transforms.errors import error_line
 # command runs or its help is asked for: each imports Beam, torch or matplotlib.
 COMMANDS = {
     "prepare": (
-        "nmtpipe.pipelines.cli.prepare",
+        "nmtpipe.pipelines.cli.commands.prepare",
         "raw corpora -> clean, deduplicated, split, sharded Parquet + token counts",
     ),
     "vocab": (
-        "nmtpipe.pipelines.cli.vocab",
+        "nmtpipe.pipelines.cli.commands.vocab",
         "token counts -> Tensor2Tensor subwords, SentencePiece or HF tokenizers, + fairseq dicts",
     ),
     "encode": (
-        "nmtpipe.pipelines.cli.encode",
+        "nmtpipe.pipelines.cli.commands.encode",
         "prepared pairs + vocabulary -> Arrow and fairseq mmap shards of ids",
     ),
     "train": (
-        "nmtpipe.pipelines.cli.train",
+        "nmtpipe.pipelines.cli.commands.train",
         "encoded shards -> a Transformer or GRU model, with torchrun/DDP, resumable",
     ),
     "decode": (
-        "nmtpipe.pipelines.cli.decode",
+        "nmtpipe.pipelines.cli.commands.decode",
         "a checkpoint + a split or text -> translations (beam search), BLEU/chrF",
     ),
     "average": (
-        "nmtpipe.pipelines.cli.average",
+        "nmtpipe.pipelines.cli.commands.average",
         "several checkpoints -> one, their weights averaged",
     ),
     "translate": (
-        "nmtpipe.pipelines.cli.translate",
+        "nmtpipe.pipelines.cli.commands.translate",
         "raw sentences on stdin -> translations on stdout, streamed (like fairseq-interactive)",
     ),
     "export": (
-        "nmtpipe.pipelines.cli.export",
+        "nmtpipe.pipelines.cli.commands.export",
         "a checkpoint -> Hugging Face Transformers (MarianMT) or CTranslate2",
     ),
     "run": (
-        "nmtpipe.pipelines.cli.run",
+        "nmtpipe.pipelines.cli.commands.run",
         "all of the above from one YAML config, skipping what is already built",
     ),
     "refresh": (
-        "nmtpipe.pipelines.cli.refresh",
+        "nmtpipe.pipelines.cli.commands.refresh",
         "publish a new dataset version from new or changed inputs, incrementally",
     ),
     "report": (
-        "nmtpipe.pipelines.cli.report",
+        "nmtpipe.pipelines.cli.commands.report",
         "a self-contained HTML page about a prepared or encoded dataset or a version",
     ),
 }
