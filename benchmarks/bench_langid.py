@@ -4,7 +4,7 @@ On the noisy corpus of `make_noisy_corpus.py` (its clean pairs and its 1,200 pai
 one side in the wrong language), each contender judges both sides of every pair, in
 one process, and a pair is rejected when a side is judged not to be in its language:
 
-- nmtpipe: `transforms/text/langid.py` (scripts, function words, then lingua on the
+- nmtpipe: `transforms/text/langid/identifier.py` (scripts, function words, then lingua on the
   unclear lines, with confidence and evidence rules);
 - lingua: lingua alone, 11 candidate languages (en de fr es it nl pt zh ja ko ru), its
   models preloaded, every detection taken at face value (high and low accuracy modes);
@@ -39,7 +39,7 @@ Judge = Callable[[list[str], str], list[bool]]  # lines, language → wrong per 
 
 
 def nmtpipe_judge() -> Judge:
-    from nmtpipe.transforms.text.langid import LanguageIdentifier
+    from nmtpipe.transforms.text.langid.identifier import LanguageIdentifier
 
     identifier = LanguageIdentifier()
 

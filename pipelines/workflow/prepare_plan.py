@@ -28,7 +28,7 @@ from nmtpipe.transforms.storage.inputs import (
 )
 from nmtpipe.transforms.text.clean import CleanConfig
 from nmtpipe.transforms.text.filters import FilterConfig
-from nmtpipe.transforms.text.langid import KNOWN, LangIdConfig, canonical
+from nmtpipe.transforms.text.langid.identifier import KNOWN, LangIdConfig, canonical
 from nmtpipe.transforms.text.normalize import FORMS, Form, NormalizeConfig
 from nmtpipe.transforms.text.split import SPLITS, SplitConfig, SplitKey
 from nmtpipe.transforms.text.zh_script import SCRIPTS, Script

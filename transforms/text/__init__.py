@@ -1,2 +1,2 @@
-"""What text becomes: normalisation, cleaning, filters, splits, the T2T tokenizer, statistics.
-May import transforms.storage and transforms.errors; no Beam."""
+"""What text becomes: normalisation, cleaning, filters, language identification (langid/),
+splits, the T2T tokenizer, statistics. May import transforms.storage and errors; no Beam."""

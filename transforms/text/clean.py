@@ -16,9 +16,10 @@ import numpy as np
 import pyarrow as pa
 
 from nmtpipe.transforms.storage.raw_corpus import RawChunk
-from nmtpipe.transforms.text import filters, scripts
+from nmtpipe.transforms.text import filters
 from nmtpipe.transforms.text.filters import FilterConfig, Verdict
-from nmtpipe.transforms.text.langid import LangIdConfig, LanguageIdentifier
+from nmtpipe.transforms.text.langid import scripts
+from nmtpipe.transforms.text.langid.identifier import LangIdConfig, LanguageIdentifier
 from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
 from nmtpipe.transforms.text.records import Reject, pair_batch
 from nmtpipe.transforms.text.split import SPLITS, Placer, SplitConfig

@@ -18,7 +18,8 @@ from typing import NamedTuple
 import numpy as np
 
 from nmtpipe.transforms.options import option
-from nmtpipe.transforms.text import scripts, t2t_tokenizer
+from nmtpipe.transforms.text import t2t_tokenizer
+from nmtpipe.transforms.text.langid import scripts
 
 INVALID_UTF8 = "invalid-utf8"
 EMPTY = "empty"

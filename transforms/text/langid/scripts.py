@@ -31,7 +31,7 @@ _COLUMNS = len(NAMES)
 WEIGHTS = {HAN: 3.0, HANGUL: 2.0, KANA: 1.5}
 
 # Characters of written colloquial Cantonese that Mandarin text does not use. 唔 alone
-# is not enough (泰唔士河, the Thames), so a line needs several (`langid.py`).
+# is not enough (泰唔士河, the Thames), so a line needs several (`identifier.py`).
 CANTONESE_CHARS = "嘅咗喺佢冇唔啲嘢嚟哋乜嗰咩噉睇嘞囉㗎𠮶"
 
 _RANGES = (

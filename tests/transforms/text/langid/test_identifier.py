@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nmtpipe.transforms.text.langid import (
+from nmtpipe.transforms.text.langid.identifier import (
     LATIN_GROUP,
     LangIdConfig,
     LanguageIdentifier,

@@ -1,4 +1,4 @@
-"""Function words of Latin-script languages: the cheap positive evidence of `langid.py`.
+"""Function words of Latin-script languages: the cheap positive evidence of `identifier.py`.
 
 A line of English with "the", "you" or "with" in it and no word that only German,
 French, Spanish, Italian, Dutch or Portuguese use is English; no model needs to look
@@ -23,7 +23,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nmtpipe.transforms.text import scripts, t2t_tokenizer
+from nmtpipe.transforms.text import t2t_tokenizer
+from nmtpipe.transforms.text.langid import scripts
 
 WORDS: dict[str, str] = {
     "en": "the you your are were this that with what they them their she his him of and to "

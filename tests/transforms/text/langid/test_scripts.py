@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nmtpipe.transforms.text import scripts
+from nmtpipe.transforms.text.langid import scripts
 
 
 def test_letters_are_counted_per_script_and_line():

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from nmtpipe.transforms.text import function_words, scripts
+from nmtpipe.transforms.text.langid import function_words, scripts
 
 # Declared language → (lingua's name for it, its script group). Codes are matched by
 # their first subtag, lower-cased: zh-TW, zh_Hant, cmn and zho are all Chinese.
