@@ -381,13 +381,7 @@ def encode_runs(
     return [run.commit() for run in runs]
 
 
-def run_encode(
-    config: EncodeConfig,
-    beam_args: list[str],
-    force: bool = False,
-    replace: bool = False,
-    log: Log = lambda _: None,
-    quiet: bool = False,
-) -> StepOutcome:
-    """Encode into `config.output` unless it already holds this exact result."""
-    return run_step(lambda: EncodeRun(config), beam_args, force, replace, log, quiet)
+def run_encode(config: EncodeConfig, beam_args: list[str], **how: Any) -> StepOutcome:
+    """Encode into `config.output` unless it already holds this exact result; `how`:
+    `run_step`'s force, replace, log and quiet."""
+    return run_step(lambda: EncodeRun(config), beam_args, **how)

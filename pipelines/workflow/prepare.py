@@ -204,16 +204,7 @@ class PrepareStep(Step):
         return committed, stats, runner
 
 
-def run_prepare(
-    config: PrepareConfig,
-    beam_args: list[str],
-    force: bool = False,
-    replace: bool = False,
-    log: Log = lambda _: None,
-    quiet: bool = False,
-) -> StepOutcome:
-    """Prepare `config.output` unless it already holds this exact result.
-
-    `quiet` keeps local Beam workers from writing to the terminal (see `run_pipeline`).
-    """
-    return run_step(lambda: PrepareStep(config), beam_args, force, replace, log, quiet)
+def run_prepare(config: PrepareConfig, beam_args: list[str], **how: Any) -> StepOutcome:
+    """Prepare `config.output` unless it already holds this exact result; `how`:
+    `run_step`'s force, replace, log and quiet."""
+    return run_step(lambda: PrepareStep(config), beam_args, **how)

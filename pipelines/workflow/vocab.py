@@ -265,18 +265,16 @@ class VocabStep(Step):
 def run_vocab(
     config: VocabConfig,
     beam_args: list[str],
-    force: bool = False,
-    replace: bool = False,
-    log: Log = lambda _: None,
-    quiet: bool = False,
     parts: list[tuple[str, dict[str, Any]]] | None = None,
+    **how: Any,
 ) -> VocabOutcome:
     """Build `config.output` unless it already holds this exact vocabulary: from
     `config.prepared`, or from the training text of several prepared datasets (a
-    refresh's `parts`, as (root, manifest): their token counts are summed)."""
+    refresh's `parts`, as (root, manifest): their token counts are summed); `how`:
+    `run_step`'s force, replace, log and quiet."""
 
     def plan() -> VocabStep:
         return VocabStep(config, parts or [read_prepared(config.prepared)])
 
-    done = run_step(plan, beam_args, force, replace, log, quiet)
+    done = run_step(plan, beam_args, **how)
     return VocabOutcome(done.output, done.cached, done.manifest, done.seconds)
