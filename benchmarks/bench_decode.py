@@ -3,7 +3,7 @@ CTranslate2 (float32 and int8), on the same model and sentences.
 
 All decode the same sentences with the same weights: the model is nmtpipe's (the README
 demo's checkpoint by default, or a randomly initialised preset with --arch), the peers
-are the `MarianMTModel` that `nmtpipe export` makes of it (trainers/loop/marian_weights.py,
+are the `MarianMTModel` that `nmtpipe export` makes of it (trainers/export/marian_weights.py,
 positions included, so the two compute the same function; the script prints the largest
 logit difference) and the CTranslate2 models the export's converter makes of that.
 Sentences come from the encoded test split, sorted by length and cut into the same
@@ -51,13 +51,14 @@ from tokenizers.models import WordLevel
 from transformers import MarianMTModel, PreTrainedTokenizerFast
 
 from nmtpipe.trainers.data.batching import greedy_cuts, padded
-from nmtpipe.trainers.loop import checkpoint, ctranslate2_convert
-from nmtpipe.trainers.loop.marian_weights import save_marian, to_marian
+from nmtpipe.trainers.export import ctranslate2_convert
+from nmtpipe.trainers.export.marian_weights import save_marian, to_marian
 from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.config import preset
 from nmtpipe.trainers.model.packed_linear import pack_linears
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.trainers.model.transformer import Transformer
+from nmtpipe.trainers.runtime import checkpoint
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 
 BEAM = 4

@@ -44,8 +44,8 @@ def test_an_upward_import_breaks_the_build(tmp_path):
 def test_the_torch_jobs_load_no_beam():
     script = (
         "import sys\n"
-        "import nmtpipe.trainers.loop.decode, nmtpipe.trainers.loop.train\n"
-        "import nmtpipe.trainers.loop.launch\n"
+        "import nmtpipe.trainers.generate.decode, nmtpipe.trainers.train.train\n"
+        "import nmtpipe.trainers.generate.translate, nmtpipe.trainers.train.launch\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'apache_beam')\n"
         "assert not loaded, loaded[:5]\n"
     )

@@ -8,7 +8,7 @@ a line typed at a terminal is there alone and is answered at once (like
 `fairseq-interactive`). Text goes through the normalisation and vocabulary training
 used; output is detokenised; a blank line gives an empty one (`BeamSearch.translate`,
 as CTranslate2 does). Two engines: nmtpipe's own beam search on a checkpoint,
-or a CTranslate2 export (`ctranslate2_engine.py`).
+or a CTranslate2 export (`trainers/export/ctranslate2_engine.py`).
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ from nmtpipe.trainers.data.decode_inputs import (
     prepared_source_text,
     read_lines,
 )
-from nmtpipe.trainers.loop import checkpoint
-from nmtpipe.trainers.loop.decode import check_match
-from nmtpipe.trainers.loop.distributed import Ranks
-from nmtpipe.trainers.loop.translate_config import TranslateConfig
+from nmtpipe.trainers.generate.translate_config import TranslateConfig
 from nmtpipe.trainers.model.beam_search import BeamSearch
+from nmtpipe.trainers.runtime import checkpoint
+from nmtpipe.trainers.runtime.distributed import Ranks
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc
 from nmtpipe.transforms.vocab.id_layout import IdLayout
@@ -64,7 +63,7 @@ class NmtpipeEngine:
             raise InputError(f"{config.checkpoint} does not say its data; give --data")
         doc = committed_doc(data_url)
         fmt = train.get("format") or doc["formats"][0]
-        check_match(state, config.checkpoint, doc, data_url, fmt)
+        checkpoint.check_match(state, config.checkpoint, doc, data_url, fmt)
         self.layout = IdLayout(**doc["id_layouts"][fmt])
         vocab = open_vocabulary(doc["vocab"]["url"])
         self.codec = TextCodec(vocab, doc["languages"], fmt, prepared_source_text(doc, True))
@@ -161,9 +160,13 @@ def format_result(index: int, hyps: list[tuple[str, float]], nbest: int) -> str:
 def make_engine(config: TranslateConfig) -> Engine:
     torch.set_num_threads(config.threads or os.cpu_count() or 1)
     if config.engine == "ctranslate2":
-        from nmtpipe.trainers.loop.ctranslate2_engine import CTranslate2Engine
+        # The [export] extra's ctranslate2, loaded only for this engine.
+        from nmtpipe.trainers.export.ctranslate2_engine import CTranslate2Engine
 
-        return CTranslate2Engine(config)
+        assert config.model is not None
+        return CTranslate2Engine(
+            config.model, config.search, config.max_source_positions, config.threads
+        )
     return NmtpipeEngine(config)
 
 

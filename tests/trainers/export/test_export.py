@@ -16,11 +16,12 @@ from nmtpipe.pipelines.cli.main import main
 from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.trainers.data.decode_inputs import SourceText, _prepared_texts
-from nmtpipe.trainers.loop import checkpoint, export, run_files
-from nmtpipe.trainers.loop.export_config import ExportConfig
-from nmtpipe.trainers.loop.marian_weights import check_exportable
+from nmtpipe.trainers.export import export
+from nmtpipe.trainers.export.export_config import ExportConfig
+from nmtpipe.trainers.export.marian_weights import check_exportable
 from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.search_config import SearchConfig
+from nmtpipe.trainers.runtime import checkpoint, run_files
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
