@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import os
 import platform
@@ -50,7 +49,7 @@ from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from transformers import MarianMTModel, PreTrainedTokenizerFast
 
-from nmtpipe.trainers.data.batching import greedy_cuts, padded
+from nmtpipe.trainers.data.batching import length_sorted_batches
 from nmtpipe.trainers.export import ctranslate2_convert
 from nmtpipe.trainers.export.marian_weights import save_marian, to_marian
 from nmtpipe.trainers.model.beam_search import BeamSearch
@@ -99,11 +98,9 @@ def ctranslate2_twins(hf: MarianMTModel, layout, folder: str, kinds: list[str]) 
 def batches(split, count: int, max_tokens: int, pad: int) -> list[torch.Tensor]:
     sources = [split[i][0].astype(np.int64) for i in range(min(count, len(split)))]
     lengths = np.array([s.size for s in sources])
-    order = np.argsort(lengths, kind="stable")
-    cuts = greedy_cuts(padded(lengths[order], 8), max_tokens)
     out = []
-    for a, b in itertools.pairwise(cuts):
-        rows = [sources[i] for i in order[a:b]]
+    for batch in length_sorted_batches(lengths, max_tokens):
+        rows = [sources[i] for i in batch]
         src = torch.full((len(rows), max(r.size for r in rows)), pad, dtype=torch.long)
         for j, r in enumerate(rows):
             src[j, : r.size] = torch.from_numpy(r)

@@ -24,7 +24,7 @@ from typing import IO, Any, Protocol
 import numpy as np
 import torch
 
-from nmtpipe.trainers.data.batching import greedy_cuts, padded
+from nmtpipe.trainers.data.batching import length_sorted_batches
 from nmtpipe.trainers.data.decode_inputs import (
     TextCodec,
     decode_line,
@@ -140,11 +140,8 @@ def translate_group(
     """The n-best of each line, in order: sorted by length, batched by padded tokens."""
     sources = engine.encode(lines)
     lengths = np.array([len(s) for s in sources], dtype=np.int64)
-    order = np.argsort(lengths, kind="stable")
-    cuts = greedy_cuts(padded(lengths[order], 8), max_tokens)
     out: list[list[tuple[str, float]]] = [[] for _ in lines]
-    for a, b in itertools.pairwise(cuts):
-        rows = order[a:b]
+    for rows in length_sorted_batches(lengths, max_tokens):
         for row, hyps in zip(rows, engine.translate([sources[r] for r in rows]), strict=True):
             out[int(row)] = hyps
     return out
