@@ -154,6 +154,32 @@ def test_translate_writes_what_decode_writes_with_either_engine(trained, tmp_pat
     assert same >= 0.99 * len(lines)
 
 
+@pytest.mark.parametrize("engine", ["nmtpipe", "ctranslate2"])
+def test_translate_loads_the_export_extra_only_for_the_ctranslate2_engine(
+    trained, tmp_path, engine
+):
+    """The import contracts let `nmtpipe translate` reach the export room indirectly; in a
+    process of its own, its nmtpipe engine loads neither transformers nor ctranslate2."""
+    source = tmp_path / "src.en"
+    source.write_text("I like tea.\n", encoding="utf-8")
+    model = (["--checkpoint", trained["checkpoint"]] if engine == "nmtpipe" else
+             ["--engine", "ctranslate2", "--model", trained["ct2"], "--lenpen", "1.0"])  # fmt: skip
+    probe = (
+        "import sys\n"
+        "from nmtpipe.pipelines.cli.main import main\n"
+        f"assert main(['translate', *{model!r}, '--input', {str(source)!r}]) == 0\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'transformers', 'ctranslate2'}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    extra = out.splitlines()[-1]
+    if engine == "nmtpipe":
+        assert extra == "[]"
+    else:  # what the probe sees when an engine does load the extra
+        assert "'ctranslate2'" in extra
+
+
 def test_a_blank_line_translates_to_a_blank_line_with_every_engine(trained, tmp_path, capsys):
     lines = ["I like tea.", "", "   ", "Where is the station?"]
     flags = ["--beam", "4", "--lenpen", "1.0", "--max-len-a", "0", "--max-len-b", str(MAX_LEN_B)]
