@@ -3,7 +3,7 @@ CTranslate2 (float32 and int8), on the same model and sentences.
 
 All decode the same sentences with the same weights: the model is nmtpipe's (the README
 demo's checkpoint by default, or a randomly initialised preset with --arch), the peers
-are the `MarianMTModel` that `nmtpipe export` makes of it (trainers/loop/marian_weights.py,
+are the `MarianMTModel` that `nmtpipe export` makes of it (trainers/export/marian_weights.py,
 positions included, so the two compute the same function; the script prints the largest
 logit difference) and the CTranslate2 models the export's converter makes of that.
 Sentences come from the encoded test split, sorted by length and cut into the same
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
 import json
 import os
 import platform
@@ -50,14 +49,15 @@ from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from transformers import MarianMTModel, PreTrainedTokenizerFast
 
-from nmtpipe.trainers.data.batching import greedy_cuts, padded
-from nmtpipe.trainers.loop import checkpoint, ctranslate2_convert
-from nmtpipe.trainers.loop.marian_weights import save_marian, to_marian
+from nmtpipe.trainers.data.batching import length_sorted_batches
+from nmtpipe.trainers.export import ctranslate2_convert
+from nmtpipe.trainers.export.marian_weights import save_marian, to_marian
 from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.config import preset
 from nmtpipe.trainers.model.packed_linear import pack_linears
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.trainers.model.transformer import Transformer
+from nmtpipe.trainers.runtime import checkpoint
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 
 BEAM = 4
@@ -98,11 +98,9 @@ def ctranslate2_twins(hf: MarianMTModel, layout, folder: str, kinds: list[str]) 
 def batches(split, count: int, max_tokens: int, pad: int) -> list[torch.Tensor]:
     sources = [split[i][0].astype(np.int64) for i in range(min(count, len(split)))]
     lengths = np.array([s.size for s in sources])
-    order = np.argsort(lengths, kind="stable")
-    cuts = greedy_cuts(padded(lengths[order], 8), max_tokens)
     out = []
-    for a, b in itertools.pairwise(cuts):
-        rows = [sources[i] for i in order[a:b]]
+    for batch in length_sorted_batches(lengths, max_tokens):
+        rows = [sources[i] for i in batch]
         src = torch.full((len(rows), max(r.size for r in rows)), pad, dtype=torch.long)
         for j, r in enumerate(rows):
             src[j, : r.size] = torch.from_numpy(r)

@@ -74,9 +74,9 @@ def main() -> None:
 
     import torch
 
-    from nmtpipe.trainers.loop import checkpoint
     from nmtpipe.trainers.model.config import preset
     from nmtpipe.trainers.model.transformer import Transformer
+    from nmtpipe.trainers.runtime import checkpoint
     from nmtpipe.transforms.formats.encoded_dataset import open_dataset
     from nmtpipe.transforms.storage import fsio, manifest
     from nmtpipe.transforms.vocab import counts

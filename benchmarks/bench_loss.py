@@ -22,7 +22,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from nmtpipe.trainers.loop.objective import label_smoothed_nll
+from nmtpipe.trainers.train.objective import label_smoothed_nll
 
 
 def by_hand(logits: torch.Tensor, target: torch.Tensor, epsilon: float, pad: int):

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -44,8 +46,8 @@ def test_an_upward_import_breaks_the_build(tmp_path):
 def test_the_torch_jobs_load_no_beam():
     script = (
         "import sys\n"
-        "import nmtpipe.trainers.loop.decode, nmtpipe.trainers.loop.train\n"
-        "import nmtpipe.trainers.loop.launch\n"
+        "import nmtpipe.trainers.generate.decode, nmtpipe.trainers.train.train\n"
+        "import nmtpipe.trainers.generate.translate, nmtpipe.trainers.train.launch\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'apache_beam')\n"
         "assert not loaded, loaded[:5]\n"
     )
@@ -53,3 +55,18 @@ def test_the_torch_jobs_load_no_beam():
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_every_room_but_export_is_kept_from_the_export_extra():
+    """The contract that keeps transformers and ctranslate2 in nmtpipe.trainers.export
+    names rooms, not modules: every room of the package but that one, a new room too."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    (contract,) = [
+        c for c in contracts if c.get("forbidden_modules") == ["transformers", "ctranslate2"]
+    ]
+    trainers = {f"nmtpipe.trainers.{p.parent.name}" for p in REPO.glob("trainers/*/__init__.py")}
+    rooms = {"nmtpipe.pipelines", "nmtpipe.transforms"} | trainers
+    assert set(contract["source_modules"]) == rooms - {"nmtpipe.trainers.export"}
+    assert "ignore_imports" not in contract

@@ -1,2 +1,3 @@
-"""Torch: the models and beam search (model/), batching and decode inputs (data/), and the
-train and decode jobs (loop/). May import transforms; never pipelines, never Beam."""
+"""Torch: the jobs (train/; generate/: decode and translate; export/), what they run on
+(runtime/: checkpoints, ranks, run files), batching and decode inputs (data/), the models
+and beam search (model/). May import transforms; never pipelines, never Beam."""

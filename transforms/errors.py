@@ -4,7 +4,7 @@ Each message names the file, the line where there is one, and the reason. The CL
 `str(error)` on one line; when an error is raised inside a Beam worker it reaches the
 driver only as text, so `find_user_error` recovers it from a runner's failure message.
 `error_line` is that line: the command line prints it, and so does each torch rank
-(`trainers/loop/launch.py`), a process of its own that the command line does not run.
+(`trainers/train/launch.py`), a process of its own that the command line does not run.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from nmtpipe.trainers.loop.launch import JobConfig, finish, is_main_rank, run_job
+from nmtpipe.trainers.train.launch import JobConfig, finish, is_main_rank, run_job
 
 
 def add_nproc(group: argparse._ArgumentGroup) -> None:

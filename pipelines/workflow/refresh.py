@@ -49,8 +49,8 @@ from nmtpipe.pipelines.workflow.run import Show
 from nmtpipe.pipelines.workflow.run_config import RunConfig
 from nmtpipe.pipelines.workflow.version_overlap import summary, version_exclusions
 from nmtpipe.pipelines.workflow.vocab import run_vocab
-from nmtpipe.trainers.loop.launch import run_job
-from nmtpipe.trainers.loop.run_files import BEST, LAST, SCORES, SUMMARY
+from nmtpipe.trainers.runtime.run_files import BEST, LAST, SCORES, SUMMARY
+from nmtpipe.trainers.train.launch import run_job
 from nmtpipe.transforms.errors import ConfigError, ManifestError
 from nmtpipe.transforms.formats import prepared
 from nmtpipe.transforms.formats.exclusions import write_exclusions

@@ -22,7 +22,7 @@ from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.report import write_report
 from nmtpipe.pipelines.workflow.run_config import BEAM_STEPS, STEPS, WIRING, RunConfig
 from nmtpipe.pipelines.workflow.vocab import run_vocab
-from nmtpipe.trainers.loop.launch import run_job
+from nmtpipe.trainers.train.launch import run_job
 from nmtpipe.transforms.storage import manifest
 
 # What a step has to show when it has run: (step, its outcome or summary).

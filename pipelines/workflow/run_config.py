@@ -16,9 +16,9 @@ from typing import Any
 from nmtpipe.pipelines.workflow.encode import EncodeConfig
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 from nmtpipe.pipelines.workflow.vocab import VocabConfig
-from nmtpipe.trainers.loop.decode_config import DecodeConfig
-from nmtpipe.trainers.loop.run_files import AVERAGE, BEST, LAST
-from nmtpipe.trainers.loop.train_config import TrainConfig
+from nmtpipe.trainers.generate.decode_config import DecodeConfig
+from nmtpipe.trainers.runtime.run_files import AVERAGE, BEST, LAST
+from nmtpipe.trainers.train.train_config import TrainConfig
 from nmtpipe.transforms.storage import fsio
 
 STEPS = ("prepare", "vocab", "encode", "train", "decode")

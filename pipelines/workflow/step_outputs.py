@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from nmtpipe.pipelines.workflow.run_config import WIRING, RunConfig
-from nmtpipe.trainers.loop.run_files import NBEST, SCORES, SUMMARY
+from nmtpipe.trainers.runtime.run_files import NBEST, SCORES, SUMMARY
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.formats import encoded_dataset, prepared
 from nmtpipe.transforms.storage import fsio, manifest

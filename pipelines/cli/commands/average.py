@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     # torch only here: every command's parser is built from this module, and importing
     # torch would cost each of them seconds.
-    from nmtpipe.trainers.loop import checkpoint
-    from nmtpipe.trainers.loop.average import average, write_average
+    from nmtpipe.trainers.runtime import checkpoint
+    from nmtpipe.trainers.train.average import average, write_average
 
     if beam_args:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")

@@ -7,7 +7,7 @@ from typing import Any
 
 from nmtpipe.pipelines.cli import flags, logs
 from nmtpipe.pipelines.cli.torch_jobs import add_nproc, run_torch_job
-from nmtpipe.trainers.loop.decode_config import JOB, DecodeConfig
+from nmtpipe.trainers.generate.decode_config import JOB, DecodeConfig
 
 DESCRIPTION = """\
 Translate with a trained checkpoint: a split of an encoded dataset (--data, default the

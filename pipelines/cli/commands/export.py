@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from nmtpipe.pipelines.cli import flags, logs
-from nmtpipe.trainers.loop.export_config import ExportConfig
+from nmtpipe.trainers.export.export_config import ExportConfig
 from nmtpipe.transforms.errors import ConfigError
 
 DESCRIPTION = """\
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
     config = flags.from_args(CONFIG, args)
     try:
-        from nmtpipe.trainers.loop.export import run_export  # transformers: only here
+        from nmtpipe.trainers.export.export import run_export  # transformers: only here
     except ImportError as e:
         raise ConfigError(f"export needs pip install 'nmtpipe[export]' ({e})") from None
     show(run_export(config, force=args.force, log=logs.progress))

@@ -12,7 +12,7 @@ from typing import Any
 
 from nmtpipe.pipelines.cli import flags, logs
 from nmtpipe.pipelines.cli.torch_jobs import add_nproc, run_torch_job
-from nmtpipe.trainers.loop.train_config import TrainConfig
+from nmtpipe.trainers.train.train_config import TrainConfig
 
 DESCRIPTION = """\
 Train a translation model (a Transformer preset, or the GRU seq2seq: --arch rnn_gru) on

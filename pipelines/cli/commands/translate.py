@@ -7,7 +7,7 @@ import json
 import sys
 
 from nmtpipe.pipelines.cli import flags, logs
-from nmtpipe.trainers.loop.translate_config import TranslateConfig
+from nmtpipe.trainers.generate.translate_config import TranslateConfig
 from nmtpipe.transforms.errors import ConfigError
 
 DESCRIPTION = """\
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
     config = flags.from_args(CONFIG, args)
-    from nmtpipe.trainers.loop.translate import translate  # torch: only now
+    from nmtpipe.trainers.generate.translate import translate  # torch: only now
 
     done = translate(config, sys.stdout, logs.progress if args.verbose else lambda _: None)
     print(json.dumps({"translated": done}), file=sys.stderr, flush=True)

@@ -30,10 +30,10 @@ from transformers import GenerationConfig
 
 from nmtpipe import __version__
 from nmtpipe.trainers.data.decode_inputs import prepared_source_text, prepared_sources
-from nmtpipe.trainers.loop import checkpoint, ctranslate2_convert, marian_weights
-from nmtpipe.trainers.loop.decode import check_match
-from nmtpipe.trainers.loop.export_config import ExportConfig
-from nmtpipe.trainers.loop.model_card import model_card
+from nmtpipe.trainers.export import ctranslate2_convert, marian_weights
+from nmtpipe.trainers.export.export_config import ExportConfig
+from nmtpipe.trainers.export.model_card import model_card
+from nmtpipe.trainers.runtime import checkpoint
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc
 from nmtpipe.transforms.storage import fsio, manifest
@@ -76,7 +76,7 @@ class _Source:
         self.doc = committed_doc(train["data"])
         self.format = train.get("format") or self.doc["formats"][0]
         self.layout = IdLayout(**self.doc["id_layouts"][self.format])
-        check_match(state, url, self.doc, train["data"], self.format)
+        checkpoint.check_match(state, url, self.doc, train["data"], self.format)
         self.vocab: Vocabulary = open_vocabulary(self.doc["vocab"]["url"])
         if self.vocab.kind.export_refusal is not None:
             raise ConfigError(f"{url} {self.vocab.kind.export_refusal}")

@@ -2,7 +2,7 @@
 machine under `torchrun --standalone` (`--nproc N`).
 
 Ranks receive the job's checked config, pickled to a local file each of them reads
-(`python -m nmtpipe.trainers.loop.launch FILE`), not a command line to parse again. A
+(`python -m nmtpipe.trainers.train.launch FILE`), not a command line to parse again. A
 rank's failure is one line, as on the command line; the job's result is read back from
 where the first rank committed it (`train_summary.json`, `scores.json`).
 """
@@ -19,9 +19,9 @@ from pathlib import Path
 from signal import SIGTERM
 from typing import Any
 
-from nmtpipe.trainers.loop.decode_config import DecodeConfig
-from nmtpipe.trainers.loop.run_files import SCORES, SUMMARY
-from nmtpipe.trainers.loop.train_config import TrainConfig
+from nmtpipe.trainers.generate.decode_config import DecodeConfig
+from nmtpipe.trainers.runtime.run_files import SCORES, SUMMARY
+from nmtpipe.trainers.train.train_config import TrainConfig
 from nmtpipe.transforms import progress
 from nmtpipe.transforms.errors import NmtpipeError, error_line
 from nmtpipe.transforms.storage import fsio
@@ -112,14 +112,14 @@ def _again(config: JobConfig) -> str:
 
 
 def _run_here(config: JobConfig, echo_records: bool = True) -> dict[str, Any]:
-    from nmtpipe.trainers.loop.distributed import peer_failure
+    from nmtpipe.trainers.runtime.distributed import peer_failure
 
     try:
         if isinstance(config, TrainConfig):
-            from nmtpipe.trainers.loop.train import train
+            from nmtpipe.trainers.train.train import train
 
             return train(config, echo_records)
-        from nmtpipe.trainers.loop.decode import decode
+        from nmtpipe.trainers.generate.decode import decode
 
         return decode(config)
     except RuntimeError as exc:

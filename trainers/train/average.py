@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from nmtpipe.trainers.loop import checkpoint
-from nmtpipe.trainers.loop.run_files import AVERAGE
+from nmtpipe.trainers.runtime import checkpoint
+from nmtpipe.trainers.runtime.run_files import AVERAGE
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.storage import fsio
 

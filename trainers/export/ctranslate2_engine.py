@@ -15,29 +15,33 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from nmtpipe.trainers.loop.translate_config import TranslateConfig
+from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.vocab.tokenizer_json import TOKENIZER_FILE
 
 
 class CTranslate2Engine:
-    def __init__(self, config: TranslateConfig) -> None:
-        assert config.model is not None
-        path = os.path.join(config.model, TOKENIZER_FILE)
-        if not os.path.isfile(os.path.join(config.model, "model.bin")) or not os.path.isfile(path):
-            raise InputError(f"{config.model}: not a CTranslate2 export of nmtpipe "
+    """The export in folder `model`, searching as `search` says; inputs longer than
+    `max_source_positions` are truncated (EOS kept); `threads` 0: every core."""
+
+    def __init__(
+        self, model: str, search: SearchConfig, max_source_positions: int, threads: int
+    ) -> None:
+        path = os.path.join(model, TOKENIZER_FILE)
+        if not os.path.isfile(os.path.join(model, "model.bin")) or not os.path.isfile(path):
+            raise InputError(f"{model}: not a CTranslate2 export of nmtpipe "
                              f"(needs model.bin and {TOKENIZER_FILE})")  # fmt: skip
         self.tokenizer = Tokenizer.from_file(path)
         self.tokenizer.encode_special_tokens = True
         unk = self.tokenizer.token_to_id("<unk>")
         self._control = {i for i in self.tokenizer.get_added_tokens_decoder() if i != unk}
-        threads = config.threads or os.cpu_count() or 1
-        self.translator = ctranslate2.Translator(config.model, device="cpu", inter_threads=1,
+        threads = threads or os.cpu_count() or 1
+        self.translator = ctranslate2.Translator(model, device="cpu", inter_threads=1,
                                                  intra_threads=threads)  # fmt: skip
-        self.config = config
+        self.search, self.limit = search, max_source_positions
 
     def encode(self, lines: list[str]) -> list[np.ndarray]:
-        limit = self.config.max_source_positions
+        limit = self.limit
         out = []
         for encoding in self.tokenizer.encode_batch(lines):
             tokens = encoding.tokens
@@ -46,7 +50,7 @@ class CTranslate2Engine:
         return out
 
     def translate(self, sources: list[np.ndarray]) -> list[list[tuple[str, float]]]:
-        c = self.config.search
+        c = self.search
         lengths = [s.size for s in sources]
         results = self.translator.translate_batch(
             [s.tolist() for s in sources], beam_size=c.beam, num_hypotheses=c.nbest,

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from nmtpipe.pipelines.cli.main import main
-from nmtpipe.trainers.loop.distributed import peer_failure
+from nmtpipe.trainers.runtime.distributed import peer_failure
 from tests import netns
 from tests.helpers import command_result, encode_example
 

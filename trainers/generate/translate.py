@@ -8,7 +8,7 @@ a line typed at a terminal is there alone and is answered at once (like
 `fairseq-interactive`). Text goes through the normalisation and vocabulary training
 used; output is detokenised; a blank line gives an empty one (`BeamSearch.translate`,
 as CTranslate2 does). Two engines: nmtpipe's own beam search on a checkpoint,
-or a CTranslate2 export (`ctranslate2_engine.py`).
+or a CTranslate2 export (`trainers/export/ctranslate2_engine.py`).
 """
 
 from __future__ import annotations
@@ -24,18 +24,17 @@ from typing import IO, Any, Protocol
 import numpy as np
 import torch
 
-from nmtpipe.trainers.data.batching import greedy_cuts, padded
+from nmtpipe.trainers.data.batching import length_sorted_batches
 from nmtpipe.trainers.data.decode_inputs import (
     TextCodec,
     decode_line,
     prepared_source_text,
     read_lines,
 )
-from nmtpipe.trainers.loop import checkpoint
-from nmtpipe.trainers.loop.decode import check_match
-from nmtpipe.trainers.loop.distributed import Ranks
-from nmtpipe.trainers.loop.translate_config import TranslateConfig
+from nmtpipe.trainers.generate.translate_config import TranslateConfig
 from nmtpipe.trainers.model.beam_search import BeamSearch
+from nmtpipe.trainers.runtime import checkpoint
+from nmtpipe.trainers.runtime.distributed import Ranks
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc
 from nmtpipe.transforms.vocab.id_layout import IdLayout
@@ -64,7 +63,7 @@ class NmtpipeEngine:
             raise InputError(f"{config.checkpoint} does not say its data; give --data")
         doc = committed_doc(data_url)
         fmt = train.get("format") or doc["formats"][0]
-        check_match(state, config.checkpoint, doc, data_url, fmt)
+        checkpoint.check_match(state, config.checkpoint, doc, data_url, fmt)
         self.layout = IdLayout(**doc["id_layouts"][fmt])
         vocab = open_vocabulary(doc["vocab"]["url"])
         self.codec = TextCodec(vocab, doc["languages"], fmt, prepared_source_text(doc, True))
@@ -141,11 +140,8 @@ def translate_group(
     """The n-best of each line, in order: sorted by length, batched by padded tokens."""
     sources = engine.encode(lines)
     lengths = np.array([len(s) for s in sources], dtype=np.int64)
-    order = np.argsort(lengths, kind="stable")
-    cuts = greedy_cuts(padded(lengths[order], 8), max_tokens)
     out: list[list[tuple[str, float]]] = [[] for _ in lines]
-    for a, b in itertools.pairwise(cuts):
-        rows = order[a:b]
+    for rows in length_sorted_batches(lengths, max_tokens):
         for row, hyps in zip(rows, engine.translate([sources[r] for r in rows]), strict=True):
             out[int(row)] = hyps
     return out
@@ -161,9 +157,13 @@ def format_result(index: int, hyps: list[tuple[str, float]], nbest: int) -> str:
 def make_engine(config: TranslateConfig) -> Engine:
     torch.set_num_threads(config.threads or os.cpu_count() or 1)
     if config.engine == "ctranslate2":
-        from nmtpipe.trainers.loop.ctranslate2_engine import CTranslate2Engine
+        # The [export] extra's ctranslate2, loaded only for this engine.
+        from nmtpipe.trainers.export.ctranslate2_engine import CTranslate2Engine
 
-        return CTranslate2Engine(config)
+        assert config.model is not None
+        return CTranslate2Engine(
+            config.model, config.search, config.max_source_positions, config.threads
+        )
     return NmtpipeEngine(config)
 
 

@@ -25,17 +25,18 @@ from torch.nn.parallel import DistributedDataParallel
 
 from nmtpipe.trainers.data.batching import epoch_batches
 from nmtpipe.trainers.data.collate import Batch, collate
-from nmtpipe.trainers.loop import checkpoint, learning_curve, run_files
-from nmtpipe.trainers.loop.average import write_average
-from nmtpipe.trainers.loop.distributed import Ranks, open_on_ranks
-from nmtpipe.trainers.loop.objective import label_smoothed_nll
-from nmtpipe.trainers.loop.progress import Progress
-from nmtpipe.trainers.loop.run_files import SUMMARY
-from nmtpipe.trainers.loop.schedule import learning_rate, peak_learning_rate
-from nmtpipe.trainers.loop.train_config import TrainConfig
-from nmtpipe.trainers.loop.valid_bleu import ValidBleu
 from nmtpipe.trainers.model.build import build_model
 from nmtpipe.trainers.model.config import ModelConfig, preset
+from nmtpipe.trainers.runtime import checkpoint, run_files
+from nmtpipe.trainers.runtime.distributed import Ranks, open_on_ranks
+from nmtpipe.trainers.runtime.run_files import SUMMARY
+from nmtpipe.trainers.train import learning_curve
+from nmtpipe.trainers.train.average import write_average
+from nmtpipe.trainers.train.objective import label_smoothed_nll
+from nmtpipe.trainers.train.progress import Progress
+from nmtpipe.trainers.train.schedule import learning_rate, peak_learning_rate
+from nmtpipe.trainers.train.train_config import TrainConfig
+from nmtpipe.trainers.train.valid_bleu import ValidBleu
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.encoded_dataset import EncodedDataset, SplitData
 from nmtpipe.transforms.storage import fsio

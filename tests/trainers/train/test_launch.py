@@ -8,7 +8,7 @@ import signal
 import pytest
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
-from nmtpipe.trainers.loop import launch
+from nmtpipe.trainers.train import launch
 
 
 def test_the_killed_rank_is_named_even_when_another_failed_first(tmp_path, monkeypatch):
@@ -35,7 +35,7 @@ def test_the_killed_rank_is_named_even_when_another_failed_first(tmp_path, monke
     ],
 )
 def test_the_failure_line_says_how_and_that_a_rerun_resumes(died, line):
-    from nmtpipe.trainers.loop.train_config import TrainConfig
+    from nmtpipe.trainers.train.train_config import TrainConfig
 
     config = TrainConfig(data="d", save_dir="runs/ckpt")
     assert launch.failure_line(config, 2, 1, died) == (

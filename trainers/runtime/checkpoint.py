@@ -4,7 +4,7 @@ A checkpoint holds what resuming needs to continue exactly: model, optimiser, th
 update count, the data iterator's position (epoch, batches done), the RNG states, the
 model and training config and the vocabulary's fingerprint. It is serialised in memory
 and written atomically: a save killed half-way leaves the previous file untouched.
-Names follow fairseq (`trainers/loop/run_files.py`).
+Names follow fairseq (`trainers/runtime/run_files.py`).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from nmtpipe.trainers.loop.run_files import NUMBERED
 from nmtpipe.trainers.model.build import Seq2Seq, build_model
 from nmtpipe.trainers.model.config import ModelConfig
 from nmtpipe.trainers.model.packed_linear import pack_linears
+from nmtpipe.trainers.runtime.run_files import NUMBERED
 from nmtpipe.transforms.errors import InputError, IntegrityError
 from nmtpipe.transforms.storage import fsio
 
@@ -126,6 +126,24 @@ def check_compatible(state: dict[str, Any], url: str, model: dict, vocab_fingerp
     if differ:
         shown = ", ".join(f"{k} {saved.get(k)} → {model.get(k)}" for k in differ)
         raise InputError(f"{url} is a model of another shape ({shown}); use another --save-dir")
+
+
+def check_match(state: dict[str, Any], url: str, doc: dict[str, Any], data_url: str,
+                fmt: str) -> None:  # fmt: skip
+    """The checkpoint at `url` must have the vocabulary and shape of the data's vocabulary."""
+    ours, theirs = state.get("vocab_fingerprint"), doc["vocab"]["fingerprint"]
+    if ours != theirs:
+        raise InputError(
+            f"{url} was trained with another vocabulary (fingerprint "
+            f"{str(ours)[:12]}) than {data_url} was encoded with ({theirs[:12]})"
+        )
+    sizes, model, langs = doc["vocab_sizes"][fmt], state["model_config"], doc["languages"]
+    if (model["src_vocab"], model["tgt_vocab"]) != (sizes[langs["src"]], sizes[langs["tgt"]]):
+        raise InputError(
+            f"{url} has {model['src_vocab']}/{model['tgt_vocab']} embeddings, the {fmt} ids "
+            f"of {data_url} need {sizes[langs['src']]}/{sizes[langs['tgt']]}; pass the "
+            "--format it was trained on"
+        )
 
 
 def numbered_checkpoints(save_dir: str) -> list[str]:

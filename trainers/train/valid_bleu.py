@@ -11,11 +11,11 @@ import numpy as np
 
 from nmtpipe.trainers.data.batching import length_sorted_batches
 from nmtpipe.trainers.data.decode_inputs import TextCodec, split_sentences
-from nmtpipe.trainers.loop.distributed import Ranks
-from nmtpipe.trainers.loop.scoring import CorpusScores, default_tokenize
+from nmtpipe.trainers.generate.scoring import CorpusScores, default_tokenize
 from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.build import Seq2Seq
 from nmtpipe.trainers.model.search_config import SearchConfig
+from nmtpipe.trainers.runtime.distributed import Ranks
 from nmtpipe.transforms.formats.encoded_dataset import EncodedDataset
 from nmtpipe.transforms.vocab.vocabulary import open_vocabulary
 

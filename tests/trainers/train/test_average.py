@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from nmtpipe.pipelines.cli.main import main
-from nmtpipe.trainers.loop import checkpoint, run_files
-from nmtpipe.trainers.loop.average import average, write_average
+from nmtpipe.trainers.runtime import checkpoint, run_files
+from nmtpipe.trainers.train.average import average, write_average
 from nmtpipe.transforms.errors import InputError
 from tests.helpers import command_result
 

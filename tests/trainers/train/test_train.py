@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from nmtpipe.pipelines.cli.main import main
-from nmtpipe.trainers.loop import checkpoint
+from nmtpipe.trainers.runtime import checkpoint
 from tests.helpers import command_result, encode_example
 
 UPDATES, SAVE_AT = 24, 12
@@ -74,7 +74,7 @@ def test_two_process_ddp_learns_and_equals_one_process(encoded, ddp, tmp_path):
 # checkpoint of update SAVE_AT, so the job dies with the other rank mid-training.
 _DIE_AFTER_SAVE = """
 import os, signal, sys
-from nmtpipe.trainers.loop import checkpoint
+from nmtpipe.trainers.runtime import checkpoint
 from nmtpipe.pipelines.cli.main import main
 
 save = checkpoint.save
@@ -274,7 +274,7 @@ def _rank_pid(rank: int, job: str) -> int | None:
                 environ = f.read().split(b"\0")
         except OSError:
             continue
-        ours = b"nmtpipe.trainers.loop.launch" in cmdline and b"--torchrun" not in cmdline
+        ours = b"nmtpipe.trainers.train.launch" in cmdline and b"--torchrun" not in cmdline
         mine = f"NMTPIPE_TEST_JOB={job}".encode() in environ
         if ours and mine and f"RANK={rank}".encode() in environ:
             return int(entry)

@@ -16,9 +16,9 @@ import torch
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
-from nmtpipe.trainers.loop import checkpoint, run_files
 from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.search_config import SearchConfig
+from nmtpipe.trainers.runtime import checkpoint, run_files
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 from tests.helpers import IN_MEMORY, prepare_example
 
@@ -169,7 +169,7 @@ def test_bad_input_is_refused_with_the_file_named(trained, tmp_path, capsys):
 
 
 def test_a_failed_run_leaves_no_outputs_and_a_rerun_replaces_them(trained, tmp_path, monkeypatch):
-    from nmtpipe.trainers.loop.decode import Decoder
+    from nmtpipe.trainers.generate.decode import Decoder
 
     out = tmp_path / "out"
     assert decode(trained, out, *SHORT) == 0

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from nmtpipe.trainers.data.collate import collate
-from nmtpipe.trainers.loop.objective import label_smoothed_nll
-from nmtpipe.trainers.loop.schedule import learning_rate, peak_learning_rate
+from nmtpipe.trainers.train.objective import label_smoothed_nll
+from nmtpipe.trainers.train.schedule import learning_rate, peak_learning_rate
 
 
 def test_label_smoothing_matches_fairseqs_formula():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nmtpipe.trainers.loop.decode_config import (
+from nmtpipe.trainers.generate.decode_config import (
     JOB,
     batch_tokens_option,
     check_batching,

@@ -16,11 +16,12 @@ from nmtpipe.pipelines.cli.main import main
 from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.trainers.data.decode_inputs import SourceText, _prepared_texts
-from nmtpipe.trainers.loop import checkpoint, export, run_files
-from nmtpipe.trainers.loop.export_config import ExportConfig
-from nmtpipe.trainers.loop.marian_weights import check_exportable
+from nmtpipe.trainers.export import export
+from nmtpipe.trainers.export.export_config import ExportConfig
+from nmtpipe.trainers.export.marian_weights import check_exportable
 from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.search_config import SearchConfig
+from nmtpipe.trainers.runtime import checkpoint, run_files
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
@@ -151,6 +152,31 @@ def test_translate_writes_what_decode_writes_with_either_engine(trained, tmp_pat
     lines = ct2.stdout.decode("utf-8").split("\n")
     same = sum(a == b for a, b in zip(lines, decoded.split("\n"), strict=True))
     assert same >= 0.99 * len(lines)
+
+
+@pytest.mark.parametrize("engine", ["nmtpipe", "ctranslate2"])
+def test_translate_loads_the_export_extra_only_for_the_ctranslate2_engine(
+    trained, tmp_path, engine
+):
+    """The import contracts let `nmtpipe translate` reach the export room indirectly; in a
+    process of its own, its nmtpipe engine loads neither transformers nor ctranslate2."""
+    source = tmp_path / "src.en"
+    source.write_text("I like tea.\n", encoding="utf-8")
+    model = (["--checkpoint", trained["checkpoint"]] if engine == "nmtpipe" else
+             ["--engine", "ctranslate2", "--model", trained["ct2"], "--lenpen", "1.0"])  # fmt: skip
+    # -X importtime: a line on stderr for every module the process imports, when it does.
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "nmtpipe", "translate",
+                           *model, "--input", str(source)], capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    imported = {
+        line.rsplit("|", 1)[-1].strip().split(".")[0]
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    if engine == "nmtpipe":
+        assert not imported & {"transformers", "ctranslate2"}
+    else:  # what the check sees where the extra is loaded
+        assert "ctranslate2" in imported
 
 
 def test_a_blank_line_translates_to_a_blank_line_with_every_engine(trained, tmp_path, capsys):

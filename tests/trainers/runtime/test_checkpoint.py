@@ -7,7 +7,7 @@ import io
 import pytest
 import torch
 
-from nmtpipe.trainers.loop import checkpoint
+from nmtpipe.trainers.runtime import checkpoint
 from nmtpipe.transforms.errors import IntegrityError
 
 

@@ -35,12 +35,12 @@ from nmtpipe.trainers.data.decode_inputs import (
     text_sentences,
     windows,
 )
-from nmtpipe.trainers.loop import checkpoint
-from nmtpipe.trainers.loop.decode_config import DecodeConfig
-from nmtpipe.trainers.loop.distributed import Ranks, open_on_ranks
-from nmtpipe.trainers.loop.run_files import HYPOTHESES, NBEST, SCORES
-from nmtpipe.trainers.loop.scoring import CorpusScores, default_tokenize
+from nmtpipe.trainers.generate.decode_config import DecodeConfig
+from nmtpipe.trainers.generate.scoring import CorpusScores, default_tokenize
 from nmtpipe.trainers.model.beam_search import BeamSearch
+from nmtpipe.trainers.runtime import checkpoint
+from nmtpipe.trainers.runtime.distributed import Ranks, open_on_ranks
+from nmtpipe.trainers.runtime.run_files import HYPOTHESES, NBEST, SCORES
 from nmtpipe.transforms import progress as display
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc
@@ -80,24 +80,6 @@ class _Outputs:
         self.nbest.write(lines.encode("utf-8"))
 
 
-def check_match(state: dict[str, Any], url: str, doc: dict[str, Any], data_url: str,
-                fmt: str) -> None:  # fmt: skip
-    """The checkpoint at `url` must have the vocabulary and shape of the data's vocabulary."""
-    ours, theirs = state.get("vocab_fingerprint"), doc["vocab"]["fingerprint"]
-    if ours != theirs:
-        raise InputError(
-            f"{url} was trained with another vocabulary (fingerprint "
-            f"{str(ours)[:12]}) than {data_url} was encoded with ({theirs[:12]})"
-        )
-    sizes, model, langs = doc["vocab_sizes"][fmt], state["model_config"], doc["languages"]
-    if (model["src_vocab"], model["tgt_vocab"]) != (sizes[langs["src"]], sizes[langs["tgt"]]):
-        raise InputError(
-            f"{url} has {model['src_vocab']}/{model['tgt_vocab']} embeddings, the {fmt} ids "
-            f"of {data_url} need {sizes[langs['src']]}/{sizes[langs['tgt']]}; pass the "
-            "--format it was trained on"
-        )
-
-
 class Decoder:
     """One rank's share of a decoding job."""
 
@@ -117,7 +99,7 @@ class Decoder:
             self.dataset = open_on_ranks(ranks, self.data_url, fmt, config.cache_dir)
             self.doc, self.format = self.dataset.manifest, self.dataset.format
         self.layout = IdLayout(**self.doc["id_layouts"][self.format])
-        check_match(state, config.checkpoint, self.doc, self.data_url, self.format)
+        checkpoint.check_match(state, config.checkpoint, self.doc, self.data_url, self.format)
         vocab = open_vocabulary(self.doc["vocab"]["url"])
         source_text = prepared_source_text(self.doc, required=bool(config.inputs))
         self.codec = TextCodec(vocab, self.doc["languages"], self.format, source_text)

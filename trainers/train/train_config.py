@@ -6,20 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from nmtpipe.trainers.loop.schedule import SCHEDULES
+from nmtpipe.trainers.generate.decode_config import MAX_TOKENS, shard_cache_option
 from nmtpipe.trainers.model.config import PRESETS
+from nmtpipe.trainers.train.schedule import SCHEDULES
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.options import option
 
 BEST_METRICS = ("loss", "bleu")
-MAX_TOKENS = 4096  # tokens per batch (and rank): fairseq's --max-tokens of its examples
-
-
-def shard_cache_option() -> Any:
-    """--cache-dir of the jobs that read shards (train, decode)."""
-    return option(
-        None, metavar="DIR", help="local cache for remote shards (default: ~/.cache/nmtpipe/shards)"
-    )
 
 
 def _betas(text: str) -> tuple[float, float]:

@@ -1,16 +1,24 @@
-"""`nmtpipe decode`'s options, checked once at the edge (no torch here)."""
+"""`nmtpipe decode`'s options, checked once at the edge (no torch here), and the options
+it shares with translate and train."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from nmtpipe.trainers.loop.train_config import MAX_TOKENS, shard_cache_option
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.options import nested, option
 
 JOB = "job"  # the help group of the batching options
+MAX_TOKENS = 4096  # tokens per batch (and rank): fairseq's --max-tokens of its examples
+
+
+def shard_cache_option() -> Any:
+    """--cache-dir of the jobs that read shards (train, decode)."""
+    return option(
+        None, metavar="DIR", help="local cache for remote shards (default: ~/.cache/nmtpipe/shards)"
+    )
 
 
 def text_files(name: str, help: str) -> Any:
