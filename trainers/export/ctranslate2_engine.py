@@ -15,22 +15,29 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
+from nmtpipe.trainers.export.export_config import KIND
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.storage import manifest
 from nmtpipe.transforms.vocab.tokenizer_json import TOKENIZER_FILE
 
 
 class CTranslate2Engine:
     """The export in folder `model`, searching as `search` says; inputs longer than
-    `max_source_positions` are truncated (EOS kept); `threads` 0: every core."""
+    `max_source_positions` are truncated (EOS kept); `threads` 0: every core.
+
+    The folder is checked against its manifest first, every file's size and sha256, as
+    every reader of a committed output checks it: a missing, truncated or altered file
+    is one line naming it, never CTranslate2's own error from deep in its loader."""
 
     def __init__(
         self, model: str, search: SearchConfig, max_source_positions: int, threads: int
     ) -> None:
+        _, doc = manifest.open_committed(model, KIND, "export", checksums=True)
+        if doc.get("format") != "ctranslate2":
+            raise InputError(f"{model} holds a {doc.get('format')} export; --engine "
+                             "ctranslate2 reads one made with --format ctranslate2")  # fmt: skip
         path = os.path.join(model, TOKENIZER_FILE)
-        if not os.path.isfile(os.path.join(model, "model.bin")) or not os.path.isfile(path):
-            raise InputError(f"{model}: not a CTranslate2 export of nmtpipe "
-                             f"(needs model.bin and {TOKENIZER_FILE})")  # fmt: skip
         self.tokenizer = Tokenizer.from_file(path)
         self.tokenizer.encode_special_tokens = True
         unk = self.tokenizer.token_to_id("<unk>")

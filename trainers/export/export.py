@@ -31,7 +31,7 @@ from transformers import GenerationConfig
 from nmtpipe import __version__
 from nmtpipe.trainers.data.decode_inputs import prepared_source_text, prepared_sources
 from nmtpipe.trainers.export import ctranslate2_convert, marian_weights
-from nmtpipe.trainers.export.export_config import ExportConfig
+from nmtpipe.trainers.export.export_config import KIND, ExportConfig
 from nmtpipe.trainers.export.model_card import model_card
 from nmtpipe.trainers.runtime import checkpoint
 from nmtpipe.transforms.errors import ConfigError, InputError
@@ -44,7 +44,6 @@ from nmtpipe.transforms.vocab import tokenizer_json
 from nmtpipe.transforms.vocab.id_layout import IdLayout
 from nmtpipe.transforms.vocab.vocabulary import Vocabulary, open_vocabulary
 
-KIND = "nmtpipe.export"
 # The search the export's generation config describes: `nmtpipe decode --beam 4
 # --lenpen 1.0 --max-len-a 0 --max-len-b 200` (EOS forced after 200 tokens).
 BEAM, LENPEN, MAX_LEN = 4, 1.0, 200
@@ -157,6 +156,13 @@ def build(config: ExportConfig, folder: str, log: Callable[[str], None]) -> None
                 f.write(data)
 
 
+def _scores_sha256(url: str) -> str:
+    try:
+        return fsio.sha256_of(url)
+    except FileNotFoundError:
+        raise InputError(f"no scores file at {url} (--scores: a decode's scores.json)") from None
+
+
 def run_export(config: ExportConfig, force: bool = False,
                log: Callable[[str], None] = lambda _: None) -> dict[str, Any]:  # fmt: skip
     """Export unless `config.output` already holds this export; the committed manifest."""
@@ -164,8 +170,8 @@ def run_export(config: ExportConfig, force: bool = False,
     out = fsio.canonical_url(config.output)
     fingerprint = manifest.fingerprint({
         "step": KIND, "code_version": __version__,
-        "checkpoint": fsio.sha256_of(config.checkpoint),
-        "scores": fsio.sha256_of(config.scores) if config.scores else None,
+        "checkpoint": checkpoint.sha256(config.checkpoint),
+        "scores": _scores_sha256(config.scores) if config.scores else None,
         **{k: v for k, v in config.__dict__.items() if k not in ("checkpoint", "output", "scores")},
     })  # fmt: skip
     committed = reuse_committed(out, KIND, fingerprint, force, log, replace=True)

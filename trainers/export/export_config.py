@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.options import option
 
+KIND = "nmtpipe.export"  # the kind its manifest records, which readers check
 FORMATS = ("hf", "ctranslate2")
 QUANTIZATIONS = ("int8", "int8_float32", "float16", "float32")
 

@@ -84,6 +84,14 @@ def save(url: str, state: dict[str, Any]) -> None:
     fsio.write_bytes(url, with_digest(buffer.getvalue()))
 
 
+def sha256(url: str) -> str:
+    """The sha256 of the checkpoint file at `url`, which identifies it in fingerprints."""
+    try:
+        return fsio.sha256_of(url)
+    except FileNotFoundError:
+        raise InputError(f"no checkpoint at {url}") from None
+
+
 def load(url: str) -> dict[str, Any]:
     """A checkpoint, checked against its digest and loaded without running any pickled
     code (`weights_only=True`)."""

@@ -4,6 +4,7 @@ exports with nmtpipe on a tiny trained model, refusals, streaming translation.""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -224,6 +225,43 @@ def test_bad_input_names_the_line(trained, capsys):
     code = main(["translate", "--checkpoint", trained["checkpoint"], "--input", str(bad)])
     assert code != 0
     assert f"{bad}:2: not UTF-8" in capsys.readouterr().err
+
+
+def test_a_damaged_or_foreign_model_folder_is_one_line_naming_it(trained, tmp_path, capsys):
+    source = tmp_path / "src.en"
+    source.write_text("I like tea.\n", encoding="utf-8")
+
+    def translate(model: Path) -> str:
+        capsys.readouterr()
+        args = ["translate", "--engine", "ctranslate2", "--model", str(model), "--lenpen", "1"]
+        assert main([*args, "--input", str(source)]) == 1
+        return capsys.readouterr().err.strip().splitlines()[-1]
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(trained["ct2"], damaged)
+    weights = damaged / "model.bin"
+    data = weights.read_bytes()
+    weights.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))  # same size, one bit changed
+    assert translate(damaged).startswith(f"nmtpipe translate: error: {damaged}/model.bin is "
+                                         "corrupted: its sha256 is ")  # fmt: skip
+    weights.write_bytes(weights.read_bytes()[:100])
+    assert translate(damaged).startswith(
+        f"nmtpipe translate: error: {damaged}/model.bin has 100 bytes, the manifest says "
+    )
+    (damaged / "manifest.json").unlink()
+    assert translate(damaged) == (
+        f"nmtpipe translate: error: {damaged} holds no committed export output (no "
+        "manifest.json); run nmtpipe export first"
+    )
+    assert translate(Path(trained["hf"])) == (
+        f"nmtpipe translate: error: {trained['hf']} holds a hf export; --engine ctranslate2 "
+        "reads one made with --format ctranslate2"
+    )
+    missing = tmp_path / "nowhere.pt"
+    assert main(["export", "--checkpoint", str(missing), "--output", str(tmp_path / "x")]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"nmtpipe export: error: no checkpoint at {missing}"
+    )
 
 
 def test_the_export_is_committed_cached_and_described(trained, capsys):
