@@ -16,7 +16,13 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
-from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branches, runs_locally
+from nmtpipe.pipelines.beam.options import (
+    describe,
+    expected_seconds,
+    pipeline_options,
+    run_branches,
+    runs_locally,
+)
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, PreparePlan, make_plan
 from nmtpipe.pipelines.workflow.step import Log, Step, run_step
 from nmtpipe.transforms.beam.prepare import PrepareCorpus
@@ -199,9 +205,25 @@ class PrepareStep(Step):
         plan = self.plan
         options = pipeline_options(beam_args, plan.input_bytes)
         runner = describe(options, plan.input_bytes)
-        log(f"preparing {len(plan.inputs)} input(s) into {self.output} on {runner}")
+        shards = ", ".join(f"{n} {split}" for split, n in plan.clean.split.shards)
+        log(f"preparing {len(plan.inputs)} input(s) into {self.output} ({shards} shard(s)) "
+            f"on {runner}{_expected(options, plan.input_bytes)}")  # fmt: skip
         ((committed, stats),) = prepare_plans([plan], options, quiet)
         return committed, stats, runner
+
+
+# prepare's speed on the 2-core VM of benchmarks/RESULTS.md ("Real engines", 2026-11-26):
+# 1,000,000 generated pairs (153 MB) in 15.0 s on two worker processes, 1.9 s of which
+# is what any local run costs; about 5.8 MB/s per worker process.
+_BYTES_PER_SECOND, _FIXED_SECONDS = 5.8e6, 1.9
+
+
+def _expected(options: Any, input_bytes: int) -> str:
+    """`; about 15 s at the benchmarks' speed`, or nothing on a remote runner."""
+    seconds = expected_seconds(options, input_bytes, _BYTES_PER_SECOND, _FIXED_SECONDS)
+    if seconds is None:
+        return ""
+    return f"; about {seconds:.0f} s on the 2-core machine of benchmarks/RESULTS.md"
 
 
 def run_prepare(config: PrepareConfig, beam_args: list[str], **how: Any) -> StepOutcome:
