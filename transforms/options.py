@@ -97,6 +97,22 @@ def comma_list(text: str) -> tuple[str, ...]:
     return tuple(item for item in text.split(",") if item)
 
 
+def number_pair(kind: type, example: str) -> Callable[[str], tuple[Any, Any]]:
+    """A parser of two numbers of `kind` given as `A,B` (brackets around them allowed,
+    as fairseq writes Adam's betas `(0.9, 0.98)`); its error shows `example` and says
+    integers for ints."""
+
+    def parse(text: str) -> tuple[Any, Any]:
+        try:
+            first, second = (kind(x) for x in text.strip("()[] ").split(","))
+        except ValueError:
+            what = "integers" if kind is int else "numbers"
+            raise ValueError(f"wants two {what} like {example}, not {text!r}") from None
+        return first, second
+
+    return parse
+
+
 def positive_int(text: str) -> int:
     """An int of at least 1."""
     value = _number(int, text)

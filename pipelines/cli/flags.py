@@ -32,6 +32,24 @@ def add_options(
     return groups
 
 
+def add_rebuild_flags(group: argparse._ArgumentGroup) -> None:
+    """--force and --replace, the same for every Beam step."""
+    group.add_argument(
+        "--force", action="store_true", help="rebuild even if --output holds this result"
+    )
+    group.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace a result of other inputs or options in --output (an identical one is "
+        "still reused)",
+    )
+
+
+def add_step_options(parser: argparse.ArgumentParser, config: type, group: str) -> None:
+    """A Beam step's options, all in one group, with --force and --replace."""
+    add_rebuild_flags(add_options(parser, config, group)[group])
+
+
 def _add(group: argparse._ArgumentGroup, opt: Option) -> None:
     spec = opt.spec
     unset = opt.default is None or opt.required or opt.default_from is not None

@@ -25,7 +25,7 @@ from nmtpipe.pipelines.workflow.step import Log, Step, run_step
 from nmtpipe.transforms.beam.sample import SampleTrainText
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
-from nmtpipe.transforms.options import comma_list, nested, option
+from nmtpipe.transforms.options import comma_list, nested, number_pair, option
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, commit
 from nmtpipe.transforms.storage.manifest import file_entry
@@ -51,14 +51,6 @@ SPM = "SentencePiece (--model unigram|bpe)"
 HF = "Hugging Face tokenizers (--model wordpiece|bpe-hf|unigram-hf)"
 # every kind's files and the fairseq dictionaries
 _OURS = re.compile("^(" + "|".join([*FILE_PATTERNS, r"dict\.[^/]+\.txt"]) + ")$")
-
-
-def _pair(text: str) -> tuple[int, int]:
-    try:
-        lo, hi = (int(x) for x in text.split(","))
-    except ValueError:
-        raise ValueError(f"wants two integers like 1,1000, not {text!r}") from None
-    return lo, hi
 
 
 @dataclass(frozen=True)
@@ -105,7 +97,7 @@ class VocabConfig:
     min_count_bounds: tuple[int, int] = option(
         (1, 1000),
         name="min_count_range",
-        parse=_pair,
+        parse=number_pair(int, "1,1000"),
         metavar="LO,HI",
         group=T2T,
         help="bisection bounds for min_count (T2T: 1,1000)",

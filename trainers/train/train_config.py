@@ -10,18 +10,9 @@ from nmtpipe.trainers.generate.decode_config import MAX_TOKENS, shard_cache_opti
 from nmtpipe.trainers.model.config import PRESETS
 from nmtpipe.trainers.train.schedule import SCHEDULES
 from nmtpipe.transforms.errors import ConfigError
-from nmtpipe.transforms.options import option
+from nmtpipe.transforms.options import number_pair, option
 
 BEST_METRICS = ("loss", "bleu")
-
-
-def _betas(text: str) -> tuple[float, float]:
-    """Adam's betas as fairseq writes them, `(0.9, 0.98)`, or `0.9,0.98`."""
-    try:
-        beta1, beta2 = (float(x) for x in text.strip("()[] ").split(","))
-    except ValueError:
-        raise ValueError(f"wants two numbers like (0.9, 0.98), not {text!r}") from None
-    return beta1, beta2
 
 
 @dataclass(frozen=True)
@@ -46,7 +37,9 @@ class TrainConfig:
     warmup_updates: int = option(4000, metavar="N", help="linear warm-up updates")
     label_smoothing: float = option(0.1, metavar="N", help="label smoothing of the cross entropy")
     clip_norm: float = option(0.0, metavar="N", help="clip gradients to this norm (0: off)")
-    adam_betas: tuple[float, float] = option((0.9, 0.98), parse=_betas, help="Adam's betas")
+    adam_betas: tuple[float, float] = option(
+        (0.9, 0.98), parse=number_pair(float, "(0.9, 0.98)"), help="Adam's betas"
+    )
     adam_eps: float = option(1e-8, metavar="N", help="Adam's epsilon")
     weight_decay: float = option(0.0, metavar="N", help="Adam's weight decay")
     dropout: float | None = option(None, help="dropout (default: the preset's)")

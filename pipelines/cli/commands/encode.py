@@ -45,16 +45,13 @@ CONFIG = EncodeConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    logs.add_rebuild_flags(flags.add_options(parser, CONFIG, "encoding")["encoding"])
+    flags.add_step_options(parser, CONFIG, "encoding")
 
 
 def report(outcome: StepOutcome) -> str:
     doc = outcome.manifest
-    head = (
-        f"cached: {outcome.output} already holds this encoding"
-        if outcome.cached
-        else f"encoded into {outcome.output} in {outcome.seconds:.1f} s on {outcome.runner}"
-    )
+    head = logs.outcome_head(outcome, "encoding", "encoded into")
+    head += "" if outcome.cached else f" on {outcome.runner}"
     lines = [head, f"  formats {', '.join(doc['formats'])}; dtypes {doc['dtypes']}"]
     for split, info in outcome.stats["splits"].items():
         sides = []

@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"use the example corpus bundled with nmtpipe: {EXAMPLE_TRAIN} (en-zh), its "
         "validation and test splits carved from it",
     )
-    logs.add_rebuild_flags(groups[OUTPUT])
+    flags.add_rebuild_flags(groups[OUTPUT])
 
 
 def make_config(values: dict[str, Any], example: bool = False) -> PrepareConfig:

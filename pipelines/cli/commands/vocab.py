@@ -41,16 +41,12 @@ CONFIG = VocabConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    logs.add_rebuild_flags(flags.add_options(parser, CONFIG, "vocabulary")["vocabulary"])
+    flags.add_step_options(parser, CONFIG, "vocabulary")
 
 
 def report(outcome: VocabOutcome) -> str:
     doc = outcome.manifest
-    head = (
-        f"cached: {outcome.output} already holds this vocabulary"
-        if outcome.cached
-        else f"built {outcome.output} in {outcome.seconds:.1f} s"
-    )
+    head = logs.outcome_head(outcome, "vocabulary", "built")
     lines = [head]
     for side, info in doc["vocabularies"].items():
         files = ", ".join(info["files"])
