@@ -10,40 +10,27 @@ with none installed (nmtpipe used as a library, a worker process) nothing is sho
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol, TextIO
 
 
 class Bar(Protocol):
-    """One counted piece of work as a display shows it."""
+    """One counted piece of work as a display shows it; `period`: how often, in seconds,
+    a heartbeat updates it."""
+
+    period: float
 
     def update(self, n: int, **figures: Any) -> None: ...
 
     def close(self, finished: bool) -> None: ...
 
 
-class Display(Protocol):
-    """What shows progress in a process. A torch job pickles the installed display to
+class Display:
+    """What shows progress in a process; this one shows nothing (the default: nmtpipe
+    used as a library, a worker process). A torch job pickles the installed display to
     its ranks, so a display holds its settings only (no open streams, no threads)."""
-
-    def note(self, message: str) -> None: ...
-
-    def bar(
-        self, what: str, total: int | None, unit: str, initial: int, stream: TextIO | None
-    ) -> Bar | None: ...
-
-    def heartbeat(
-        self,
-        what: str,
-        done: Callable[[], int] | None,
-        total: int | None,
-        stream: TextIO | None,
-    ) -> AbstractContextManager[None]: ...
-
-
-class Silent:
-    """The display of a process that installed none: nothing is shown."""
 
     def note(self, message: str) -> None:
         pass
@@ -53,17 +40,8 @@ class Silent:
     ) -> Bar | None:
         return None
 
-    def heartbeat(
-        self,
-        what: str,
-        done: Callable[[], int] | None,
-        total: int | None,
-        stream: TextIO | None,
-    ) -> AbstractContextManager[None]:
-        return nullcontext()
 
-
-_display: Display = Silent()
+_display = Display()
 
 
 def install(display: Display) -> None:
@@ -115,12 +93,52 @@ class Progress:
         self.close(finished=kind is None)
 
 
+@contextmanager
 def heartbeat(
     what: str,
     done: Callable[[], int] | None = None,
     total: int | None = None,
     stream: TextIO | None = None,
-) -> AbstractContextManager[None]:
-    """Around work that reports nothing until it ends (a Beam pipeline): `what` and the
-    elapsed time and, given `done`, how many of `total` units are done so far."""
-    return _display.heartbeat(what, done, total, stream)
+) -> Iterator[None]:
+    """While the body runs (work that reports nothing until it ends: a Beam pipeline),
+    `what` with the elapsed time and, given `done`, how many of `total` units are done
+    (polled once per the bar's period), on `stream` (default: stderr)."""
+    bar = _display.bar(what, total, "task" if done else "", 0, stream)
+    if bar is None:
+        yield
+        return
+    count = [0]
+
+    def advance() -> None:
+        step = _advance(done, count[0])
+        count[0] += step
+        bar.update(step)  # (with 0, a redraw: the elapsed time)
+
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(bar.period):
+            advance()
+
+    thread = threading.Thread(target=poll, name=f"progress: {what}", daemon=True)
+    thread.start()
+    finished = False
+    try:
+        yield
+        finished = True
+    finally:
+        stop.set()
+        thread.join()
+        if done is not None:
+            advance()
+        bar.close(finished)
+
+
+def _advance(done: Callable[[], int] | None, shown: int) -> int:
+    """How far `done` moved past `shown`; 0 when it cannot tell (a failed listing)."""
+    if done is None:
+        return 0
+    try:
+        return max(done() - shown, 0)
+    except Exception:  # a progress display must never fail the step it watches
+        return 0

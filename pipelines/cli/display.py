@@ -12,10 +12,7 @@ carries each command's machine-readable result.
 from __future__ import annotations
 
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -25,9 +22,9 @@ from nmtpipe.transforms import progress
 
 
 @dataclass
-class Terminal:
-    """The display `transforms/progress.py` installs: `quiet` shows nothing; `interval`
-    is the seconds between plain lines when stderr is not a terminal."""
+class Terminal(progress.Display):
+    """The command line's display (installed in `transforms/progress.py`): `quiet` shows
+    nothing; `interval` is the seconds between plain lines when stderr is not a terminal."""
 
     quiet: bool = False
     interval: float = 30.0
@@ -42,41 +39,6 @@ class Terminal:
         if self.quiet:
             return None
         return Bar(what, total, unit, initial, stream or sys.stderr, self.interval)
-
-    @contextmanager
-    def heartbeat(
-        self,
-        what: str,
-        done: Callable[[], int] | None,
-        total: int | None,
-        stream: TextIO | None,
-    ) -> Iterator[None]:
-        """While the body runs, `what` with the elapsed time and, given `done`, how many
-        of `total` units are done (polled once per interval), on `stream` (default:
-        stderr)."""
-        if self.quiet:
-            yield
-            return
-        shown = Bar(what, total, "task" if done else "", 0, stream or sys.stderr, self.interval)
-        stop = threading.Event()
-
-        def poll() -> None:
-            period = 1.0 if shown.drawn else max(self.interval, 1.0)
-            while not stop.wait(period):
-                shown.update(_advance(done, shown.n))
-
-        thread = threading.Thread(target=poll, name=f"progress: {what}", daemon=True)
-        thread.start()
-        finished = False
-        try:
-            yield
-            finished = True
-        finally:
-            stop.set()
-            thread.join()
-            if done is not None:
-                shown.update(_advance(done, shown.n))
-            shown.close(finished)
 
 
 def install(quiet: bool) -> None:
@@ -115,9 +77,9 @@ class Bar:
             )  # fmt: skip
 
     @property
-    def drawn(self) -> bool:
-        """Whether it is a bar (redrawn as often as it likes) rather than plain lines."""
-        return self._bar is not None
+    def period(self) -> float:
+        """How often a heartbeat updates it: a bar each second, plain lines per interval."""
+        return 1.0 if self._bar is not None else max(self._interval, 1.0)
 
     def update(self, n: int = 1, **figures: Any) -> None:
         self.n += n
@@ -156,13 +118,3 @@ class Bar:
             if finished:
                 self._line()
             self._plain = False
-
-
-def _advance(done: Callable[[], int] | None, shown: int) -> int:
-    """How far `done` moved past `shown`; 0 when it cannot tell (a failed listing)."""
-    if done is None:
-        return 0
-    try:
-        return max(done() - shown, 0)
-    except Exception:  # a progress display must never fail the step it watches
-        return 0

@@ -93,7 +93,7 @@ def test_heartbeat_reports_what_is_done_and_survives_a_failing_probe():
 
 
 def test_without_a_display_nothing_is_shown(capsys):
-    progress.install(progress.Silent())
+    progress.install(progress.Display())
     log = Terminal()
     with progress.Progress("decode", 4, "sentence", stream=log) as shown:
         shown.update(4)
