@@ -48,6 +48,7 @@ def test_the_torch_jobs_load_no_beam():
         "import sys\n"
         "import nmtpipe.trainers.generate.decode, nmtpipe.trainers.train.train\n"
         "import nmtpipe.trainers.generate.translate, nmtpipe.trainers.train.launch\n"
+        "import nmtpipe.pipelines.cli.rank\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'apache_beam')\n"
         "assert not loaded, loaded[:5]\n"
     )

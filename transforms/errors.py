@@ -2,15 +2,13 @@
 
 Each message names the file, the line where there is one, and the reason. The CLI prints
 `str(error)` on one line; when an error is raised inside a Beam worker it reaches the
-driver only as text, so `find_user_error` recovers it from a runner's failure message.
-`error_line` is that line: the command line prints it, and so does each torch rank
-(`trainers/train/launch.py`), a process of its own that the command line does not run.
+driver only as text, so `find_user_error` recovers it from a runner's failure message
+(`pipelines/cli/logs.py:error_line` is the line the command line prints).
 """
 
 from __future__ import annotations
 
 import re
-import traceback
 
 
 class NmtpipeError(Exception):
@@ -84,18 +82,3 @@ def find_user_error(exc: BaseException) -> NmtpipeError | None:
         if cls is not None:
             return cls(match.group(2).strip())
     return None
-
-
-def error_line(command: str, exc: BaseException, verbose: bool) -> tuple[str, int]:
-    """The one line a user sees when `nmtpipe {command}` fails with `exc`, and the exit
-    code: 2 for a usage error, 1 otherwise. With `verbose` the traceback is printed
-    first; without, an unexpected error says how to see it."""
-    if verbose:
-        traceback.print_exception(exc)
-    error = find_user_error(exc)
-    if error is None:
-        text = str(exc).strip()
-        first = text.splitlines()[0] if text else ""
-        hint = "" if verbose else " (run with --verbose for the traceback)"
-        return f"nmtpipe: internal error: {type(exc).__name__}: {first}{hint}", 1
-    return f"nmtpipe {command}: error: {error}", 2 if isinstance(error, ConfigError) else 1

@@ -1,63 +1,69 @@
-"""What a long step shows while it works, on stderr: the one display every step uses.
+"""How a long step reports its progress, whatever shows it.
 
-On a terminal a tqdm bar (count, rate, ETA); when stderr is a file or a pipe (cron, CI,
-a scheduler's log) one plain line per interval with the same figures, so logs stay
-readable; nothing at all with `--quiet`. Notes (one-off lines such as "preparing 3
-inputs on FnApiRunner") follow the same switch. The command line sets the switch once
-(`configure`); torch jobs carry it to their ranks. stdout is never written here: it
-carries each command's machine-readable result.
+Library code (a vocabulary build, a Beam pipeline's run, training, decoding) says what
+it is doing through `note`, `Progress` and `heartbeat`; what anyone sees of it is the
+business of the `Display` installed in the process. The command line installs its
+terminal display (`pipelines/cli/display.py`: a bar on a terminal, plain lines
+otherwise, nothing with --quiet), in its own process and in each torch rank it starts;
+with none installed (nmtpipe used as a library, a worker process) nothing is shown.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, TextIO
-
-from tqdm import tqdm
+from typing import Any, Protocol, TextIO
 
 
-@dataclass
-class _Settings:
-    quiet: bool = False
-    interval: float = 30.0  # seconds between plain lines when stderr is not a terminal
+class Bar(Protocol):
+    """One counted piece of work as a display shows it; `period`: how often, in seconds,
+    a heartbeat updates it."""
+
+    period: float
+
+    def update(self, n: int, **figures: Any) -> None: ...
+
+    def close(self, finished: bool) -> None: ...
 
 
-_SETTINGS = _Settings()
+class Display:
+    """What shows progress in a process; this one shows nothing (the default: nmtpipe
+    used as a library, a worker process). A torch job pickles the installed display to
+    its ranks, so a display holds its settings only (no open streams, no threads)."""
+
+    def note(self, message: str) -> None:
+        pass
+
+    def bar(
+        self, what: str, total: int | None, unit: str, initial: int, stream: TextIO | None
+    ) -> Bar | None:
+        return None
 
 
-def configure(quiet: bool, interval: float | None = None) -> None:
-    """Set how progress is shown in this process (the command line calls it once)."""
-    _SETTINGS.quiet = quiet
-    if interval is not None:
-        _SETTINGS.interval = interval
+_display = Display()
 
 
-def quiet() -> bool:
-    return _SETTINGS.quiet
+def install(display: Display) -> None:
+    """Show this process's progress with `display` from now on."""
+    global _display
+    _display = display
 
 
-def _stream() -> TextIO:
-    return sys.stderr
+def installed() -> Display:
+    return _display
 
 
 def note(message: str) -> None:
-    """A one-off progress line (not an error: errors are shown whatever the switch)."""
-    if not _SETTINGS.quiet:
-        print(message, file=_stream(), flush=True)
+    """A one-off progress line (not an error: errors are shown whatever the display)."""
+    _display.note(message)
 
 
 class Progress:
-    """Progress of `what` over `total` units (None: unknown), drawn as the module says;
-    with no `unit`, only the time it has been running.
-
-    `update(n, **figures)` advances it; figures (a loss, say) are shown beside the
-    count. Closing prints a last line in plain mode, so a log shows where it ended.
-    """
+    """Progress of `what` over `total` units (None: unknown); with no `unit`, only the
+    time it has been running. `update(n, **figures)` advances it; figures (a loss, say)
+    are shown beside the count. `enabled=False` shows nothing (a rank other than the
+    first); `stream` is where the user's stderr is, when it is not sys.stderr."""
 
     def __init__(
         self,
@@ -68,62 +74,17 @@ class Progress:
         enabled: bool = True,
         stream: TextIO | None = None,
     ) -> None:
-        self.what, self.total, self.unit = what, total, unit
-        self.n = initial
-        self._initial = initial
-        self._figures: dict[str, Any] = {}
-        self._bar: tqdm | None = None
-        self._plain = False
-        self._stream = stream or _stream()
-        if not enabled or _SETTINGS.quiet:
-            return
-        if self._stream.isatty():
-            self._bar = tqdm(
-                total=total, initial=initial, desc=what, unit=unit, file=self._stream,
-                dynamic_ncols=True, leave=False,
-                bar_format=None if unit else "{desc}: {elapsed} elapsed",
-            )  # fmt: skip
-        else:
-            self._plain = True
-            self._started = self._last = time.monotonic()
+        self._bar = _display.bar(what, total, unit, initial, stream) if enabled else None
 
     def update(self, n: int = 1, **figures: Any) -> None:
-        self.n += n
-        self._figures.update(figures)
         if self._bar is not None:
-            if figures:
-                self._bar.set_postfix(self._figures, refresh=False)
-            self._bar.update(n) if n else self._bar.refresh()
-        elif self._plain and time.monotonic() - self._last >= _SETTINGS.interval:
-            self._line()
-
-    def _line(self) -> None:
-        self._last = time.monotonic()
-        print(self.line(self._last - self._started), file=self._stream, flush=True)
-
-    def line(self, elapsed: float) -> str:
-        """The plain line: `what: n/total unit [elapsed<eta, rate unit/s] figures`."""
-        if not self.unit:  # nothing to count: how long it has been running
-            return f"{self.what}: {tqdm.format_interval(elapsed)} elapsed"
-        done = self.n - self._initial
-        rate = done / elapsed if elapsed > 0 else None
-        text = tqdm.format_meter(
-            self.n, self.total, elapsed, prefix=self.what, unit=self.unit, rate=rate,
-            ncols=0,
-        )  # fmt: skip
-        figures = ", ".join(f"{k}={v}" for k, v in self._figures.items())
-        return f"{text} {figures}".rstrip()
+            self._bar.update(n, **figures)
 
     def close(self, finished: bool = True) -> None:
-        """End the display; in plain mode a last line shows where a finished step ended
-        (a failed one ends with its error instead)."""
+        """End it; `finished=False` for a step that failed (its error ends it)."""
         if self._bar is not None:
-            self._bar.close()
+            self._bar.close(finished)
             self._bar = None
-        elif self._plain:
-            if finished:
-                self._line()
-            self._plain = False
 
     def __enter__(self) -> Progress:
         return self
@@ -139,19 +100,25 @@ def heartbeat(
     total: int | None = None,
     stream: TextIO | None = None,
 ) -> Iterator[None]:
-    """While the body runs (a Beam pipeline, which reports nothing until it ends), show
+    """While the body runs (work that reports nothing until it ends: a Beam pipeline),
     `what` with the elapsed time and, given `done`, how many of `total` units are done
-    (polled once per interval), on `stream` (default: stderr)."""
-    if _SETTINGS.quiet:
+    (polled once per the bar's period), on `stream` (default: stderr)."""
+    bar = _display.bar(what, total, "task" if done else "", 0, stream)
+    if bar is None:
         yield
         return
-    progress = Progress(what, total, "task" if done else "", stream=stream)
+    count = [0]
+
+    def advance() -> None:
+        step = _advance(done, count[0])
+        count[0] += step
+        bar.update(step)  # (with 0, a redraw: the elapsed time)
+
     stop = threading.Event()
 
     def poll() -> None:
-        period = 1.0 if progress._bar is not None else max(_SETTINGS.interval, 1.0)
-        while not stop.wait(period):
-            progress.update(_advance(done, progress.n))
+        while not stop.wait(bar.period):
+            advance()
 
     thread = threading.Thread(target=poll, name=f"progress: {what}", daemon=True)
     thread.start()
@@ -163,8 +130,8 @@ def heartbeat(
         stop.set()
         thread.join()
         if done is not None:
-            progress.update(_advance(done, progress.n))
-        progress.close(finished)
+            advance()
+        bar.close(finished)
 
 
 def _advance(done: Callable[[], int] | None, shown: int) -> int:

@@ -1,2 +1,2 @@
-"""The `nmtpipe` command line: main (the commands by name), flags, the YAML config loader,
-logs; each command in commands/. May import everything; the only room that knows argparse."""
+"""The `nmtpipe` command line: main, flags, the YAML config loader, logs, the display, torch
+ranks' entry; each command in commands/. May import everything; the only one with argparse."""

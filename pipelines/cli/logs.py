@@ -1,4 +1,5 @@
-"""What nmtpipe's command line shows of Beam's logging and of its worker processes.
+"""What nmtpipe's command line shows of Beam's logging and of its worker processes, of a
+command's result, and of its failure (`error_line`).
 
 By default a run shows nmtpipe's own progress and, on failure, one line. Beam logs at
 length (every worker failure comes with two tracebacks), its local worker processes
@@ -15,8 +16,10 @@ import json
 import logging
 import os
 import sys
+import traceback
 from typing import Any
 
+from nmtpipe.transforms.errors import ConfigError, find_user_error
 from nmtpipe.transforms.progress import note
 
 
@@ -41,6 +44,21 @@ def show(command: str, result: dict[str, Any], report: str) -> None:
     line = json.dumps({"command": command, "result": result}, ensure_ascii=False, default=str)
     print(line, flush=True)
     print(report, file=sys.stderr, flush=True)
+
+
+def error_line(command: str, exc: BaseException, verbose: bool) -> tuple[str, int]:
+    """The one line a user sees when `nmtpipe {command}` fails with `exc`, and the exit
+    code: 2 for a usage error, 1 otherwise. With `verbose` the traceback is printed
+    first; without, an unexpected error says how to see it."""
+    if verbose:
+        traceback.print_exception(exc)
+    error = find_user_error(exc)
+    if error is None:
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else ""
+        hint = "" if verbose else " (run with --verbose for the traceback)"
+        return f"nmtpipe: internal error: {type(exc).__name__}: {first}{hint}", 1
+    return f"nmtpipe {command}: error: {error}", 2 if isinstance(error, ConfigError) else 1
 
 
 def outcome_result(outcome: Any, **extra: Any) -> dict[str, Any]:

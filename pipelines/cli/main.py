@@ -16,10 +16,8 @@ from types import ModuleType
 from typing import Any
 
 from nmtpipe import __version__
-from nmtpipe.pipelines.cli import logs
+from nmtpipe.pipelines.cli import display, logs
 from nmtpipe.pipelines.usage import unknown_options
-from nmtpipe.transforms import progress
-from nmtpipe.transforms.errors import error_line
 
 # name: (module, one line for `nmtpipe --help`). A module is imported only when its
 # command runs or its help is asked for: each imports Beam, torch or matplotlib.
@@ -184,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     verbose = "-v" in argv or "--verbose" in argv
     logs.configure(verbose=verbose)
-    progress.configure(quiet="-q" in argv or "--quiet" in argv)
+    display.install(quiet="-q" in argv or "--quiet" in argv)
     # The command is the first word (the only options before it are --help and --version).
     named = next((word for word in argv if not word.startswith("-")), None)
     if named not in COMMANDS or named in RUNS_BEAM:  # (every command's help loads them all)
@@ -210,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         print("nmtpipe: interrupted; nothing was committed", file=sys.stderr)
         return 130
     except Exception as exc:
-        line, code = error_line(args.command, exc, args.verbose)
+        line, code = logs.error_line(args.command, exc, args.verbose)
         print(line, file=sys.stderr)
         return code
 

@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from nmtpipe.pipelines.cli.rank import RANK_MODULE
 from nmtpipe.trainers.train.launch import JobConfig, finish, is_main_rank, run_job
 
 
@@ -28,7 +29,7 @@ def run_torch_job(
 ) -> int:
     """With --nproc N the job runs on N processes under torchrun; under torchrun (a
     multi-node job) each rank does its share, and the first shows the result."""
-    summary = run_job(config, args.nproc, args.verbose)
+    summary = run_job(config, args.nproc, args.verbose, rank_module=RANK_MODULE)
     if is_main_rank():
         show(summary)
     return finish()

@@ -458,7 +458,11 @@ def _latest(config: RunConfig) -> tuple[str, int, str]:
 
 
 def train_latest(
-    config: RunConfig, log: Callable[[str], None], show: Show, verbose: bool = False
+    config: RunConfig,
+    log: Callable[[str], None],
+    show: Show,
+    verbose: bool = False,
+    rank_module: str | None = None,
 ) -> bool:
     """Continue training on the latest version, unless done already (run it after the
     lock is released: training takes long, and a version is immutable). The model of a
@@ -477,13 +481,17 @@ def train_latest(
         done = json.loads(fsio.read_bytes(summary))["updates"] if fsio.exists(summary) else 0
         job = dataclasses.replace(job, max_update=done + updates)
     log(f"training on {data} in {save_dir}")
-    show("train", run_job(job, config.nproc.get("train", 1), verbose))
+    show("train", run_job(job, config.nproc.get("train", 1), verbose, rank_module=rank_module))
     fsio.write_bytes(record, json.dumps({"version": number}).encode())
     return True
 
 
 def decode_latest(
-    config: RunConfig, log: Callable[[str], None], show: Show, verbose: bool = False
+    config: RunConfig,
+    log: Callable[[str], None],
+    show: Show,
+    verbose: bool = False,
+    rank_module: str | None = None,
 ) -> bool:
     """Translate the latest version's test split with the model trained on it, into
     `translations/NNNNNN/` (scores.json tracks quality across versions), unless done."""
@@ -498,7 +506,7 @@ def decode_latest(
     best = fsio.join(save_dir, BEST)
     checkpoint = best if fsio.exists(best) else fsio.join(save_dir, LAST)
     job = dataclasses.replace(config.decode, checkpoint=checkpoint, data=data, output=out)
-    show("decode", run_job(job, config.nproc.get("decode", 1), verbose))
+    show("decode", run_job(job, config.nproc.get("decode", 1), verbose, rank_module=rank_module))
     return True
 
 

@@ -45,10 +45,11 @@ def run_workflow(
     log: Callable[[str], None] = print,
     show: Show = lambda step, result: None,
     quiet: bool = True,
+    rank_module: str | None = None,
 ) -> list[StepResult]:
     """Run the steps from `first` to `last`; stop at the first that fails (its result
     holds the error). `quiet` keeps local Beam workers off the terminal and decoding's
-    progress to itself."""
+    progress to itself; `rank_module` is what each torchrun rank runs (`run_job`)."""
     chosen = STEPS[STEPS.index(first) : STEPS.index(last) + 1]
     results = []
     for step in STEPS:
@@ -58,7 +59,7 @@ def run_workflow(
         log(f"== {step}")
         started = time.perf_counter()
         try:
-            status = _run_one(config, step, log, show, quiet)
+            status = _run_one(config, step, log, show, quiet, rank_module)
         except Exception as error:
             results.append(StepResult(step, "failed", time.perf_counter() - started, error=error))
             break
@@ -69,7 +70,12 @@ def run_workflow(
 
 
 def _run_one(
-    config: RunConfig, step: str, log: Callable[[str], None], show: Show, quiet: bool
+    config: RunConfig,
+    step: str,
+    log: Callable[[str], None],
+    show: Show,
+    quiet: bool,
+    rank_module: str | None,
 ) -> str:
     if step in BEAM_STEPS:
         run = {"prepare": run_prepare, "vocab": run_vocab, "encode": run_encode}[step]
@@ -90,17 +96,18 @@ def _run_one(
     if record is not None:
         step_outputs.remove_record(config, step)
     nproc = config.nproc.get(step, 1)
+    on = {"verbose": not quiet, "rank_module": rank_module}
     if step == "train":
         # Training's per-update records go to train_log.jsonl only: stdout is the steps'.
-        show(step, run_job(config.train, nproc, verbose=not quiet, echo_records=False))
+        show(step, run_job(config.train, nproc, echo_records=False, **on))
     else:
         job = dataclasses.replace(config.decode, checkpoint=config.decode_checkpoint())
-        show(step, run_job(job, nproc, verbose=not quiet))
+        show(step, run_job(job, nproc, **on))
         for extra in config.evaluate:
             output = config.decoded(extra.name)
             extra_job = dataclasses.replace(job, inputs=extra.inputs, references=extra.references,
                                             output=output)  # fmt: skip
-            show(step, run_job(extra_job, nproc, verbose=not quiet))
+            show(step, run_job(extra_job, nproc, **on))
     step_outputs.write_record(config, step, fingerprint)
     return "ran"
 

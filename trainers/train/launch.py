@@ -2,9 +2,11 @@
 machine under `torchrun --standalone` (`--nproc N`).
 
 Ranks receive the job's checked config, pickled to a local file each of them reads
-(`python -m nmtpipe.trainers.train.launch FILE`), not a command line to parse again. A
-rank's failure is one line, as on the command line; the job's result is read back from
-where the first rank committed it (`train_summary.json`, `scores.json`).
+(`read_job`), not a command line to parse again. The module each rank runs is the
+caller's (`rank_module`: the command line's prints a rank's failure as its one line,
+`pipelines/cli/rank.py`), and so is the progress display the file carries to them.
+The job's result is read back from where the first rank committed it
+(`train_summary.json`, `scores.json`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from signal import SIGTERM
 from typing import Any
@@ -23,7 +26,7 @@ from nmtpipe.trainers.generate.decode_config import DecodeConfig
 from nmtpipe.trainers.runtime.run_files import SCORES, SUMMARY
 from nmtpipe.trainers.train.train_config import TrainConfig
 from nmtpipe.transforms import progress
-from nmtpipe.transforms.errors import NmtpipeError, error_line
+from nmtpipe.transforms.errors import NmtpipeError
 from nmtpipe.transforms.storage import fsio
 
 JobConfig = TrainConfig | DecodeConfig
@@ -33,26 +36,43 @@ def job_name(config: JobConfig) -> str:
     return "train" if isinstance(config, TrainConfig) else "decode"
 
 
+@dataclass
+class RankJob:
+    """What each rank of a job on several processes reads from its file."""
+
+    config: JobConfig
+    verbose: bool
+    echo_records: bool
+    display: progress.Display  # the starting process's, so the ranks show as it does
+
+
 def run_job(
-    config: JobConfig, nproc: int = 1, verbose: bool = False, echo_records: bool = True
+    config: JobConfig,
+    nproc: int = 1,
+    verbose: bool = False,
+    echo_records: bool = True,
+    rank_module: str | None = None,
 ) -> dict[str, Any]:
     """Run the job `config` describes on `nproc` local processes; its summary.
 
     In this process when `nproc` is 1 or when this process is already a torchrun rank
     (the job then spans the ranks torchrun started). `echo_records`: training's JSON
-    records go to stdout as well as to its log file."""
+    records go to stdout as well as to its log file. On several processes, each runs
+    `python -m {rank_module} FILE`, which reads its job (`read_job`), runs it
+    (`run_here`), shows its failure and ends (`finish`)."""
     output = config.save_dir if isinstance(config, TrainConfig) else config.output
     fsio.require_output_folder(output)
     if nproc <= 1 or "LOCAL_RANK" in os.environ:
-        return _run_here(config, echo_records)
+        return run_here(config, echo_records)
+    if rank_module is None:
+        raise ValueError(f"{job_name(config)} on {nproc} processes needs a rank_module")
     with tempfile.TemporaryDirectory(prefix="nmtpipe-job-") as folder:
         payload = os.path.join(folder, "job.pickle")
         failure = os.path.join(folder, "failure.json")
         with open(payload, "wb") as f:
-            job = {"config": config, "verbose": verbose, "quiet": progress.quiet()}
-            pickle.dump({**job, "echo_records": echo_records}, f)
+            pickle.dump(RankJob(config, verbose, echo_records, progress.installed()), f)
         torchrun = [sys.executable, "-m", __name__, "--torchrun", failure, str(verbose)]
-        ranks = ["--standalone", f"--nproc_per_node={nproc}", "-m", __name__, payload]
+        ranks = ["--standalone", f"--nproc_per_node={nproc}", "-m", rank_module, payload]
         # One thread per rank unless the user says otherwise (torchrun's own default,
         # set here so that it does not print a banner about it).
         env = {"OMP_NUM_THREADS": "1", **os.environ}
@@ -111,7 +131,14 @@ def _again(config: JobConfig) -> str:
     return "re-running the same command decodes again"
 
 
-def _run_here(config: JobConfig, echo_records: bool = True) -> dict[str, Any]:
+def read_job(payload: str) -> RankJob:
+    """The job a rank's file holds (written by `run_job`)."""
+    with open(payload, "rb") as f:
+        return pickle.load(f)
+
+
+def run_here(config: JobConfig, echo_records: bool = True) -> dict[str, Any]:
+    """Run the job in this process (on this rank's share, under torchrun)."""
     from nmtpipe.trainers.runtime.distributed import peer_failure
 
     try:
@@ -166,21 +193,5 @@ def finish() -> int:
     return 0
 
 
-def _rank_main(payload: str) -> int:
-    with open(payload, "rb") as f:
-        job = pickle.load(f)
-    config, verbose = job["config"], job["verbose"]
-    progress.configure(quiet=job["quiet"])
-    try:
-        _run_here(config, job["echo_records"])
-    except Exception as exc:
-        line, code = error_line(job_name(config), exc, verbose)
-        print(line, file=sys.stderr, flush=True)
-        return code
-    return finish()
-
-
-if __name__ == "__main__":
-    if sys.argv[1] == "--torchrun":
-        sys.exit(_torchrun(sys.argv[2], sys.argv[3] == "True", sys.argv[4:]))
-    sys.exit(_rank_main(sys.argv[1]))
+if __name__ == "__main__" and sys.argv[1] == "--torchrun":
+    sys.exit(_torchrun(sys.argv[2], sys.argv[3] == "True", sys.argv[4:]))

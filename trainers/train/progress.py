@@ -5,8 +5,9 @@ They go to `train_log.jsonl` beside the checkpoints, rewritten with each checkpo
 that the file matches the state a resumed run starts from (a resumed run appends), and,
 for `nmtpipe train`, to stdout as well; `nmtpipe run` keeps them off its stdout, which
 carries the steps' results. TensorBoard gets every number of those records under its
-key; progress is `transforms/progress.py`'s display (a bar on a terminal, a line per
-interval otherwise, nothing with --quiet), on stderr, so stdout stays JSON.
+key; progress goes to the display installed (`transforms/progress.py`; the command
+line's draws a bar on a terminal, a line per interval otherwise, nothing with --quiet)
+on stderr, so stdout stays JSON.
 """
 
 from __future__ import annotations

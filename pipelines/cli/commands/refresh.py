@@ -10,6 +10,7 @@ import sys
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.config_file import example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
+from nmtpipe.pipelines.cli.rank import RANK_MODULE
 from nmtpipe.pipelines.workflow.refresh import UNTIL, decode_latest, refresh, report, train_latest
 from nmtpipe.transforms.errors import ConfigError
 
@@ -99,9 +100,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     result = refresh(config, args.until, args.break_lock, logs.progress, not args.verbose)
     logs.show("refresh", dataclasses.asdict(result), report(result, config.root))
     if args.train:
-        train_latest(config, logs.progress, show_step, args.verbose)
+        train_latest(config, logs.progress, show_step, args.verbose, RANK_MODULE)
     if args.decode:
-        decode_latest(config, logs.progress, show_step, args.verbose)
+        decode_latest(config, logs.progress, show_step, args.verbose, RANK_MODULE)
     return 0
 
 

@@ -9,10 +9,11 @@ from typing import Any
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.config_file import EXAMPLES, example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
+from nmtpipe.pipelines.cli.rank import RANK_MODULE
 from nmtpipe.pipelines.workflow import step_outputs
 from nmtpipe.pipelines.workflow.run import run_workflow, summary_table, write_run_report
 from nmtpipe.pipelines.workflow.run_config import STEPS, RunConfig
-from nmtpipe.transforms.errors import ConfigError, error_line
+from nmtpipe.transforms.errors import ConfigError
 
 DESCRIPTION = """\
 Run prepare → vocab → encode → train → decode from one YAML config. Each step's section
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise ConfigError(f"--from {args.first} comes after --until {args.last}")
     config = load_config(example_config(args.example) if args.example else args.config)
     results = run_workflow(
-        config, args.first, args.last, logs.progress, show_step, quiet=not args.verbose
+        config, args.first, args.last, logs.progress, show_step, not args.verbose, RANK_MODULE
     )
     steps = [
         {"step": r.step, "status": r.status, "seconds": round(r.seconds, 1), "figures": r.figures}
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     logs.show("run", result, report)
     failed = results[-1]
     if failed.error is not None:
-        line, code = error_line(failed.step, failed.error, args.verbose)
+        line, code = logs.error_line(failed.step, failed.error, args.verbose)
         print(line, file=sys.stderr)
         return code
     return 0

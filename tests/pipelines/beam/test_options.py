@@ -169,7 +169,8 @@ def _failing_pipeline(message: str):
 def test_a_job_the_engine_failed_is_one_line_naming_the_engines_error():
     """As Flink failed prepare's job when its TaskManager had too few network buffers."""
     from nmtpipe.pipelines.beam.options import run_pipeline
-    from nmtpipe.transforms.errors import RunnerError, error_line
+    from nmtpipe.pipelines.cli.logs import error_line
+    from nmtpipe.transforms.errors import RunnerError
 
     with pytest.raises(RunnerError) as failed:
         run_pipeline(_failing_pipeline(FLINK_FAILURE + "\n\tat org.apache.flink..."))

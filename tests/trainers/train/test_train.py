@@ -274,7 +274,7 @@ def _rank_pid(rank: int, job: str) -> int | None:
                 environ = f.read().split(b"\0")
         except OSError:
             continue
-        ours = b"nmtpipe.trainers.train.launch" in cmdline and b"--torchrun" not in cmdline
+        ours = b"nmtpipe.pipelines.cli.rank" in cmdline and b"--torchrun" not in cmdline
         mine = f"NMTPIPE_TEST_JOB={job}".encode() in environ
         if ours and mine and f"RANK={rank}".encode() in environ:
             return int(entry)

@@ -1,11 +1,14 @@
-"""The progress display: a bar on a terminal, plain lines otherwise, nothing when quiet."""
+"""The command line's progress display: a bar on a terminal, plain lines otherwise,
+nothing when quiet; and what shows progress where the command line installs none."""
 
 from __future__ import annotations
 
 import io
+import pickle
 
 import pytest
 
+from nmtpipe.pipelines.cli import display
 from nmtpipe.transforms import progress
 
 
@@ -16,12 +19,13 @@ class Terminal(io.StringIO):
 
 @pytest.fixture(autouse=True)
 def settings():
+    before = progress.installed()
     yield
-    progress.configure(quiet=False, interval=30.0)
+    progress.install(before)
 
 
 def test_plain_lines_carry_count_rate_and_figures():
-    progress.configure(quiet=False, interval=0.0)  # a line per update
+    progress.install(display.Terminal(interval=0.0))  # a line per update
     log = io.StringIO()
     with progress.Progress("decode", 4, "sentence", stream=log) as shown:
         shown.update(2, loss="1.5")
@@ -33,7 +37,7 @@ def test_plain_lines_carry_count_rate_and_figures():
 
 
 def test_plain_lines_come_once_per_interval():
-    progress.configure(quiet=False, interval=3600.0)
+    progress.install(display.Terminal(interval=3600.0))
     log = io.StringIO()
     with progress.Progress("train", 100, "update", stream=log) as shown:
         for _ in range(100):
@@ -41,21 +45,34 @@ def test_plain_lines_come_once_per_interval():
     assert log.getvalue().count("\n") == 1  # only the closing line within the hour
 
 
-def test_a_terminal_gets_a_bar_and_quiet_gets_nothing():
+def test_a_failed_step_ends_without_a_closing_line():
+    progress.install(display.Terminal(interval=3600.0))
+    log = io.StringIO()
+    with pytest.raises(OSError), progress.Progress("encode", 3, "part", stream=log):
+        raise OSError("disk full")
+    assert log.getvalue() == ""
+
+
+def test_a_terminal_gets_a_bar_and_quiet_gets_nothing(capsys):
+    display.install(quiet=False)
     terminal = Terminal()
     with progress.Progress("train", 10, "update", stream=terminal) as shown:
         shown.update(5)
     assert "train:" in terminal.getvalue() and "\r" in terminal.getvalue()
-    progress.configure(quiet=True)
+    progress.note("a note")
+    assert capsys.readouterr().err == "a note\n"
+    display.install(quiet=True)
     silent = Terminal()
     with progress.Progress("train", 10, "update", stream=silent) as shown:
         shown.update(5)
     progress.note("a note")
-    assert silent.getvalue() == ""
+    with progress.heartbeat("encode", stream=silent):
+        pass
+    assert silent.getvalue() == "" and capsys.readouterr().err == ""
 
 
 def test_heartbeat_reports_what_is_done_and_survives_a_failing_probe():
-    progress.configure(quiet=False, interval=0.0)
+    progress.install(display.Terminal(interval=0.0))
     log = io.StringIO()
     done = [0]
     with progress.heartbeat("encode", lambda: done[0], total=3, stream=log):
@@ -73,3 +90,19 @@ def test_heartbeat_reports_what_is_done_and_survives_a_failing_probe():
     with progress.heartbeat("encode", broken, total=3, stream=log):
         pass
     assert "0/3" in log.getvalue()
+
+
+def test_without_a_display_nothing_is_shown(capsys):
+    progress.install(progress.Display())
+    log = Terminal()
+    with progress.Progress("decode", 4, "sentence", stream=log) as shown:
+        shown.update(4)
+    with progress.heartbeat("encode", lambda: 1, total=3, stream=log):
+        pass
+    progress.note("a note")
+    assert log.getvalue() == "" and capsys.readouterr().err == ""
+
+
+def test_the_display_travels_to_torch_ranks_with_its_settings():
+    shown = pickle.loads(pickle.dumps(display.Terminal(quiet=True, interval=5.0)))
+    assert shown == display.Terminal(quiet=True, interval=5.0)
