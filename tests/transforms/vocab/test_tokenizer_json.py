@@ -31,8 +31,8 @@ def _texts() -> list[str]:
 def model(request) -> bytes:
     lines = example_lines("tatoeba-cmn", "en", 2000) + example_lines("tatoeba-cmn", "zh", 2000)
     lines += ["a <b> c", "1 < 2 > 0", "</p>"] * 20  # specials' characters are in the vocabulary
-    return spm_vocab.train(lines, SpmConfig(model_type=request.param, vocab_size=800,
-                                            character_coverage=0.98))  # fmt: skip
+    config = SpmConfig(model_type=request.param, character_coverage=0.98)
+    return spm_vocab.train(lines, config, 800)
 
 
 def test_ids_and_text_are_sentencepieces(model):

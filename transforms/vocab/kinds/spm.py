@@ -8,7 +8,6 @@ special ids, so SentencePiece ids are fairseq ids. Each side is `spm.model` and 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -35,10 +34,9 @@ class SpmKind(base.VocabKind):
     def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
         sentences = base.sample_sentences(source, side, report)
         options = source.options
-        spm_config = dataclasses.replace(options.spm, vocab_size=options.vocab_size)
         try:
             with heartbeat(f"SentencePiece {side} on {len(sentences):,} sentences"):
-                model = spm_vocab.train(sentences, spm_config)
+                model = spm_vocab.train(sentences, options.spm, options.vocab_size)
         except RuntimeError as e:
             raise ConfigError(f"SentencePiece could not train on {side}: {e}") from e
         piece_counts = spm_vocab.piece_counts(model, sentences)

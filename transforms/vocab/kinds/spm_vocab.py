@@ -27,7 +27,6 @@ class SpmConfig:
     """SentencePiece training options (spm_train's flags of the same names)."""
 
     model_type: str = "unigram"
-    vocab_size: int = 8000
     character_coverage: float = option(0.9995, metavar="F", help="spm_train's character_coverage")
     normalization_rule_name: str = option(
         "nmt_nfkc_cf",
@@ -58,12 +57,13 @@ class SpmConfig:
             raise ValueError("character coverage must be in (0, 1]")
 
 
-def trainer_options(config: SpmConfig) -> dict[str, object]:
-    """spm_train's flags for `config`, fairseq's ids first, nothing left to chance."""
+def trainer_options(config: SpmConfig, vocab_size: int) -> dict[str, object]:
+    """spm_train's flags for `config` and `vocab_size` (the vocab step's one
+    `--vocab-size`), fairseq's ids first, nothing left to chance."""
     bos, pad, eos, unk = range(len(SPECIALS))
     return {
         "model_type": config.model_type,
-        "vocab_size": config.vocab_size,
+        "vocab_size": vocab_size,
         "character_coverage": config.character_coverage,
         "normalization_rule_name": config.normalization_rule_name,
         "user_defined_symbols": list(config.user_defined_symbols),
@@ -80,13 +80,14 @@ def trainer_options(config: SpmConfig) -> dict[str, object]:
     }
 
 
-def train(sentences: Iterable[str], config: SpmConfig) -> bytes:
-    """Train on sentences in memory; the model's bytes, the same for the same input
-    (no input path is embedded, as it would be with spm_train's --input)."""
+def train(sentences: Iterable[str], config: SpmConfig, vocab_size: int) -> bytes:
+    """Train a model of `vocab_size` pieces on sentences in memory; the model's bytes,
+    the same for the same input (no input path is embedded, as it would be with
+    spm_train's --input)."""
     spm.set_random_generator_seed(config.seed)
     model = io.BytesIO()
     spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(sentences), model_writer=model, **trainer_options(config)
+        sentence_iterator=iter(sentences), model_writer=model, **trainer_options(config, vocab_size)
     )
     return model.getvalue()
 

@@ -12,7 +12,7 @@ from tests.helpers import example_lines, split_ids
 
 
 def test_sentencepiece_batches_equal_spm_encode_plus_eos():
-    model = spm_vocab.train(example_lines("tatoeba-cmn", "en", 3000), SpmConfig(vocab_size=500))
+    model = spm_vocab.train(example_lines("tatoeba-cmn", "en", 3000), SpmConfig(), 500)
     encoder = kind_of("unigram").encoder(model, dictionary_size=504)
     reference = spm.SentencePieceProcessor(model_proto=model)
     lines = [*example_lines("tatoeba-cmn", "en")[3000:3400], "", "Ünïcødé ☃ 漢字"]

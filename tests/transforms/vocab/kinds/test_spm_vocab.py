@@ -24,25 +24,30 @@ def sentences_file(tmp_path, n=3000):
 
 
 def test_same_input_same_model_bytes_and_fairseq_ids():
-    config = SpmConfig(vocab_size=600, user_defined_symbols=("<sep>",))
-    first, second = spm_vocab.train(sentences(), config), spm_vocab.train(sentences(), config)
+    config = SpmConfig(user_defined_symbols=("<sep>",))
+    first, second = (
+        spm_vocab.train(sentences(), config, 600),
+        spm_vocab.train(sentences(), config, 600),
+    )
     assert first == second
     pieces = [p for p, _ in spm_vocab.pieces_and_scores(first)]
     assert pieces[: len(SPECIALS) + 1] == [*SPECIALS, "<sep>"]
     assert len(pieces) == 600
-    bpe = spm_vocab.train(sentences(), SpmConfig(model_type="bpe", vocab_size=600))
+    bpe = spm_vocab.train(sentences(), SpmConfig(model_type="bpe"), 600)
     assert spm_vocab.pieces_and_scores(bpe) != spm_vocab.pieces_and_scores(first)
 
 
 @pytest.mark.parametrize("model_type", ["unigram", "bpe"])
 def test_same_model_as_spm_train_on_a_file(tmp_path, model_type):
-    config = SpmConfig(model_type=model_type, vocab_size=500, character_coverage=0.9995)
+    config = SpmConfig(model_type=model_type, character_coverage=0.9995)
     prefix = str(tmp_path / "m")
     spm.set_random_generator_seed(config.seed)
     spm.SentencePieceTrainer.train(
-        input=sentences_file(tmp_path), model_prefix=prefix, **spm_vocab.trainer_options(config)
+        input=sentences_file(tmp_path),
+        model_prefix=prefix,
+        **spm_vocab.trainer_options(config, 500),
     )
-    ours = spm_vocab.train(sentences(), config)
+    ours = spm_vocab.train(sentences(), config, 500)
     theirs = (tmp_path / "m.model").read_bytes()
     assert spm_vocab.pieces_and_scores(ours) == spm_vocab.pieces_and_scores(theirs)
 
@@ -59,7 +64,7 @@ def test_vocab_file_is_what_spm_train_writes(tmp_path):
 
 
 def test_piece_counts():
-    model = spm_vocab.train(sentences(1500), SpmConfig(vocab_size=400))
+    model = spm_vocab.train(sentences(1500), SpmConfig(), 400)
     counts = spm_vocab.piece_counts(model, ["hello world", "hello"])
     sp = spm_vocab.processor(model)
     assert sum(counts) == len(sp.encode("hello world")) + len(sp.encode("hello"))
@@ -67,12 +72,12 @@ def test_piece_counts():
     assert spm_vocab.piece_counts(model, lines, batch=7) == spm_vocab.piece_counts(model, lines)
 
 
-_BYTE_FALLBACK = SpmConfig(vocab_size=900, byte_fallback=True, normalization_rule_name="identity")
+_BYTE_FALLBACK = SpmConfig(byte_fallback=True, normalization_rule_name="identity")
 
 
 @pytest.fixture(scope="module")
 def byte_fallback_model() -> spm.SentencePieceProcessor:
-    return spm_vocab.processor(spm_vocab.train(sentences(), _BYTE_FALLBACK))
+    return spm_vocab.processor(spm_vocab.train(sentences(), _BYTE_FALLBACK, 900))
 
 
 # What SentencePiece does to any text before its pieces: spaces are the piece boundary
@@ -93,7 +98,7 @@ def test_byte_fallback_round_trips_any_unicode(byte_fallback_model, text):
 
 def test_byte_fallback_leaves_no_unknown_in_chinese(byte_fallback_model):
     """An English-only model meets Chinese: every character becomes its bytes."""
-    plain = spm_vocab.processor(spm_vocab.train(sentences(), SpmConfig(vocab_size=900)))
+    plain = spm_vocab.processor(spm_vocab.train(sentences(), SpmConfig(), 900))
     text = "他在在的的的。Tom 喜欢吃苹果。"
     assert plain.unk_id() in plain.encode(text)  # without it, <unk> (decoded as ⁇)
     pieces = byte_fallback_model.encode(text, out_type=str)
