@@ -67,6 +67,7 @@ class Bar:
         self._bar: tqdm | None = None
         self._stream, self._interval = stream, interval
         self._plain = not stream.isatty()
+        self._shown: int | None = None  # the count of the last plain line
         if self._plain:
             self._started = self._last = time.monotonic()
         else:
@@ -92,7 +93,7 @@ class Bar:
             self._line()
 
     def _line(self) -> None:
-        self._last = time.monotonic()
+        self._last, self._shown = time.monotonic(), self.n
         print(self.line(self._last - self._started), file=self._stream, flush=True)
 
     def line(self, elapsed: float) -> str:
@@ -110,11 +111,11 @@ class Bar:
 
     def close(self, finished: bool = True) -> None:
         """End the display; in plain mode a last line shows where a finished step ended
-        (a failed one ends with its error instead)."""
+        (a failed one ends with its error instead), unless the last line already did."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None
         elif self._plain:
-            if finished:
+            if finished and not (self.unit and self._shown == self.n):
                 self._line()
             self._plain = False

@@ -31,7 +31,7 @@ def test_plain_lines_carry_count_rate_and_figures():
         shown.update(2, loss="1.5")
         shown.update(2)
     lines = log.getvalue().splitlines()
-    assert len(lines) == 3  # two updates and the closing line
+    assert len(lines) == 2  # two updates; a closing line would repeat the last
     assert lines[0].startswith("decode:  50%") and "2/4" in lines[0] and "loss=1.5" in lines[0]
     assert "sentence/s" in lines[-1] and "4/4" in lines[-1] and "\r" not in log.getvalue()
 
@@ -43,6 +43,19 @@ def test_plain_lines_come_once_per_interval():
         for _ in range(100):
             shown.update(1)
     assert log.getvalue().count("\n") == 1  # only the closing line within the hour
+
+
+def test_the_closing_line_comes_when_the_count_moved_since_the_last_line():
+    # A decode of unknown length whose last batch came as an interval ended: the closing
+    # line said the same again ("decode: 1997sentence [00:36, ...]" twice).
+    progress.install(display.Terminal(interval=0.0))
+    log = io.StringIO()
+    with progress.Progress("decode", None, "sentence", stream=log) as shown:
+        shown.update(5)
+    assert log.getvalue().count("5sentence") == 1
+    with progress.Progress("prepare", None, "", stream=log):
+        pass  # nothing counted: the closing line says how long it took
+    assert log.getvalue().splitlines()[-1].startswith("prepare: 00:00 elapsed")
 
 
 def test_a_failed_step_ends_without_a_closing_line():
