@@ -2,7 +2,7 @@
 
 With `--nproc N` (N > 1) the command starts `torchrun --standalone --nproc_per_node N`
 running itself; under torchrun (or with one process) it trains on its rank. Multi-node
-jobs call torchrun directly with its rendezvous options (see the README).
+jobs call torchrun directly with its rendezvous options (see docs/guides/scale.md).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ examples:
       --max-update 300 --save-dir runs/checkpoints
   nmtpipe train --data s3://bucket/encoded --arch transformer_base --max-tokens 8192 \\
       --max-update 100000 --save-dir s3://bucket/ckpt --nproc 8
-  torchrun --nnodes 2 --node_rank 0 --nproc_per_node 8 --rdzv_backend c10d \\
+  torchrun --nnodes 2 --nproc_per_node 8 --rdzv_backend c10d \\
       --rdzv_endpoint head:29500 -m nmtpipe train --data ... --save-dir ...
 """
 
