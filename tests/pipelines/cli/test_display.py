@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import pickle
+import re
 
 import pytest
 
@@ -52,10 +53,10 @@ def test_the_closing_line_comes_when_the_count_moved_since_the_last_line():
     log = io.StringIO()
     with progress.Progress("decode", None, "sentence", stream=log) as shown:
         shown.update(5)
-    assert log.getvalue().count("5sentence") == 1
+    assert len(log.getvalue().splitlines()) == 1 and log.getvalue().startswith("decode: 5sentence")
     with progress.Progress("prepare", None, "", stream=log):
         pass  # nothing counted: the closing line says how long it took
-    assert log.getvalue().splitlines()[-1].startswith("prepare: 00:00 elapsed")
+    assert re.fullmatch(r"prepare: \d\d:\d\d elapsed", log.getvalue().splitlines()[-1])
 
 
 def test_a_failed_step_ends_without_a_closing_line():
