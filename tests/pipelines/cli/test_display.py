@@ -54,8 +54,8 @@ def test_the_closing_line_comes_when_the_count_moved_since_the_last_line():
     with progress.Progress("decode", None, "sentence", stream=log) as shown:
         shown.update(5)
     assert len(log.getvalue().splitlines()) == 1 and log.getvalue().startswith("decode: 5sentence")
-    with progress.Progress("prepare", None, "", stream=log):
-        pass  # nothing counted: the closing line says how long it took
+    # Nothing counted: the closing line says how long it took.
+    progress.Progress("prepare", None, "", stream=log).close()
     assert re.fullmatch(r"prepare: \d\d:\d\d elapsed", log.getvalue().splitlines()[-1])
 
 
