@@ -136,8 +136,8 @@ class CleanChunksFn(beam.DoFn):
             out.rejects, self.reject_shards, _spill_url(self.spill_dir, f"rejects {name}")
         )
         src, tgt = self.langs
-        self._counts[src].add(t2t_tokenizer.token_array(out.train_src))
-        self._counts[tgt].add(t2t_tokenizer.token_array(out.train_tgt))
+        self._counts[src].add(out.train_tokens[0])
+        self._counts[tgt].add(out.train_tokens[1])
         partial = rejects_partial(out.rejects)
         for reason, n in partial["rejects"].items():
             Metrics.counter(NAMESPACE, f"rejected_{reason}").inc(n)

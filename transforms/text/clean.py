@@ -18,10 +18,11 @@ import pyarrow as pa
 from nmtpipe.transforms.storage.raw_corpus import RawChunk
 from nmtpipe.transforms.text import filters
 from nmtpipe.transforms.text.filters import FilterConfig, Verdict
-from nmtpipe.transforms.text.langid import scripts
-from nmtpipe.transforms.text.langid.identifier import LangIdConfig, LanguageIdentifier
+from nmtpipe.transforms.text.langid import function_words
+from nmtpipe.transforms.text.langid.identifier import LangIdConfig, LanguageIdentifier, uses_words
 from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
 from nmtpipe.transforms.text.records import Reject, pair_batch
+from nmtpipe.transforms.text.side_text import SideText, look
 from nmtpipe.transforms.text.split import SPLITS, Placer, SplitConfig
 from nmtpipe.transforms.text.zh_script import ScriptConverter
 
@@ -50,14 +51,13 @@ class CleanConfig:
 
 @dataclass
 class CleanedChunk:
-    """What one chunk contributes: kept pairs by (split, shard), rejects, and the texts
-    of its train pairs, whose tokens are counted (duplicates included: the shard writer
-    takes those back)."""
+    """What one chunk contributes: kept pairs by (split, shard), rejects, and the T2T
+    tokens of its train pairs' sides, to be counted (duplicates included: the shard
+    writer takes those back)."""
 
     pairs: dict[tuple[str, int], pa.RecordBatch] = field(default_factory=dict)
     rejects: list[Reject] = field(default_factory=list)
-    train_src: list[str] = field(default_factory=list)
-    train_tgt: list[str] = field(default_factory=list)
+    train_tokens: tuple[pa.StringArray, pa.StringArray] = (pa.array([], pa.string()),) * 2
     pairs_read: int = 0
     converted: dict[str, int] = field(default_factory=dict)  # lines changed by OpenCC, per side
     ratio_hist: dict[int, int] = field(default_factory=dict)  # length ratios x RATIO_BINS
@@ -151,13 +151,13 @@ class ChunkCleaner:
                 lines, out.converted[side] = convert(lines)
             sides.append(lines)
         src, tgt = sides
-        counts = (scripts.count(src), scripts.count(tgt))
-        verdicts = filters.check_pairs(src, tgt, self.config.filters, counts)
-        out.ratio_hist = _ratio_hist(src, tgt, counts)
+        looked = (look(src), look(tgt))
+        verdicts = filters.check_pairs(*looked, self.config.filters)
+        out.ratio_hist = _ratio_hist(*looked)
         # A valid or test set the user gave is a reference set (scores are compared on
         # all of it, as sacreBLEU's are): the model does not second-guess its languages.
         if self._langid is not None and chunk.role == "train":
-            self._identify(sides, counts, early.keys() | verdicts.keys(), verdicts)
+            self._identify(looked, early.keys() | verdicts.keys(), verdicts)
         for i in sorted(early.keys() | verdicts.keys()):
             if i in early:
                 out.rejects.append(early[i])
@@ -172,27 +172,27 @@ class ChunkCleaner:
         keep = [i for i in range(len(src)) if i not in early and i not in verdicts]
         if keep:
             kept = ([src[i] for i in keep], [tgt[i] for i in keep])
-            self._place(
-                chunk, kept, ([raw[0][i] for i in keep], [raw[1][i] for i in keep]), keep, out
-            )
+            read = ([raw[0][i] for i in keep], [raw[1][i] for i in keep])
+            train = np.zeros(len(src), dtype=bool)
+            train[self._place(chunk, kept, read, keep, out)] = True
+            out.train_tokens = (looked[0].tokens_of(train), looked[1].tokens_of(train))
         return out
 
     def _identify(
-        self,
-        sides: list[list[str]],
-        counts: tuple[np.ndarray, np.ndarray],
-        gone: set[int],
-        verdicts: dict[int, Verdict],
+        self, sides: tuple[SideText, SideText], gone: set[int], verdicts: dict[int, Verdict]
     ) -> None:
         """Add a `wrong-language` verdict for each surviving pair with a side not in its
         declared language (the source is looked at first, the target for the rest)."""
         assert self._langid is not None
-        alive = [i for i in range(len(sides[0])) if i not in gone]
+        alive = [i for i in range(len(sides[0].lines)) if i not in gone]
         for k, lang in enumerate((self.config.langid.src, self.config.langid.tgt)):
             if lang is None or not alive:
                 continue
-            lines = [sides[k][i] for i in alive]
-            for j, found in self._langid.wrong(lines, lang, counts[k][alive]).items():
+            side = sides[k]
+            lines = [side.lines[i] for i in alive]
+            hits = function_words.side_hits(side)[alive] if uses_words(lang) else None
+            wrong = self._langid.wrong(lines, lang, side.scripts[alive], hits)
+            for j, found in wrong.items():
                 verdicts[alive[j]] = Verdict(
                     filters.WRONG_LANGUAGE,
                     f"{SIDES[k]} is {found.language} ({found.confidence:.2f}; {found.evidence}),"
@@ -207,17 +207,12 @@ class ChunkCleaner:
         read: tuple[list[str], list[str]],
         keep: list[int],
         out: CleanedChunk,
-    ) -> None:
+    ) -> np.ndarray:
         """Add the kept pairs to `out`, batched by (split, shard); valid and test pairs
-        with the lines as `read` where normalisation changed them."""
+        with the lines as `read` where normalisation changed them. Returns the chunk's
+        lines that went to the train split."""
         src, tgt = kept
         placed = self._placer.place(src, tgt, chunk.role)
-        train = np.flatnonzero(placed.splits == SPLITS.index("train")).tolist()
-        if len(train) == len(src):
-            out.train_src, out.train_tgt = src, tgt
-        else:
-            out.train_src = [src[i] for i in train]
-            out.train_tgt = [tgt[i] for i in train]
         order = np.lexsort((placed.shards, placed.splits))
         keys = placed.splits[order] * (1 << 32) + placed.shards[order]
         lines = np.asarray(keep, dtype=np.int64) + chunk.first_line
@@ -232,6 +227,7 @@ class ChunkCleaner:
                 raw = (src_raw, tgt_raw)
             ids, at = pa.array(placed.ids[group]), pa.array(lines[group])
             out.pairs[key] = pair_batch(chunk.origin, ids, *texts, at, raw)
+        return np.asarray(keep)[placed.splits == SPLITS.index("train")]
 
 
 def _changed(read: list[str], kept: list[str]) -> list[str | None]:
@@ -239,13 +235,11 @@ def _changed(read: list[str], kept: list[str]) -> list[str | None]:
     return [line if line != text else None for line, text in zip(read, kept, strict=True)]
 
 
-def _ratio_hist(
-    src: list[str], tgt: list[str], counts: tuple[np.ndarray, np.ndarray]
-) -> dict[int, int]:
+def _ratio_hist(src: SideText, tgt: SideText) -> dict[int, int]:
     """Histogram of the length ratios of every pair with two non-empty sides, rejected
     or not, in bins of 1/RATIO_BINS: what the report draws against the limit."""
-    ratio = filters.length_ratios(src, tgt, counts)
-    both = np.fromiter(map(bool, src), bool, len(src)) & np.fromiter(map(bool, tgt), bool, len(tgt))
+    ratio = filters.length_ratios(src, tgt)
+    both = (src.lengths > 0) & (tgt.lengths > 0)
     bins = np.minimum(np.rint(ratio[both] * RATIO_BINS), RATIO_MAX * RATIO_BINS).astype(np.int64)
     counted = np.bincount(bins)
     nonzero = np.flatnonzero(counted)

@@ -20,6 +20,7 @@ import numpy as np
 from nmtpipe.transforms.options import option
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.langid import scripts
+from nmtpipe.transforms.text.side_text import SideText
 
 INVALID_UTF8 = "invalid-utf8"
 EMPTY = "empty"
@@ -100,36 +101,24 @@ def _too_long(text: str, config: FilterConfig) -> str | None:
     return None
 
 
-def _weighted(
-    src: list[str], tgt: list[str], counts: tuple[np.ndarray, np.ndarray] | None
-) -> tuple[np.ndarray, np.ndarray]:
-    src_counts, tgt_counts = counts or (scripts.count(src), scripts.count(tgt))
-    return scripts.weighted_lengths(src, src_counts), scripts.weighted_lengths(tgt, tgt_counts)
+def _weighted(side: SideText) -> np.ndarray:
+    return scripts.weighted_lengths(side.lengths, side.scripts)
 
 
-def length_ratios(
-    src: list[str], tgt: list[str], counts: tuple[np.ndarray, np.ndarray] | None = None
-) -> np.ndarray:
+def length_ratios(src: SideText, tgt: SideText) -> np.ndarray:
     """Longer side over shorter side, in script-weighted characters, per pair."""
-    ws, wt = _weighted(src, tgt, counts)
+    ws, wt = _weighted(src), _weighted(tgt)
     return np.maximum(ws, wt) / np.maximum(np.minimum(ws, wt), 1)
 
 
-def check_pairs(
-    src: list[str],
-    tgt: list[str],
-    config: FilterConfig,
-    counts: tuple[np.ndarray, np.ndarray] | None = None,
-) -> dict[int, Verdict]:
+def check_pairs(src: SideText, tgt: SideText, config: FilterConfig) -> dict[int, Verdict]:
     """Verdicts for the pairs that must go, by index; the first failing check wins.
 
     Checks in order: empty side, too long (characters, then T2T tokens), length ratio,
-    target a copy of the source (ignoring case). `counts`: the sides' `scripts.count`,
-    if already made.
+    target a copy of the source (ignoring case).
     """
-    n = len(src)
-    ls = np.fromiter(map(len, src), dtype=np.int64, count=n)
-    lt = np.fromiter(map(len, tgt), dtype=np.int64, count=n)
+    n = len(src.lines)
+    ls, lt = src.lengths, tgt.lengths
     verdicts: dict[int, Verdict] = {}
     for i in np.flatnonzero((ls == 0) | (lt == 0)).tolist():
         sides = [name for name, length in (("src", ls[i]), ("tgt", lt[i])) if length == 0]
@@ -138,12 +127,12 @@ def check_pairs(
     for i in np.flatnonzero((ls > limit) | (lt > limit)).tolist():
         if i in verdicts:
             continue
-        for name, text in (("src", src[i]), ("tgt", tgt[i])):
+        for name, text in (("src", src.lines[i]), ("tgt", tgt.lines[i])):
             why = _too_long(text, config)
             if why is not None:
                 verdicts[i] = Verdict(TOO_LONG, f"{name} has {why}")
                 break
-    ws, wt = _weighted(src, tgt, counts)
+    ws, wt = _weighted(src), _weighted(tgt)
     ratio = np.maximum(ws, wt) / np.maximum(np.minimum(ws, wt), 1)
     for i in np.flatnonzero(ratio > config.max_length_ratio).tolist():
         if i not in verdicts:
@@ -153,7 +142,7 @@ def check_pairs(
                 f"(limit {config.max_length_ratio:g})",
             )
     if config.drop_copies:
-        same = map(operator.eq, map(str.casefold, src), map(str.casefold, tgt))
+        same = map(operator.eq, map(str.casefold, src.lines), map(str.casefold, tgt.lines))
         for i in np.flatnonzero(np.fromiter(same, dtype=bool, count=n)).tolist():
             verdicts.setdefault(i, Verdict(COPY, "target is a copy of the source"))
     return verdicts

@@ -83,7 +83,7 @@ def token_array(lines: list[str]) -> pa.StringArray:
     in C++. ASCII lines take one byte per character, the others four. Lines must be
     valid Unicode (no lone surrogates), as decoded UTF-8 always is.
     """
-    arrays = [_tokens(text, ascii_only)[0] for _, text, ascii_only in _ascii_apart(lines)]
+    arrays = [_tokens(text, ascii_only)[0] for _, text, ascii_only in ascii_groups(lines)]
     return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
 
 
@@ -94,7 +94,7 @@ def line_tokens(lines: list[str]) -> tuple[pa.StringArray, np.ndarray]:
     if n == 0 or any("\n" in line for line in lines):  # a line break inside a line
         tokens, owner = _slowly(lines)
         return tokens, np.bincount(owner, minlength=n)
-    found = [(_tokens(text, ascii_only), rows) for rows, text, ascii_only in _ascii_apart(lines)]
+    found = [(_tokens(text, ascii_only), rows) for rows, text, ascii_only in ascii_groups(lines)]
     owner = np.concatenate([rows[line] for (_, line), rows in found])
     tokens = pa.concat_arrays([tokens for (tokens, _), _ in found])
     if len(found) > 1:  # ASCII lines' tokens came first: back to line order
@@ -102,7 +102,7 @@ def line_tokens(lines: list[str]) -> tuple[pa.StringArray, np.ndarray]:
     return tokens, np.bincount(owner, minlength=n)
 
 
-def _ascii_apart(lines: list[str]) -> Iterator[tuple[np.ndarray, str, bool]]:
+def ascii_groups(lines: list[str]) -> Iterator[tuple[np.ndarray, str, bool]]:
     """The ASCII lines and the others apart, each group that has lines as (its rows,
     its lines `\n`-joined, whether ASCII): ASCII text is looked at one byte per
     character, not four."""
@@ -124,13 +124,21 @@ def _slowly(lines: list[str]) -> tuple[pa.StringArray, np.ndarray]:
 
 
 def _tokens(text: str, ascii_only: bool) -> tuple[pa.StringArray, np.ndarray]:
-    """The tokens of `\n`-joined lines and the line of each."""
+    return joined_tokens(text, code_points(text, ascii_only))
+
+
+def code_points(text: str, ascii_only: bool) -> np.ndarray:
+    """The code points of `text`: uint8 if it is ASCII, else uint32."""
+    if ascii_only:
+        return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+
+
+def joined_tokens(text: str, cps: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
+    """The tokens of `\n`-joined lines `text`, whose `code_points` are `cps`, and the
+    line of each."""
     if "\x00" in text:
         return _slowly(text.split("\n"))
-    if ascii_only:
-        cps = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    else:
-        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
     alnum = alnum_table()[cps]
     breaks = cps == ord("\n")
     dropped = breaks.copy()
@@ -145,7 +153,7 @@ def _tokens(text: str, ascii_only: bool) -> tuple[pa.StringArray, np.ndarray]:
         return pa.array([], pa.string()), np.zeros(0, dtype=np.int64)
     starts[np.argmax(kept)] = True
     line = np.searchsorted(np.flatnonzero(breaks), np.flatnonzero(starts))
-    return string_array(cps[kept], starts[kept], ascii_only), line
+    return string_array(cps[kept], starts[kept], cps.dtype == np.uint8), line
 
 
 def string_array(chars: np.ndarray, starts: np.ndarray, ascii_only: bool) -> pa.StringArray:

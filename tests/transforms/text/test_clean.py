@@ -7,6 +7,7 @@ import pyarrow as pa
 from nmtpipe.transforms.storage.raw_corpus import RawChunk
 from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig
 from nmtpipe.transforms.text.split import SplitConfig
+from nmtpipe.transforms.text.t2t_tokenizer import encode
 
 SPLIT = SplitConfig(carve=(), shards=(("train", 2),))
 
@@ -28,7 +29,9 @@ def test_kept_pairs_are_normalised_and_numbered_from_the_chunk_start():
     assert out.pairs_read == 2
     assert kept(out) == [(11, "Hello, world!", "你好,世界!"), (12, "OK?", "好的?")]
     assert out.rejects == []
-    assert sorted(out.train_src) == ["Hello, world!", "OK?"]
+    src, tgt = (sorted(tokens.to_pylist()) for tokens in out.train_tokens)
+    assert src == sorted(["Hello", ", ", "world", "!", "OK", "?"])
+    assert tgt == sorted(["你好", ",", "世界", "!", "好的", "?"])
 
 
 def test_invalid_utf8_is_a_reject_with_side_byte_and_raw_bytes():
@@ -91,7 +94,8 @@ def test_only_train_pairs_are_handed_on_for_counting():
     tgt = "\n".join(f"t{i}" for i in range(200)).encode()
     out = clean(src, tgt, config=config)
     train = out.pairs[("train", 0)].column("src").to_pylist()
-    assert sorted(out.train_src) == sorted(train)
+    counted = sorted(out.train_tokens[0].to_pylist())
+    assert counted == sorted(token for line in train for token in encode(line))
     assert 50 < len(train) < 150
 
 

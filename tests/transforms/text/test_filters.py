@@ -10,10 +10,15 @@ from nmtpipe.transforms.text.filters import (
     LENGTH_RATIO,
     TOO_LONG,
     FilterConfig,
-    check_pairs,
 )
+from nmtpipe.transforms.text.filters import check_pairs as check_sides
 from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
+from nmtpipe.transforms.text.side_text import look
 from tests.helpers import example_lines
+
+
+def check_pairs(src: list[str], tgt: list[str], config: FilterConfig) -> dict:
+    return check_sides(look(src), look(tgt), config)
 
 
 def verdicts(pairs, **config):

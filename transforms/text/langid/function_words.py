@@ -12,12 +12,14 @@ lower-case alphanumeric runs, as T2T's tokenizer cuts them ("don't" gives "don" 
 "t", neither of which is listed).
 
 Counting is vectorised: numpy finds the words, Arrow looks them up, `bincount` adds
-them up by line.
+them up by line. In `prepare` the words are the side's T2T tokens, already cut for the
+token counts (`side_hits`), and only the distinct ones are lower-cased.
 """
 
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +27,9 @@ import pyarrow.compute as pc
 
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.langid import scripts
+
+if TYPE_CHECKING:  # side_text imports this package: at run time that would be a cycle
+    from nmtpipe.transforms.text.side_text import SideText
 
 WORDS: dict[str, str] = {
     "en": "the you your are were this that with what they them their she his him of and to "
@@ -86,16 +91,20 @@ def _words(text: str) -> tuple[pa.StringArray, np.ndarray]:
     return t2t_tokenizer.string_array(chars, starts, cps.dtype == np.uint8), line
 
 
-def _hits(text: str, n: int) -> np.ndarray:
-    words, line = _words(text.lower())
-    vocab, member = _lexicon()
-    index = pc.index_in(words, value_set=vocab)
+def _per_line(index: pa.Array, line: np.ndarray, n: int) -> np.ndarray:
+    """Hits per line and language from each word's `index` in the lexicon (null: not
+    listed) and its `line`."""
     found = index.is_valid().to_numpy(zero_copy_only=False)
     rows = line[found]
-    listed = member[index.drop_null().to_numpy()]
+    listed = _lexicon()[1][index.drop_null().to_numpy()]
     return np.stack(
         [np.bincount(rows[listed[:, j]], minlength=n) for j in range(len(LANGUAGES))], axis=1
     )
+
+
+def _hits(text: str, n: int) -> np.ndarray:
+    words, line = _words(text.lower())
+    return _per_line(pc.index_in(words, value_set=_lexicon()[0]), line, n)
 
 
 def hits(lines: list[str]) -> np.ndarray:
@@ -103,3 +112,31 @@ def hits(lines: list[str]) -> np.ndarray:
 
     ASCII lines are looked at one byte per character, the others four."""
     return scripts.ascii_apart(lines, len(LANGUAGES), _hits)
+
+
+# The one character whose lower case is two characters, the second not alphanumeric
+# (İ → i + U+0307): lower-casing a whole line then cuts words where lower-casing its
+# tokens does not. Every other code point lowers to one character of the same kind
+# (the tests check them all), so a word is the same either way.
+_SPLITS_WHEN_LOWERED = "\u0130"
+
+
+def side_hits(side: SideText) -> np.ndarray:
+    """`hits(side.lines)`, from the side's T2T tokens: its alphanumeric tokens are the
+    words `hits` cuts, and lower-casing the distinct ones is lower-casing the lines,
+    except in lines with İ, which are counted as `hits` counts them."""
+    n = len(side.lines)
+    encoded = pc.dictionary_encode(side.tokens)
+    distinct = encoded.dictionary
+    lowered = pc.ascii_lower(distinct)
+    other = pc.invert(pc.string_is_ascii(distinct))
+    if pc.any(other).as_py():
+        rest = [word.lower() for word in distinct.filter(other).to_pylist()]
+        lowered = pc.replace_with_mask(lowered, other, pa.array(rest, pa.string()))
+    index = pc.index_in(lowered, value_set=_lexicon()[0]).take(encoded.indices)
+    out = _per_line(index, side.owner, n)
+    odd = pc.match_substring(distinct, _SPLITS_WHEN_LOWERED).take(encoded.indices)
+    if pc.any(odd).as_py():
+        rows = np.unique(side.owner[odd.to_numpy(zero_copy_only=False)])
+        out[rows] = hits([side.lines[i] for i in rows.tolist()])
+    return out

@@ -113,6 +113,11 @@ class Detection(NamedTuple):
     evidence: str
 
 
+def uses_words(lang: str) -> bool:
+    """Whether `lang`'s lines are judged by their function words too."""
+    return _GROUP_OF[lang] == LATIN_GROUP
+
+
 def _groups(counts: np.ndarray) -> np.ndarray:
     """Weighted letters per script group: (n, 4), columns as the *_GROUP constants."""
     cjk = sum(counts[:, s] * w for s, w in scripts.WEIGHTS.items())
@@ -182,16 +187,22 @@ class LanguageIdentifier:
         self._detectors: dict[tuple[int, bool], Any] = {}
 
     def wrong(
-        self, lines: list[str], lang: str, counts: np.ndarray | None = None
+        self,
+        lines: list[str],
+        lang: str,
+        counts: np.ndarray | None = None,
+        hits: np.ndarray | None = None,
     ) -> dict[int, Detection]:
         """Detections for the lines of `lines` that are not in `lang`, by index
-        (`counts`: their `scripts.count`, if already made)."""
+        (`counts`: their `scripts.count`, `hits`: their `function_words.hits` where
+        `uses_words(lang)`, if already made)."""
         counts = scripts.count(lines) if counts is None else counts
         weighted = _groups(counts)
         letters = weighted.sum(axis=1)
         dominant = weighted.argmax(axis=1)
         own = _GROUP_OF[lang]
-        hits = function_words.hits(lines) if own == LATIN_GROUP else None
+        if own == LATIN_GROUP and hits is None:
+            hits = function_words.hits(lines)
         suspect = (letters > 0) & ~((dominant == own) & _accepted(lang, counts, hits))
         found: dict[int, Detection] = {}
         if lang == "zh":

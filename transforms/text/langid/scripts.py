@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from nmtpipe.transforms.text import t2t_tokenizer
+
 # Columns of the count matrix.
 LATIN, HAN, KANA, HANGUL, CYRILLIC, OTHER, CANTONESE = range(7)
 NAMES = ("Latin", "Han", "kana", "Hangul", "Cyrillic", "other", "Cantonese")
@@ -74,27 +76,21 @@ def _table() -> np.ndarray:
 
 
 @functools.cache
-def _ascii_letters() -> bytes:
-    """`bytes.translate` table: 1 for the ASCII letters, else 0."""
-    return bytes(int(chr(b).isascii() and chr(b).isalpha()) for b in range(256))
+def _ascii_letters() -> np.ndarray:
+    """1 for the ASCII letters, else 0, by byte."""
+    return np.array([chr(b).isascii() and chr(b).isalpha() for b in range(256)], dtype=np.int64)
 
 
-def _count_ascii(text: str, n: int) -> np.ndarray:
-    """Latin letters of each of the `n` lines of ASCII `text` (no other script can occur)."""
-    raw = text.encode("ascii")
-    letters = np.cumsum(np.frombuffer(raw.translate(_ascii_letters()), dtype=np.uint8))
-    ends = np.append(np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) == 0x0A), len(raw))
-    before = np.concatenate([[0], letters])[ends]  # letters up to each line's end
+def count_codes(cps: np.ndarray, n: int) -> np.ndarray:
+    """Letters per script of the `n` `\n`-joined lines whose code points are `cps`
+    (uint8: ASCII text, where no script but Latin can occur), as `count` gives them."""
     out = np.zeros((n, _COLUMNS), dtype=np.int64)
-    out[:, LATIN] = np.diff(before, prepend=0)
-    return out
-
-
-def _count(text: str, n: int) -> np.ndarray:
-    """Letters per script of the `n` lines of `\n`-joined `text`."""
-    if text.isascii():
-        return _count_ascii(text, n)
-    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    if cps.dtype == np.uint8:
+        letters = np.cumsum(_ascii_letters()[cps])
+        ends = np.append(np.flatnonzero(cps == 0x0A), cps.size)
+        before = np.concatenate([[0], letters])[ends]  # letters up to each line's end
+        out[:, LATIN] = np.diff(before, prepend=0)
+        return out
     newline = cps == 0x0A
     line = np.cumsum(newline) - newline  # a newline belongs to the line it ends
     cls = np.where(cps < 0x10000, _table()[np.minimum(cps, 0xFFFF)], -1)
@@ -104,7 +100,9 @@ def _count(text: str, n: int) -> np.ndarray:
         cls[cps == ord("𠮶")] = CANTONESE
     keep = cls >= 0
     flat = line[keep] * _COLUMNS + cls[keep]
-    return np.bincount(flat, minlength=n * _COLUMNS).reshape(n, _COLUMNS)
+    out[:] = np.bincount(flat, minlength=n * _COLUMNS).reshape(n, _COLUMNS)
+    out[:, HAN] += out[:, CANTONESE]
+    return out
 
 
 def count(lines: list[str]) -> np.ndarray:
@@ -113,9 +111,11 @@ def count(lines: list[str]) -> np.ndarray:
     The Han column includes the Cantonese characters; lines must not contain `\n`.
     ASCII lines (most lines of a Latin-script side) take one byte per character.
     """
-    out = ascii_apart(lines, _COLUMNS, _count)
-    out[:, HAN] += out[:, CANTONESE]
-    return out
+
+    def per_text(text: str, n: int) -> np.ndarray:
+        return count_codes(t2t_tokenizer.code_points(text, text.isascii()), n)
+
+    return ascii_apart(lines, _COLUMNS, per_text)
 
 
 def ascii_apart(
@@ -138,10 +138,10 @@ def ascii_apart(
     return out
 
 
-def weighted_lengths(lines: list[str], counts: np.ndarray) -> np.ndarray:
-    """Lengths of `lines` in Latin-letter equivalents: characters, with the letters of
-    the scripts in WEIGHTS counted at their weight (`counts` from `count(lines)`)."""
-    lengths = np.fromiter(map(len, lines), dtype=np.float64, count=len(lines))
+def weighted_lengths(lengths: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Lengths of lines (`lengths`: characters) in Latin-letter equivalents: the letters
+    of the scripts in WEIGHTS counted at their weight (`counts` from `count`)."""
+    weighted = lengths.astype(np.float64)
     for script, weight in WEIGHTS.items():
-        lengths += (weight - 1) * counts[:, script]
-    return lengths
+        weighted += (weight - 1) * counts[:, script]
+    return weighted

@@ -23,5 +23,5 @@ def test_letters_are_counted_per_script_and_line():
 
 def test_weighted_lengths_make_english_and_chinese_comparable():
     lines = ["I like tea.", "我喜欢茶。"]
-    lengths = scripts.weighted_lengths(lines, scripts.count(lines))
+    lengths = scripts.weighted_lengths(np.array([11, 5]), scripts.count(lines))
     assert lengths.tolist() == [11.0, 13.0]  # 4 Han x 3 + the full stop
