@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindow
@@ -27,7 +28,8 @@ from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.storage.manifest import FileEntry, file_entry
 from nmtpipe.transforms.storage.raw_corpus import ChunkRef, RawChunk, load_chunk, plan_chunks
 from nmtpipe.transforms.text import t2t_tokenizer
-from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig
+from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig, PairConfirmer
+from nmtpipe.transforms.text.langid.identifier import LangIdConfig
 from nmtpipe.transforms.text.overlap import Protected
 from nmtpipe.transforms.text.records import Reject, reject_batch
 from nmtpipe.transforms.text.split import stable_bucket
@@ -36,7 +38,7 @@ from nmtpipe.transforms.vocab.counts import JOINED
 
 NAMESPACE = "nmtpipe.prepare"
 REJECTS, COUNTS, CHARS, STATS, FILES = "rejects", "counts", "chars", "stats", "files"
-PROTECTED = "protected"
+PROTECTED, PENDING = "protected", "pending"
 
 
 def rejects_partial(rejects: list[Reject]) -> dict[str, Any]:
@@ -84,9 +86,39 @@ class PlanChunksFn(beam.DoFn):
             yield chunk
 
 
+class BundleCounts:
+    """Token counts of a DoFn's bundle, added up in C++ and sent on once per bundle,
+    tagged COUNTS and keyed by (side, bucket): a dict per element would cost a Python
+    loop over its distinct tokens downstream."""
+
+    def __init__(self, langs: tuple[str, str], buckets: int) -> None:
+        self.langs, self.buckets = langs, buckets
+        self._tallies = {side: counts_lib.TokenTally() for side in langs}
+
+    def add(self, tokens: tuple[pa.StringArray, pa.StringArray]) -> None:
+        for side, found in zip(self.langs, tokens, strict=True):
+            self._tallies[side].add(found)
+
+    def emit(self) -> Iterator[TaggedOutput]:
+        for side, tally in self._tallies.items():
+            for bucket, part in enumerate(counts_lib.into_buckets(tally.result(), self.buckets)):
+                if part:
+                    value = WindowedValue(((side, bucket), part), MIN_TIMESTAMP, [GlobalWindow()])
+                    yield TaggedOutput(COUNTS, value)
+
+
+def _reject_stats(rejects: list[Reject]) -> dict[str, Any]:
+    """Rejects as a statistics partial, counted in the job's metrics as well."""
+    partial = rejects_partial(rejects)
+    for reason, n in partial["rejects"].items():
+        Metrics.counter(NAMESPACE, f"rejected_{reason}").inc(n)
+    return partial
+
+
 class CleanChunksFn(beam.DoFn):
-    """Chunk → pair batches keyed by (split, shard); rejects, counts, stats and what
-    the chunk's valid and test pairs protect (`overlap.py`) tagged.
+    """Chunk → pair batches keyed by (split, shard); rejects, counts, stats, what the
+    chunk's valid and test pairs protect (`overlap.py`) and the pairs left for lingua's
+    accurate models (`PENDING`: batches keyed like pairs, always inline) tagged.
 
     With a `spill_dir` a chunk's pair batches go to one Arrow file there, its rejects to
     another, and only references travel on; without, the batches travel inline (see
@@ -110,21 +142,13 @@ class CleanChunksFn(beam.DoFn):
         self.rejected = Metrics.counter(NAMESPACE, "pairs_rejected")
 
     def setup(self) -> None:
-        self._clean = ChunkCleaner(self.config)
+        self._clean = ChunkCleaner(self.config, defer=True)
 
     def start_bundle(self) -> None:
-        # Token counts add up over the bundle's chunks in C++ and leave once per bundle:
-        # a dict per chunk would cost a Python loop over its distinct tokens downstream.
-        self._counts = {side: counts_lib.TokenTally() for side in self.langs}
+        self._counts = BundleCounts(self.langs, self.count_buckets)
 
     def finish_bundle(self) -> Iterator[TaggedOutput]:
-        for side, tally in self._counts.items():
-            for bucket, part in enumerate(
-                counts_lib.into_buckets(tally.result(), self.count_buckets)
-            ):
-                if part:
-                    value = WindowedValue(((side, bucket), part), MIN_TIMESTAMP, [GlobalWindow()])
-                    yield TaggedOutput(COUNTS, value)
+        yield from self._counts.emit()
 
     def process(self, chunk: RawChunk | ChunkRef) -> Iterator[Any]:
         out = self._clean(load_chunk(chunk) if isinstance(chunk, ChunkRef) else chunk)
@@ -135,12 +159,10 @@ class CleanChunksFn(beam.DoFn):
         yield from _ship_rejects(
             out.rejects, self.reject_shards, _spill_url(self.spill_dir, f"rejects {name}")
         )
-        src, tgt = self.langs
-        self._counts[src].add(out.train_tokens[0])
-        self._counts[tgt].add(out.train_tokens[1])
-        partial = rejects_partial(out.rejects)
-        for reason, n in partial["rejects"].items():
-            Metrics.counter(NAMESPACE, f"rejected_{reason}").inc(n)
+        for key, item in batch_transport.ship(out.pending, None):
+            yield TaggedOutput(PENDING, (key, item))
+        self._counts.add(out.train_tokens)
+        partial = _reject_stats(out.rejects)
         partial["inputs"].setdefault(chunk.origin, {})["read"] = out.pairs_read
         yield TaggedOutput(
             STATS,
@@ -154,6 +176,43 @@ class CleanChunksFn(beam.DoFn):
         for (split, _), batch in sorted(out.pairs.items()):
             if split != "train":
                 yield TaggedOutput(PROTECTED, Protected.of_batch(split, batch))
+
+
+class ConfirmLanguagesFn(beam.DoFn):
+    """(_, [((split, shard), pending batch)]) → the pairs lingua's accurate models keep,
+    as pair batches keyed by (split, shard); their rejects, counts, stats and what the
+    kept valid and test pairs protect tagged, as `CleanChunksFn` tags them. The models
+    load here only, in the one worker that gets the pending pairs."""
+
+    def __init__(
+        self, langid: LangIdConfig, langs: tuple[str, str], count_buckets: int, reject_shards: int
+    ) -> None:
+        self.langid = langid
+        self.langs = langs
+        self.count_buckets = count_buckets
+        self.reject_shards = reject_shards
+        self.rejected = Metrics.counter(NAMESPACE, "pairs_rejected")
+
+    def setup(self) -> None:
+        self._confirm = PairConfirmer(self.langid)
+
+    def process(
+        self, element: tuple[Any, Iterable[tuple[tuple[str, int], batch_transport.Shipped]]]
+    ) -> Iterator[Any]:
+        counts = BundleCounts(self.langs, self.count_buckets)
+        rejects: list[Reject] = []
+        for (split, shard), item in element[1]:
+            out = self._confirm(split, batch_transport.receive_batch(item))
+            if out.pairs.num_rows:
+                yield (split, shard), batch_transport.inline(out.pairs)
+                if split != "train":
+                    yield TaggedOutput(PROTECTED, Protected.of_batch(split, out.pairs))
+            rejects += out.rejects
+            counts.add(out.train_tokens)
+        self.rejected.inc(len(rejects))
+        yield from _ship_rejects(rejects, self.reject_shards, None)
+        yield from counts.emit()
+        yield TaggedOutput(STATS, _reject_stats(rejects))
 
 
 class WritePairShardsFn(beam.DoFn):

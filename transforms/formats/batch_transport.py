@@ -82,6 +82,11 @@ def _resolve(item: Shipped) -> pa.Table:
         return pa.Table.from_batches([pa.ipc.open_file(f).get_batch(item.index)])
 
 
+def receive_batch(item: Shipped) -> pa.RecordBatch:
+    """The one batch `ship` shipped as `item`, as it was."""
+    return _resolve(item).combine_chunks().to_batches()[0]
+
+
 def _gather(items: Iterable[Shipped], schema: pa.Schema) -> pa.Table:
     tables = [_resolve(item) for item in items]
     return pa.concat_tables(tables) if tables else schema.empty_table()

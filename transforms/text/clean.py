@@ -10,6 +10,7 @@ back out of the counts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +20,12 @@ from nmtpipe.transforms.storage.raw_corpus import RawChunk
 from nmtpipe.transforms.text import filters
 from nmtpipe.transforms.text.filters import FilterConfig, Verdict
 from nmtpipe.transforms.text.langid import function_words
-from nmtpipe.transforms.text.langid.identifier import LangIdConfig, LanguageIdentifier, uses_words
+from nmtpipe.transforms.text.langid.identifier import (
+    PENDING,
+    LangIdConfig,
+    LanguageIdentifier,
+    uses_words,
+)
 from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
 from nmtpipe.transforms.text.records import Reject, pair_batch
 from nmtpipe.transforms.text.side_text import SideText, look
@@ -58,6 +64,9 @@ class CleanedChunk:
     pairs: dict[tuple[str, int], pa.RecordBatch] = field(default_factory=dict)
     rejects: list[Reject] = field(default_factory=list)
     train_tokens: tuple[pa.StringArray, pa.StringArray] = (pa.array([], pa.string()),) * 2
+    # Pairs only lingua's accurate models can judge, when the cleaner defers them: by
+    # (split, shard) like `pairs`, with the lines as read in train too (for the rejects).
+    pending: dict[tuple[str, int], pa.RecordBatch] = field(default_factory=dict)
     pairs_read: int = 0
     converted: dict[str, int] = field(default_factory=dict)  # lines changed by OpenCC, per side
     ratio_hist: dict[int, int] = field(default_factory=dict)  # length ratios x RATIO_BINS
@@ -128,14 +137,16 @@ def _split_pairs(chunk: RawChunk) -> tuple[list[str], list[str], dict[int, Rejec
 
 class ChunkCleaner:
     """Callable `RawChunk -> CleanedChunk`; holds the normalisers, converters and the
-    language identifier, so build one per worker."""
+    language identifier, so build one per worker.
 
-    def __init__(self, config: CleanConfig) -> None:
+    With `defer`, the identifier never loads lingua's accurate models: a pair only they
+    can judge is placed but left `pending`, for a `PairConfirmer`."""
+
+    def __init__(self, config: CleanConfig, defer: bool = False) -> None:
         self.config = config
         self._normalize = [Normalizer(config.side_normalize(side)) for side in SIDES]
         self._convert = [None if s is None else ScriptConverter(s) for s in config.convert]  # type: ignore[arg-type]
-        lid = config.langid
-        self._langid = LanguageIdentifier(lid.threshold, lid.min_letters) if lid.enabled else None
+        self._langid = _identifier(config.langid, confirm=not defer)
         self._placer = Placer(config.split)
 
     def __call__(self, chunk: RawChunk) -> CleanedChunk:
@@ -156,8 +167,10 @@ class ChunkCleaner:
         out.ratio_hist = _ratio_hist(*looked)
         # A valid or test set the user gave is a reference set (scores are compared on
         # all of it, as sacreBLEU's are): the model does not second-guess its languages.
+        pending: set[int] = set()
         if self._langid is not None and chunk.role == "train":
-            self._identify(looked, early.keys() | verdicts.keys(), verdicts)
+            gone = early.keys() | verdicts.keys()
+            pending = identify(self._langid, self.config.langid, looked, gone, verdicts)
         for i in sorted(early.keys() | verdicts.keys()):
             if i in early:
                 out.rejects.append(early[i])
@@ -170,48 +183,29 @@ class ChunkCleaner:
                     )
                 )
         keep = [i for i in range(len(src)) if i not in early and i not in verdicts]
-        if keep:
-            kept = ([src[i] for i in keep], [tgt[i] for i in keep])
-            read = ([raw[0][i] for i in keep], [raw[1][i] for i in keep])
+        settled = [i for i in keep if i not in pending]
+        if settled:
             train = np.zeros(len(src), dtype=bool)
-            train[self._place(chunk, kept, read, keep, out)] = True
+            train[self._place(chunk, sides, raw[:2], settled, out.pairs)] = True
             out.train_tokens = (looked[0].tokens_of(train), looked[1].tokens_of(train))
+        if pending:
+            self._place(chunk, sides, raw[:2], sorted(pending), out.pending, raw_in_train=True)
         return out
-
-    def _identify(
-        self, sides: tuple[SideText, SideText], gone: set[int], verdicts: dict[int, Verdict]
-    ) -> None:
-        """Add a `wrong-language` verdict for each surviving pair with a side not in its
-        declared language (the source is looked at first, the target for the rest)."""
-        assert self._langid is not None
-        alive = [i for i in range(len(sides[0].lines)) if i not in gone]
-        for k, lang in enumerate((self.config.langid.src, self.config.langid.tgt)):
-            if lang is None or not alive:
-                continue
-            side = sides[k]
-            lines = [side.lines[i] for i in alive]
-            hits = function_words.side_hits(side)[alive] if uses_words(lang) else None
-            wrong = self._langid.wrong(lines, lang, side.scripts[alive], hits)
-            for j, found in wrong.items():
-                verdicts[alive[j]] = Verdict(
-                    filters.WRONG_LANGUAGE,
-                    f"{SIDES[k]} is {found.language} ({found.confidence:.2f}; {found.evidence}),"
-                    f" not {lang}",
-                )
-            alive = [i for i in alive if i not in verdicts]
 
     def _place(
         self,
         chunk: RawChunk,
-        kept: tuple[list[str], list[str]],
-        read: tuple[list[str], list[str]],
+        sides: Sequence[list[str]],
+        read: Sequence[list[str]],
         keep: list[int],
-        out: CleanedChunk,
+        batches: dict[tuple[str, int], pa.RecordBatch],
+        raw_in_train: bool = False,
     ) -> np.ndarray:
-        """Add the kept pairs to `out`, batched by (split, shard); valid and test pairs
-        with the lines as `read` where normalisation changed them. Returns the chunk's
-        lines that went to the train split."""
-        src, tgt = kept
+        """Add the pairs `keep` (rows of the chunk) to `batches` by (split, shard), with
+        the lines as `read` where normalisation changed them (valid and test pairs only,
+        unless `raw_in_train`). Returns the rows that went to the train split."""
+        src, tgt = ([side[i] for i in keep] for side in sides)
+        as_read = [[side[i] for i in keep] for side in read]
         placed = self._placer.place(src, tgt, chunk.role)
         order = np.lexsort((placed.shards, placed.splits))
         keys = placed.splits[order] * (1 << 32) + placed.shards[order]
@@ -221,13 +215,97 @@ class ChunkCleaner:
             key = (SPLITS[placed.splits[g[0]]], int(placed.shards[g[0]]))
             texts = ([src[i] for i in g], [tgt[i] for i in g])
             raw = None
-            if key[0] != "train":
+            if key[0] != "train" or raw_in_train:
                 src_raw, tgt_raw = (_changed([side[i] for i in g], text)
-                                    for side, text in zip(read, texts, strict=True))  # fmt: skip
+                                    for side, text in zip(as_read, texts, strict=True))  # fmt: skip
                 raw = (src_raw, tgt_raw)
             ids, at = pa.array(placed.ids[group]), pa.array(lines[group])
-            out.pairs[key] = pair_batch(chunk.origin, ids, *texts, at, raw)
+            batches[key] = pair_batch(chunk.origin, ids, *texts, at, raw)
         return np.asarray(keep)[placed.splits == SPLITS.index("train")]
+
+
+def _identifier(config: LangIdConfig, confirm: bool) -> LanguageIdentifier | None:
+    if not config.enabled:
+        return None
+    return LanguageIdentifier(config.threshold, config.min_letters, confirm)
+
+
+def identify(
+    langid: LanguageIdentifier,
+    config: LangIdConfig,
+    sides: tuple[SideText, SideText],
+    gone: set[int],
+    verdicts: dict[int, Verdict],
+) -> set[int]:
+    """Add a `wrong-language` verdict for each pair not in `gone` with a side not in its
+    declared language (the source is looked at first, the target for the rest). Returns
+    the pairs left `PENDING` by an identifier that may not confirm: their target is not
+    looked at either, so that the confirmer judges them whole, as here."""
+    alive = [i for i in range(len(sides[0].lines)) if i not in gone]
+    pending: set[int] = set()
+    for k, lang in enumerate((config.src, config.tgt)):
+        if lang is None or not alive:
+            continue
+        side = sides[k]
+        lines = [side.lines[i] for i in alive]
+        hits = function_words.side_hits(side)[alive] if uses_words(lang) else None
+        for j, found in langid.wrong(lines, lang, side.scripts[alive], hits).items():
+            if found is PENDING:
+                pending.add(alive[j])
+                continue
+            verdicts[alive[j]] = Verdict(
+                filters.WRONG_LANGUAGE,
+                f"{SIDES[k]} is {found.language} ({found.confidence:.2f}; {found.evidence}),"
+                f" not {lang}",
+            )
+        alive = [i for i in alive if i not in verdicts and i not in pending]
+    return pending
+
+
+@dataclass
+class Confirmed:
+    """What confirming one batch of pending pairs gave: the kept pairs (a batch like
+    the cleaner's), the rejects, the kept train pairs' T2T tokens per side."""
+
+    pairs: pa.RecordBatch
+    rejects: list[Reject]
+    train_tokens: tuple[pa.StringArray, pa.StringArray]
+
+
+class PairConfirmer:
+    """Callable `(split, pending batch) -> Confirmed`: the pairs a deferring
+    `ChunkCleaner` left pending, judged as a non-deferring one judges them (lingua's
+    accurate models load here, once per worker that gets any)."""
+
+    def __init__(self, config: LangIdConfig) -> None:
+        self.config = config
+        self._langid = _identifier(config, confirm=True)
+
+    def __call__(self, split: str, batch: pa.RecordBatch) -> Confirmed:
+        texts = [batch.column(side).to_pylist() for side in SIDES]
+        read = [batch.column(f"{side}_raw").to_pylist() for side in SIDES]
+        looked = (look(texts[0]), look(texts[1]))
+        verdicts: dict[int, Verdict] = {}
+        assert self._langid is not None
+        identify(self._langid, self.config, looked, set(), verdicts)
+        origins, lines = batch.column("origin").to_pylist(), batch.column("line").to_pylist()
+
+        def as_read(k: int, i: int) -> bytes:
+            return (texts[k][i] if read[k][i] is None else read[k][i]).encode()
+
+        rejects = [
+            Reject(origins[i], lines[i], *verdicts[i], as_read(0, i), as_read(1, i))
+            for i in sorted(verdicts)
+        ]
+        keep = np.ones(batch.num_rows, dtype=bool)
+        keep[list(verdicts)] = False
+        kept = batch.filter(pa.array(keep))
+        empty = pa.array([], pa.string())
+        if split != "train":
+            return Confirmed(kept, rejects, (empty, empty))
+        nulls = pa.nulls(kept.num_rows, pa.string())
+        kept = kept.set_column(5, "src_raw", nulls).set_column(6, "tgt_raw", nulls)
+        return Confirmed(kept, rejects, (looked[0].tokens_of(keep), looked[1].tokens_of(keep)))
 
 
 def _changed(read: list[str], kept: list[str]) -> list[str | None]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
@@ -12,6 +14,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from nmtpipe.transforms.beam.prepare import (
     CleanChunks,
+    ConfirmLanguages,
     CountTokens,
     PrepareCorpus,
     PrepareSpec,
@@ -19,11 +22,12 @@ from nmtpipe.transforms.beam.prepare import (
     WritePairShards,
     WriteRejectFiles,
 )
-from nmtpipe.transforms.beam.prepare_fns import COUNTS, FILES, REJECTS, STATS
-from nmtpipe.transforms.formats.batch_transport import inline, rejects_table
+from nmtpipe.transforms.beam.prepare_fns import COUNTS, FILES, PROTECTED, REJECTS, STATS
+from nmtpipe.transforms.formats.batch_transport import inline, pairs_table, rejects_table
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import CleanConfig
+from nmtpipe.transforms.text.langid.identifier import LangIdConfig
 from nmtpipe.transforms.text.overlap import Protected
 from nmtpipe.transforms.text.records import Reject, pair_batch, reject_batch
 from nmtpipe.transforms.text.split import SplitConfig
@@ -170,3 +174,54 @@ def _array(values: list[int]):
     import pyarrow as pa
 
     return pa.array(values, pa.int64())
+
+
+def test_confirm_languages_judges_pending_pairs_with_the_accurate_model(tmp_path):
+    """What the cleaners left pending comes out as kept pair batches under the same
+    keys, rejects with the line as read, the kept train pairs' tokens and the kept valid
+    pairs' protection."""
+    german = "Die Regierung hat am Montag neue Verkehrsregeln beschlossen."
+    english = "The government passed new traffic rules on Monday."
+
+    def pending(split, src, raw=None):
+        ids, lines = pa.array([len(src[0]), 7]), pa.array([3, 9])
+        return (split, 0), inline(pair_batch("in.{en,zh}", ids, src, ["中文", "中文"], lines, raw))
+
+    s = spec(tmp_path)
+    s = dataclasses.replace(s, clean=CleanConfig(langid=LangIdConfig("en", "zh")))
+    items = [
+        pending("train", [german, english], ([german + " ", None], [None, None])),
+        pending("valid", [english, german]),
+    ]
+    with TestPipeline(argv=IN_MEMORY) as p:
+        out = p | beam.Create(items) | ConfirmLanguages(s)
+        kept = out.pairs | beam.MapTuple(lambda key, item: (key, rows_of(item)))
+        assert_that(
+            kept,
+            equal_to([(("train", 0), [(9, english, None)]), (("valid", 0), [(3, english, None)])]),
+            label="kept",
+        )
+        rejects = (
+            out[REJECTS]
+            | beam.Values()
+            | beam.Map(lambda item: rejects_table([item]).to_pylist())
+            | beam.FlatMap(lambda rows: [(r["line"], r["reason"], r["src"]) for r in rows])
+        )
+        expected = [
+            (3, "wrong-language", (german + " ").encode()),
+            (9, "wrong-language", german.encode()),
+        ]
+        assert_that(rejects, equal_to(expected), label="rejects")
+        tokens = out[COUNTS] | beam.MapTuple(lambda key, counts: (key[0], sorted(counts)))
+        assert_that(
+            tokens,
+            equal_to([("en", sorted(set(t2t_tokenizer.encode(english)))), ("zh", ["中文"])]),
+            label="train tokens",
+        )
+        protected = out[PROTECTED] | beam.FlatMap(lambda part: part.keys("id")[0].to_pylist())
+        assert_that(protected, equal_to([len(english)]), label="the kept valid pair's id")
+
+
+def rows_of(item: bytes) -> list[tuple]:
+    table = pairs_table([item])
+    return list(zip(*(table[c].to_pylist() for c in ("line", "src", "src_raw")), strict=True))

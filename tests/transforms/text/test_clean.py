@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pyarrow as pa
 
 from nmtpipe.transforms.storage.raw_corpus import RawChunk
-from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig
+from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig, PairConfirmer
+from nmtpipe.transforms.text.langid.identifier import LangIdConfig
+from nmtpipe.transforms.text.normalize import NormalizeConfig
 from nmtpipe.transforms.text.split import SplitConfig
 from nmtpipe.transforms.text.t2t_tokenizer import encode
+from tests.helpers import DATA, example_lines
 
 SPLIT = SplitConfig(carve=(), shards=(("train", 2),))
 
@@ -117,3 +122,45 @@ def test_valid_and_test_pairs_keep_the_lines_normalisation_changed():
             changed = split == "valid" and i % 2
             assert src_raw == (f"Ｎo.{i}  here" if changed else None)
     assert {split for split, _ in out.pairs} == {"train", "valid"}
+
+
+def test_pairs_deferred_to_the_accurate_model_come_out_as_judging_at_once_gives():
+    """A deferring cleaner never loads lingua's accurate models; the pairs it leaves
+    pending, confirmed apart, make the same kept pairs, rejects and tokens."""
+    en = [x.rstrip("\r") for x in example_lines("tatoeba-cmn", "en", 6000)]
+    zh = [x.rstrip("\r") for x in example_lines("tatoeba-cmn", "zh", 6000)]
+    chinese = (DATA / "langid" / "ntrex128-zho-CN.txt").read_text(encoding="utf-8").splitlines()
+    for name in ("deu", "fra"):  # news in other languages, declared English
+        en += (DATA / "langid" / f"ntrex128-{name}.txt").read_text(encoding="utf-8").splitlines()
+        zh += chinese
+    chunk = RawChunk(
+        "mixed.{en,zh}", "train", 1, "\n".join(en).encode(), "\n".join(zh).encode(), (0, 1)
+    )
+    config = CleanConfig(
+        tgt_normalize=NormalizeConfig(keep_fullwidth_punct=True),
+        split=SplitConfig(valid_fraction=0.2, test_fraction=0.0, carve=("valid",),
+                          shards=(("train", 2), ("valid", 1))),
+        langid=LangIdConfig("en", "zh"),
+    )  # fmt: skip
+    at_once = ChunkCleaner(config)(chunk)
+    cleaner = ChunkCleaner(config, defer=True)
+    deferred = cleaner(chunk)
+    assert not any(accurate for _, accurate in cleaner._langid._detectors)
+    assert {split for split, _ in deferred.pending} == {"train", "valid"}
+    pairs = {key: [batch] for key, batch in deferred.pairs.items()}
+    rejects, tokens = list(deferred.rejects), [t.to_pylist() for t in deferred.train_tokens]
+    confirm = PairConfirmer(config.langid)
+    for key, batch in deferred.pending.items():
+        confirmed = confirm(key[0], batch)
+        pairs.setdefault(key, []).append(confirmed.pairs)
+        rejects += confirmed.rejects
+        for side, found in zip(tokens, confirmed.train_tokens, strict=True):
+            side += found.to_pylist()
+    reasons = Counter(r.reason for r in rejects)
+    assert reasons["wrong-language"] >= 70 and len(rejects) == len(at_once.rejects)
+    assert sorted(rejects) == sorted(at_once.rejects)
+    assert [sorted(t) for t in tokens] == [sorted(t.to_pylist()) for t in at_once.train_tokens]
+    assert pairs.keys() == at_once.pairs.keys()
+    for key, batches in pairs.items():
+        joined = pa.Table.from_batches(batches).sort_by("id")
+        assert joined.equals(pa.Table.from_batches([at_once.pairs[key]]).sort_by("id"))
