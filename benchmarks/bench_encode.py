@@ -6,6 +6,10 @@ SentencePiece vocabulary (both cached in `benchmarks/.work`); then
 - spm: one process reads every prepared shard and calls SentencePiece's batch
   `encode(lines, num_threads=1)` on both sides — only the encode calls are timed. Twice
   its throughput is the ideal for two workers;
+- spm-2proc: SentencePiece's own batch encode as a user runs it on two cores, whole
+  processes timed: two processes (Python's start and imports included) each read every
+  other Parquet row group, encode both sides and write the ids and each sentence's
+  length as int32 binary (one `np.fromiter` per batch, as nmtpipe flattens them);
 - nmtpipe: the whole `nmtpipe encode` command with its default local runner (for a
   SentencePiece vocabulary, one worker process per two cores with two encoding threads
   each: in-process on two cores), both formats; wall time including Python's start,
@@ -63,6 +67,35 @@ for info in doc["splits"].values():
 print(json.dumps({"seconds": seconds, "pairs": pairs, "tokens": tokens}))
 """
 
+_SPM_WORKER = """
+import itertools, sys
+import numpy as np
+import pyarrow.parquet as pq
+import sentencepiece as spm
+from nmtpipe.transforms.storage import manifest
+root, model, batch, rank, ranks, out = sys.argv[1:7]
+sp = spm.SentencePieceProcessor(model_file=model)
+doc = manifest.read_manifest(root, "nmtpipe.prepare")
+groups = [(path, g) for info in doc["splits"].values() for path in info["files"]
+          for g in range(pq.ParquetFile(f"{root}/{path}").num_row_groups)]
+with open(out, "wb") as f:
+    for path, g in groups[int(rank)::int(ranks)]:
+        table = pq.ParquetFile(f"{root}/{path}").read_row_group(g, columns=["src", "tgt"])
+        for b in table.to_batches(int(batch)):
+            for side in ("src", "tgt"):
+                ids = sp.encode(b.column(side).to_pylist(), num_threads=1)
+                np.fromiter(map(len, ids), np.int32, len(ids)).tofile(f)
+                np.fromiter(itertools.chain.from_iterable(ids), np.int32).tofile(f)
+"""
+
+_SPM_TWO = """
+import subprocess, sys
+root, model, batch, out, worker = sys.argv[1:6]
+procs = [subprocess.Popen([sys.executable, "-c", worker, root, model, batch, str(r), "2",
+                           f"{out}.{r}"]) for r in range(2)]
+sys.exit(max(p.wait() for p in procs))
+"""
+
 
 def nmtpipe(*args: str) -> list[str]:
     return [sys.executable, "-m", "nmtpipe", *args]
@@ -84,6 +117,11 @@ def bench_encoding(root: Path, vocab: Path, batch: int, repeat: int) -> dict:
         cmd = [sys.executable, "-c", _SPM_ALONE, str(root), str(vocab / "spm.model"), str(batch)]
         proc = subprocess.run(cmd, check=True, capture_output=True, text=True)
         alone.append(json.loads(proc.stdout))
+    two = []
+    for _ in range(repeat):
+        cmd = [sys.executable, "-c", _SPM_TWO, str(root), str(vocab / "spm.model"), str(batch),
+               str(WORK / f"spm-ids-{root.name}"), _SPM_WORKER]  # fmt: skip
+        two.append(watch(cmd)["seconds"])
     out = WORK / f"encoded-{root.name}"
     runs = []
     for _ in range(repeat):
@@ -100,6 +138,7 @@ def bench_encoding(root: Path, vocab: Path, batch: int, repeat: int) -> dict:
         "tokens": alone[0]["tokens"],
         "spm_alone_seconds": [round(a["seconds"], 2) for a in alone],
         "spm_alone_pairs_per_s": round(pairs / spm_seconds),
+        "spm_two_processes_seconds": [round(t, 2) for t in two],
         "nmtpipe_seconds": [round(r["seconds"], 2) for r in runs],
         "nmtpipe_peak_rss_mb": {
             "driver": max(r["peak_rss_main_mb"] for r in runs),
@@ -107,6 +146,7 @@ def bench_encoding(root: Path, vocab: Path, batch: int, repeat: int) -> dict:
         },
         "nmtpipe_pairs_per_s": round(pairs / nmt_seconds),
         "ratio_to_2x_spm": round(pairs / nmt_seconds / ideal, 3),
+        "ratio_to_spm_two_processes": round(min(two) / nmt_seconds, 3),
         "output": str(out),
     }
 
