@@ -33,7 +33,7 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.runner import PipelineState
 
-from nmtpipe.pipelines.beam.worker_watch import worker_deaths_raise
+from nmtpipe.pipelines.beam.worker_watch import watch_workers
 from nmtpipe.pipelines.usage import unknown_options
 from nmtpipe.transforms.errors import ConfigError, NmtpipeError, RunnerError, find_user_error
 from nmtpipe.transforms.progress import heartbeat
@@ -294,7 +294,7 @@ def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam
     with (
         quiet_stderr(quiet and local) as terminal,
         heartbeat(f"{what} on {runner}", stream=terminal),
-        worker_deaths_raise() if local else contextlib.nullcontext(),
+        watch_workers() if local else contextlib.nullcontext(),
     ):
         try:
             result = pipeline.run()

@@ -9,11 +9,19 @@ no output at all (tried: a worker made to exit at start-up hung `nmtpipe prepare
 it was killed). A worker that dies later closes its channel and the runner fails, but
 with `Channel closed prematurely`, which says nothing of why.
 
-`worker_deaths_raise` watches for that thread's failure, stops this run's other worker
+`watch_workers` watches for that thread's failure, stops this run's other worker
 processes (Beam's clean-up waits for each to exit, and a worker that is still connected
 never does once the job is interrupted: tried) and interrupts the main thread with a
 `RunnerError` naming the return code, the signal behind it if any, and where to see the
 worker's own output.
+
+It also bounds that clean-up. Once a job is over, Beam closes each worker's channels and
+waits, without a limit, for its process to exit. A worker that lingers (its interpreter
+held by a thread that never ends) hung CI twice, inside `pipeline.run()` after a job had
+already failed with a clear error (`tests/pipelines/cli/test_cli.py`, a misaligned
+corpus, on two worker processes; the stacks: the main thread in `close_all`, each
+`run_worker` thread in `Popen.wait`). After `CLOSE_GRACE_SECONDS` this run's workers are
+killed, and the job ends as it was going to: its own error, or success.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
+from apache_beam.runners.portability.fn_api_runner import worker_handlers
+
 from nmtpipe.transforms.errors import RunnerError
 
 # The name Beam gives the thread that starts and waits on a local worker process
@@ -34,6 +44,9 @@ from nmtpipe.transforms.errors import RunnerError
 _WORKER_THREAD = "run_worker"
 _WORKER_MAIN = b"apache_beam.runners.worker.sdk_worker_main"
 _WAKE = signal.SIGUSR1
+# How long a worker may take to exit once the runner has closed its channels (they exit
+# within a second when all is well).
+CLOSE_GRACE_SECONDS = 10.0
 
 
 def worker_death(message: str) -> str:
@@ -76,20 +89,25 @@ def _stop_workers() -> None:
 
 
 @contextlib.contextmanager
-def worker_deaths_raise() -> Iterator[None]:
+def watch_workers() -> Iterator[None]:
     """While open, a local Beam worker process that exits with an error raises a
-    `RunnerError` in the main thread. A no-op off the main thread, where signal
-    handlers cannot be installed (nmtpipe used as a library from a thread)."""
+    `RunnerError` in the main thread, and one that lingers after the job is killed. A
+    no-op off the main thread, where signal handlers cannot be installed (nmtpipe used
+    as a library from a thread)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     deaths: list[str] = []
+    closing = threading.Event()  # set when the workers are killed on purpose
     main = threading.main_thread().ident
     previous_hook = threading.excepthook
+    previous_stop = worker_handlers.SubprocessSdkWorkerHandler.stop_worker
 
     def hook(args: threading.ExceptHookArgs) -> None:
         thread = args.thread
         if thread is not None and thread.name == _WORKER_THREAD and main is not None:
+            if closing.is_set():
+                return
             deaths.append(str(args.exc_value))
             if len(deaths) == 1:  # the workers stopped next end with errors too
                 _stop_workers()
@@ -100,10 +118,19 @@ def worker_deaths_raise() -> Iterator[None]:
     def wake(signum: int, frame: FrameType | None) -> None:
         raise RunnerError(worker_death(deaths[0]))
 
+    def stop_worker(handler: worker_handlers.SubprocessSdkWorkerHandler) -> None:
+        handler.worker_thread.join(CLOSE_GRACE_SECONDS)
+        if handler.worker_thread.is_alive():
+            closing.set()
+            _stop_workers()
+            handler.worker_thread.join()
+
     previous_handler = signal.signal(_WAKE, wake)
     threading.excepthook = hook
+    worker_handlers.SubprocessSdkWorkerHandler.stop_worker = stop_worker  # type: ignore[method-assign]
     try:
         yield
     finally:
+        worker_handlers.SubprocessSdkWorkerHandler.stop_worker = previous_stop  # type: ignore[method-assign]
         threading.excepthook = previous_hook
         signal.signal(_WAKE, previous_handler)

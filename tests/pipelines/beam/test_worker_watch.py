@@ -9,7 +9,9 @@ import textwrap
 
 import pytest
 
+from nmtpipe.pipelines.beam import worker_watch
 from nmtpipe.pipelines.beam.worker_watch import worker_death
+from nmtpipe.pipelines.cli.main import main
 from tests.helpers import MULTI_PROCESS, write_pair
 
 # Loaded by every Python process that has this folder on PYTHONPATH; it acts only in a
@@ -24,6 +26,22 @@ _DIE_AT_START = """
         except FileExistsError:
             pass
 """
+
+
+# Starts, in every Beam worker, a thread that never ends: the worker's interpreter cannot
+# exit when the runner closes its channels, as the workers that hung CI did not.
+_LINGER = """
+    import os, threading, time
+    if os.environ.get("CONTROL_API_SERVICE_DESCRIPTOR"):
+        threading.Thread(target=time.sleep, args=(3600,), name="linger").start()
+"""
+
+
+def _sitecustomize(tmp_path, text: str) -> str:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(textwrap.dedent(text))
+    return os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
 
 
 @pytest.mark.parametrize(
@@ -43,13 +61,10 @@ def test_the_line_names_the_return_code_and_the_signal(message, said):
 
 def test_a_worker_that_dies_before_it_connects_ends_the_job(tmp_path):
     # Beam's runner alone waits for such a worker forever (tried: killed after 2 minutes).
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(textwrap.dedent(_DIE_AT_START))
     write_pair(tmp_path / "t", ["one", "two"], ["一", "二"])
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONPATH": _sitecustomize(tmp_path, _DIE_AT_START),
         "NMTPIPE_TEST_DIE_ONCE": str(tmp_path / "died"),
     }
     out = tmp_path / "out"
@@ -78,3 +93,22 @@ def test_a_worker_that_dies_before_it_connects_ends_the_job(tmp_path):
         check=True,
     )
     assert (out / "manifest.json").exists(), rerun.stderr
+
+
+def test_workers_that_outlive_the_job_are_stopped_and_the_job_ends_as_it_would(
+    tmp_path, monkeypatch, capsys
+):
+    """Beam alone waits for such workers forever, after the job's end (CI hung so)."""
+    monkeypatch.setenv("PYTHONPATH", _sitecustomize(tmp_path, _LINGER))
+    monkeypatch.setattr(worker_watch, "CLOSE_GRACE_SECONDS", 1.0)
+    (tmp_path / "bad.en").write_text("one\ntwo\nthree\n")
+    (tmp_path / "bad.zh").write_text("一\n二\n")
+    write_pair(tmp_path / "good", ["one", "two"], ["一", "二"])
+    args = ["prepare", "-s", "en", "-t", "zh", *MULTI_PROCESS, "--output"]
+    assert main([*args, str(tmp_path / "out"), "--trainpref", str(tmp_path / "bad")]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"nmtpipe prepare: error: {tmp_path}/bad.en has 3 lines but {tmp_path}/bad.zh has 2"
+    )
+    assert main([*args, str(tmp_path / "out"), "--trainpref", str(tmp_path / "good")]) == 0
+    assert (tmp_path / "out" / "manifest.json").exists()
+    assert not worker_watch._children().get(os.getpid())
