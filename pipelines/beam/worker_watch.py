@@ -104,10 +104,10 @@ def watch_workers() -> Iterator[None]:
     previous_stop = worker_handlers.SubprocessSdkWorkerHandler.stop_worker
 
     def hook(args: threading.ExceptHookArgs) -> None:
+        if closing.is_set():  # workers killed on purpose: their threads here fail too
+            return
         thread = args.thread
         if thread is not None and thread.name == _WORKER_THREAD and main is not None:
-            if closing.is_set():
-                return
             deaths.append(str(args.exc_value))
             if len(deaths) == 1:  # the workers stopped next end with errors too
                 _stop_workers()
