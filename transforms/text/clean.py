@@ -205,7 +205,6 @@ class ChunkCleaner:
         the lines as `read` where normalisation changed them (valid and test pairs only,
         unless `raw_in_train`). Returns the rows that went to the train split."""
         src, tgt = ([side[i] for i in keep] for side in sides)
-        as_read = [[side[i] for i in keep] for side in read]
         placed = self._placer.place(src, tgt, chunk.role)
         order = np.lexsort((placed.shards, placed.splits))
         keys = placed.splits[order] * (1 << 32) + placed.shards[order]
@@ -215,9 +214,10 @@ class ChunkCleaner:
             key = (SPLITS[placed.splits[g[0]]], int(placed.shards[g[0]]))
             texts = ([src[i] for i in g], [tgt[i] for i in g])
             raw = None
-            if key[0] != "train" or raw_in_train:
-                src_raw, tgt_raw = (_changed([side[i] for i in g], text)
-                                    for side, text in zip(as_read, texts, strict=True))  # fmt: skip
+            if key[0] != "train" or raw_in_train:  # the lines as read, only where needed
+                rows = [keep[i] for i in g]
+                src_raw, tgt_raw = (_changed([side[r] for r in rows], text)
+                                    for side, text in zip(read, texts, strict=True))  # fmt: skip
                 raw = (src_raw, tgt_raw)
             ids, at = pa.array(placed.ids[group]), pa.array(lines[group])
             batches[key] = pair_batch(chunk.origin, ids, *texts, at, raw)

@@ -19,7 +19,6 @@ import numpy as np
 
 from nmtpipe.transforms.options import option
 from nmtpipe.transforms.text import t2t_tokenizer
-from nmtpipe.transforms.text.langid import scripts
 from nmtpipe.transforms.text.side_text import SideText
 
 INVALID_UTF8 = "invalid-utf8"
@@ -101,13 +100,9 @@ def _too_long(text: str, config: FilterConfig) -> str | None:
     return None
 
 
-def _weighted(side: SideText) -> np.ndarray:
-    return scripts.weighted_lengths(side.lengths, side.scripts)
-
-
 def length_ratios(src: SideText, tgt: SideText) -> np.ndarray:
     """Longer side over shorter side, in script-weighted characters, per pair."""
-    ws, wt = _weighted(src), _weighted(tgt)
+    ws, wt = src.weighted, tgt.weighted
     return np.maximum(ws, wt) / np.maximum(np.minimum(ws, wt), 1)
 
 
@@ -132,7 +127,7 @@ def check_pairs(src: SideText, tgt: SideText, config: FilterConfig) -> dict[int,
             if why is not None:
                 verdicts[i] = Verdict(TOO_LONG, f"{name} has {why}")
                 break
-    ws, wt = _weighted(src), _weighted(tgt)
+    ws, wt = src.weighted, tgt.weighted
     ratio = np.maximum(ws, wt) / np.maximum(np.minimum(ws, wt), 1)
     for i in np.flatnonzero(ratio > config.max_length_ratio).tolist():
         if i not in verdicts:

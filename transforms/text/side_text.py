@@ -10,6 +10,7 @@ comes from the same arrays.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,12 @@ class SideText:
     scripts: np.ndarray  # letters per script per line, as `scripts.count`
     tokens: pa.StringArray
     owner: np.ndarray
+
+    @functools.cached_property
+    def weighted(self) -> np.ndarray:
+        """Lengths in Latin-letter equivalents (`scripts.weighted_lengths`): the filters
+        and the length-ratio histogram both need them."""
+        return scripts.weighted_lengths(self.lengths, self.scripts)
 
     def tokens_of(self, rows: np.ndarray) -> pa.StringArray:
         """The tokens of the lines where the boolean mask `rows` is True."""
