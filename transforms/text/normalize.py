@@ -41,6 +41,11 @@ _NMT_SPACE = [
 _NMT_RULES = {**{cp: None for cp in _NMT_REMOVED}, **{cp: " " for cp in _NMT_SPACE}}
 # Applied to `\n`-joined lines, so the separator itself is left alone.
 _NMT_RULES_BATCH = {cp: v for cp, v in _NMT_RULES.items() if cp != 0x0A}
+# The same rules for ASCII text, NUL included, as one `bytes.translate`: a single pass
+# where `_translate` scans the text once per character of the table.
+_ASCII_SPACED = bytes(cp for cp, v in _NMT_RULES_BATCH.items() if v == " " and cp < 0x80)
+_ASCII_SPACES = bytes.maketrans(_ASCII_SPACED, b" " * len(_ASCII_SPACED))
+_ASCII_REMOVED = bytes([0x00, *(cp for cp, v in _NMT_RULES_BATCH.items() if v is None)])
 _SPACE_RUNS = re.compile(" {2,}")
 
 
@@ -176,14 +181,15 @@ class Normalizer:
     def _python(self, lines: list[str], ascii_only: bool) -> list[str]:
         joined = "\n".join(lines)
         if ascii_only:
-            joined = joined.replace("\x00", "") if "\x00" in joined else joined
+            raw = joined.encode("ascii").translate(_ASCII_SPACES, _ASCII_REMOVED)
+            joined = raw.decode("ascii")
         else:
             joined = _translate(joined, _PRE)
             if self.config.q2b:
                 joined = _translate(joined, _Q2B)
             if self.config.form in ("nfkc", "nfc"):
                 joined = unicodedata.normalize(self.config.form.upper(), joined)
-        joined = _translate(joined, _NMT_RULES_BATCH)
+            joined = _translate(joined, _NMT_RULES_BATCH)
         if self.config.form == "nmt_nfkc_cf":
             joined = joined.lower()  # case folding, ASCII only on this path
         if self.config.collapse_whitespace:

@@ -136,40 +136,62 @@ def code_points(text: str, ascii_only: bool) -> np.ndarray:
 
 def joined_tokens(text: str, cps: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
     """The tokens of `\n`-joined lines `text`, whose `code_points` are `cps`, and the
-    line of each."""
+    line of each.
+
+    A token never holds a character T2T drops (a line break, a single space between two
+    alphanumeric characters): the text is cut into runs around those and wherever
+    alphanumeric-ness changes, and the runs that are not dropped characters are the
+    tokens, taken straight from the text's UTF-8 bytes."""
     if "\x00" in text:
         return _slowly(text.split("\n"))
-    alnum = alnum_table()[cps]
+    if cps.size == 0:
+        return pa.array([], pa.string()), np.zeros(0, dtype=np.int64)
+    alnum = alnum_of(cps)
     breaks = cps == ord("\n")
     dropped = breaks.copy()
-    between = np.zeros_like(dropped)
-    between[1:-1] = alnum[:-2] & alnum[2:]
-    dropped |= (cps == ord(" ")) & between
-    kept = ~dropped
-    starts = np.zeros_like(dropped)
-    starts[1:] = (alnum[1:] != alnum[:-1]) | dropped[:-1]
-    starts &= kept
-    if not kept.any():
-        return pa.array([], pa.string()), np.zeros(0, dtype=np.int64)
-    starts[np.argmax(kept)] = True
-    line = np.searchsorted(np.flatnonzero(breaks), np.flatnonzero(starts))
-    return string_array(cps[kept], starts[kept], cps.dtype == np.uint8), line
+    dropped[1:-1] |= (cps[1:-1] == ord(" ")) & alnum[:-2] & alnum[2:]
+    cut = np.empty(cps.size, dtype=bool)
+    cut[0] = True
+    cut[1:] = (alnum[1:] != alnum[:-1]) | dropped[1:] | dropped[:-1]
+    pieces, first = runs(text, cps, cut)
+    tokens = np.flatnonzero(~dropped[first])
+    # A line break is a run of its own: a token's line is the number of them before it.
+    line = np.cumsum(breaks[first])[tokens]
+    return pieces.take(pa.array(tokens)), line
 
 
-def string_array(chars: np.ndarray, starts: np.ndarray, ascii_only: bool) -> pa.StringArray:
-    """Code points `chars` (uint8 if `ascii_only`, else uint32) cut into strings where
-    `starts` is True (it must be at 0), as one Arrow array with no Python string made."""
-    if ascii_only:
-        data, offsets = chars.tobytes(), np.flatnonzero(starts)
-        end = chars.size
+def alnum_of(cps: np.ndarray) -> np.ndarray:
+    """Whether T2T counts each code point of `cps` as alphanumeric (ASCII text, uint8,
+    by one `bytes.translate`)."""
+    if cps.dtype == np.uint8:
+        return np.frombuffer(cps.tobytes().translate(_ascii_alnum()), dtype=bool)
+    return alnum_table()[cps]
+
+
+@functools.cache
+def _ascii_alnum() -> bytes:
+    """`bytes.translate` table: 1 for T2T's alphanumeric ASCII characters, else 0."""
+    return bytes(int(is_alnum(chr(b))) for b in range(256))
+
+
+def runs(text: str, cps: np.ndarray, cut: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
+    """`text` (code points `cps`, uint8 if ASCII) cut where `cut` is True (it must be
+    at 0), as one Arrow array over the text's UTF-8 bytes with no Python string per
+    run, and where each run starts, in characters."""
+    first = np.flatnonzero(cut)
+    if cps.dtype == np.uint8:
+        data, offsets = cps, first
     else:
-        # UTF-8 bytes per character, to turn character positions into byte offsets.
-        width = 1 + (chars >= 0x80).astype(np.int64) + (chars >= 0x800) + (chars >= 0x10000)
-        position = np.concatenate([[0], np.cumsum(width)])
-        data = chars.tobytes().decode("utf-32-le").encode("utf-8")
-        offsets, end = position[np.flatnonzero(starts)], int(position[-1])
-    bounds = np.append(offsets, end).astype(np.int32)
-    return pa.StringArray.from_buffers(bounds.size - 1, pa.py_buffer(bounds), pa.py_buffer(data))
+        # UTF-8 bytes per character beyond the first, to turn character positions
+        # into byte offsets.
+        extra = (cps >= 0x80).astype(np.uint8)
+        extra += cps >= 0x800
+        extra += cps >= 0x10000
+        before = np.cumsum(extra, dtype=np.int64)
+        before -= extra
+        data, offsets = np.frombuffer(text.encode("utf-8"), dtype=np.uint8), before[first] + first
+    bounds = np.append(offsets, data.size).astype(np.int32)
+    return pa.StringArray.from_buffers(first.size, pa.py_buffer(bounds), pa.py_buffer(data)), first
 
 
 def count_tokens(lines: list[str]) -> Counter[str]:

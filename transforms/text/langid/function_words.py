@@ -65,46 +65,39 @@ def _lexicon() -> tuple[pa.Array, np.ndarray]:
     return pa.array(words), member
 
 
-@functools.cache
-def _ascii_alnum() -> bytes:
-    """`bytes.translate` table: 1 for T2T's alphanumeric ASCII characters, else 0."""
-    return bytes(int(t2t_tokenizer.is_alnum(chr(b))) for b in range(256))
-
-
 def _words(text: str) -> tuple[pa.StringArray, np.ndarray]:
     """The alphanumeric runs (T2T's word tokens) of `\n`-joined lower-case lines, and
     the line of each: numpy over the code points, no Python string per word."""
-    if text.isascii():
-        raw = text.encode("ascii")
-        cps: np.ndarray = np.frombuffer(raw, dtype=np.uint8)
-        alnum = np.frombuffer(raw.translate(_ascii_alnum()), dtype=bool)
-    else:
-        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        alnum = t2t_tokenizer.alnum_table()[cps]
-    starts = np.empty(alnum.size, dtype=bool)
-    starts[:1] = alnum[:1]
-    np.greater(alnum[1:], alnum[:-1], out=starts[1:])
-    line = np.searchsorted(np.flatnonzero(cps == ord("\n")), np.flatnonzero(starts))
-    chars, starts = cps[alnum], starts[alnum]
-    if chars.size == 0:
-        return pa.array([], pa.string()), line
-    return t2t_tokenizer.string_array(chars, starts, cps.dtype == np.uint8), line
+    cps = t2t_tokenizer.code_points(text, text.isascii())
+    alnum = t2t_tokenizer.alnum_of(cps)
+    cut = np.empty(alnum.size, dtype=bool)
+    cut[:1] = True
+    np.not_equal(alnum[1:], alnum[:-1], out=cut[1:])
+    runs, first = t2t_tokenizer.runs(text, cps, cut)
+    words = np.flatnonzero(alnum[first])
+    line = np.searchsorted(np.flatnonzero(cps == ord("\n")), first[words])
+    return runs.take(pa.array(words)), line
 
 
-def _per_line(index: pa.Array, line: np.ndarray, n: int) -> np.ndarray:
-    """Hits per line and language from each word's `index` in the lexicon (null: not
-    listed) and its `line`."""
-    found = index.is_valid().to_numpy(zero_copy_only=False)
-    rows = line[found]
-    listed = _lexicon()[1][index.drop_null().to_numpy()]
+def _lexicon_rows(words: pa.Array) -> np.ndarray:
+    """Each word's row in the lexicon, -1 where it is not listed."""
+    return pc.index_in(words, value_set=_lexicon()[0]).fill_null(-1).to_numpy()
+
+
+def _per_line(rows: np.ndarray, line: np.ndarray, n: int) -> np.ndarray:
+    """Hits per line and language from each word's lexicon `rows` (-1: not listed) and
+    its `line`."""
+    found = np.flatnonzero(rows >= 0)
+    lines = line[found]
+    listed = _lexicon()[1][rows[found]]
     return np.stack(
-        [np.bincount(rows[listed[:, j]], minlength=n) for j in range(len(LANGUAGES))], axis=1
+        [np.bincount(lines[listed[:, j]], minlength=n) for j in range(len(LANGUAGES))], axis=1
     )
 
 
 def _hits(text: str, n: int) -> np.ndarray:
     words, line = _words(text.lower())
-    return _per_line(pc.index_in(words, value_set=_lexicon()[0]), line, n)
+    return _per_line(_lexicon_rows(words), line, n)
 
 
 def hits(lines: list[str]) -> np.ndarray:
@@ -133,10 +126,10 @@ def side_hits(side: SideText) -> np.ndarray:
     if pc.any(other).as_py():
         rest = [word.lower() for word in distinct.filter(other).to_pylist()]
         lowered = pc.replace_with_mask(lowered, other, pa.array(rest, pa.string()))
-    index = pc.index_in(lowered, value_set=_lexicon()[0]).take(encoded.indices)
-    out = _per_line(index, side.owner, n)
-    odd = pc.match_substring(distinct, _SPLITS_WHEN_LOWERED).take(encoded.indices)
-    if pc.any(odd).as_py():
-        rows = np.unique(side.owner[odd.to_numpy(zero_copy_only=False)])
+    tokens = encoded.indices.to_numpy()
+    out = _per_line(_lexicon_rows(lowered)[tokens], side.owner, n)
+    odd = pc.match_substring(distinct, _SPLITS_WHEN_LOWERED).to_numpy(zero_copy_only=False)
+    if odd.any():
+        rows = np.unique(side.owner[odd[tokens]])
         out[rows] = hits([side.lines[i] for i in rows.tolist()])
     return out

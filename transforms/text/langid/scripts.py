@@ -76,9 +76,10 @@ def _table() -> np.ndarray:
 
 
 @functools.cache
-def _ascii_letters() -> np.ndarray:
-    """1 for the ASCII letters, else 0, by byte."""
-    return np.array([chr(b).isascii() and chr(b).isalpha() for b in range(256)], dtype=np.int64)
+def _not_ascii_letters() -> bytes:
+    """Every byte but the ASCII letters and the line break: what `bytes.translate`
+    deletes to leave each line's letters."""
+    return bytes(b for b in range(256) if not (chr(b).isascii() and chr(b).isalpha()) and b != 0x0A)
 
 
 def count_codes(cps: np.ndarray, n: int) -> np.ndarray:
@@ -86,10 +87,9 @@ def count_codes(cps: np.ndarray, n: int) -> np.ndarray:
     (uint8: ASCII text, where no script but Latin can occur), as `count` gives them."""
     out = np.zeros((n, _COLUMNS), dtype=np.int64)
     if cps.dtype == np.uint8:
-        letters = np.cumsum(_ascii_letters()[cps])
-        ends = np.append(np.flatnonzero(cps == 0x0A), cps.size)
-        before = np.concatenate([[0], letters])[ends]  # letters up to each line's end
-        out[:, LATIN] = np.diff(before, prepend=0)
+        letters = np.frombuffer(cps.tobytes().translate(None, _not_ascii_letters()), np.uint8)
+        ends = np.append(np.flatnonzero(letters == 0x0A), letters.size)
+        out[:, LATIN] = np.diff(ends, prepend=-1) - 1
         return out
     newline = cps == 0x0A
     line = np.cumsum(newline) - newline  # a newline belongs to the line it ends
