@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+
+import numpy as np
 import pytest
 
 from nmtpipe.transforms.text.filters import (
@@ -12,6 +15,7 @@ from nmtpipe.transforms.text.filters import (
     FilterConfig,
 )
 from nmtpipe.transforms.text.filters import check_pairs as check_sides
+from nmtpipe.transforms.text.langid import scripts
 from nmtpipe.transforms.text.normalize import NormalizeConfig, Normalizer
 from nmtpipe.transforms.text.side_text import look
 from tests.helpers import example_lines
@@ -88,3 +92,22 @@ def test_length_ratio_defaults_keep_every_correct_ntrex_pair_and_catch_misaligne
     assert len(ratio_rejects) >= 80 and gross and gross <= ratio_rejects
     # A short idiom and its translation are comparable.
     assert check_pairs(["Break a leg!"], ["祝你好运！"], config) == {}
+
+
+def test_copies_ignore_case_in_every_script():
+    pairs = [
+        ("Straße", "STRASSE"),
+        ("你好 ABC", "你好 abc"),
+        ("你好", "你好!"),
+        ("Ｔｏｍ", "ｔＯｍ"),
+    ]
+    assert verdicts(pairs) == {0: COPY, 1: COPY, 3: COPY}
+
+
+def test_case_folding_neither_makes_nor_removes_han():
+    """Why a pair with more Han on one side is never checked for a copy."""
+    every = range(sys.maxunicode + 1)
+    chars = [chr(cp) for cp in every if cp != 0x0A and not 0xD800 <= cp < 0xE000]
+    folded = [char.casefold() for char in chars]
+    han = scripts.count(chars)[:, scripts.HAN]
+    np.testing.assert_array_equal(scripts.count(folded)[:, scripts.HAN], han)
