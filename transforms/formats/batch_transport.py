@@ -77,8 +77,7 @@ def ship(keyed: dict[K, pa.RecordBatch], spill_url: str | None) -> Iterator[tupl
 def _resolve(item: Shipped) -> pa.Table:
     if isinstance(item, bytes):
         return pa.ipc.open_stream(item).read_all()
-    fs, path = fsio.url_to_fs(item.url)
-    with fs.open(path, "rb") as f:
+    with fsio.open_for_arrow(item.url) as f:
         return pa.Table.from_batches([pa.ipc.open_file(f).get_batch(item.index)])
 
 

@@ -43,6 +43,20 @@ def is_local(url: str) -> bool:
     return isinstance(url_to_fs(url)[0], LocalFileSystem)
 
 
+@contextlib.contextmanager
+def open_for_arrow(url: str) -> Iterator[Any]:
+    """`url` opened for reading by Arrow's readers: by Arrow's own I/O where the file is
+    local (a quarter of the time a Python file object takes to open an IPC file and
+    read one batch), else by fsspec."""
+    fs, path = url_to_fs(url)
+    if isinstance(fs, LocalFileSystem):
+        with pa.OSFile(path) as f:
+            yield f
+    else:
+        with fs.open(path, "rb") as f:
+            yield f
+
+
 def canonical_url(url: str) -> str:
     """`url` as manifests record it: absolute local paths, other URLs with their protocol."""
     fs, path = url_to_fs(url)
@@ -348,22 +362,13 @@ def write_bytes(url: str, data: bytes | pa.Buffer) -> WrittenFile:
 def read_parquet(
     url: str, columns: list[str] | None = None, row_groups: list[int] | None = None
 ) -> pa.Table:
-    """A whole Parquet file, or some of its row groups, read (and retried) as one piece.
-
-    Local files are read by Arrow's own I/O, which is faster than a Python file object.
-    """
-    fs, path = url_to_fs(url)
-
-    def read_from(source: Any) -> pa.Table:
-        return read_row_groups(parquet_file(source), columns, row_groups)
+    """A whole Parquet file, or some of its row groups, read (and retried) as one piece."""
 
     def read() -> pa.Table:
-        if isinstance(fs, LocalFileSystem):
-            return read_from(path)
-        with fs.open(path, "rb") as f:
-            return read_from(f)
+        with open_for_arrow(url) as f:
+            return read_row_groups(parquet_file(f), columns, row_groups)
 
-    return retrying(read, f"read {url}", policy_for(fs))
+    return retrying(read, f"read {url}", policy_for(url_to_fs(url)[0]))
 
 
 def read_row_groups(
@@ -377,14 +382,13 @@ def read_row_groups(
 
 def parquet_row_groups(url: str) -> list[int]:
     """The number of rows in each row group of a Parquet file (reads only its footer)."""
-    fs, path = url_to_fs(url)
 
     def read() -> list[int]:
-        with fs.open(path, "rb") as f:
+        with open_for_arrow(url) as f:
             meta = pq.ParquetFile(f).metadata
             return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
 
-    return retrying(read, f"read {url}", policy_for(fs))
+    return retrying(read, f"read {url}", policy_for(url_to_fs(url)[0]))
 
 
 def upload(local_path: str, url: str) -> WrittenFile:
