@@ -126,8 +126,7 @@ def check_pairs(src: SideText, tgt: SideText, config: FilterConfig) -> dict[int,
             if why is not None:
                 verdicts[i] = Verdict(TOO_LONG, f"{name} has {why}")
                 break
-    ws, wt = src.weighted, tgt.weighted
-    ratio = np.maximum(ws, wt) / np.maximum(np.minimum(ws, wt), 1)
+    ws, wt, ratio = src.weighted, tgt.weighted, length_ratios(src, tgt)
     for i in np.flatnonzero(ratio > config.max_length_ratio).tolist():
         if i not in verdicts:
             verdicts[i] = Verdict(

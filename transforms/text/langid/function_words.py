@@ -126,10 +126,10 @@ def side_hits(side: SideText) -> np.ndarray:
     if pc.any(other).as_py():
         rest = [word.lower() for word in distinct.filter(other).to_pylist()]
         lowered = pc.replace_with_mask(lowered, other, pa.array(rest, pa.string()))
-    tokens = encoded.indices.to_numpy()
-    out = _per_line(_lexicon_rows(lowered)[tokens], side.owner, n)
+    which = encoded.indices.to_numpy()  # each token's distinct word
+    out = _per_line(_lexicon_rows(lowered)[which], side.owner, n)
     odd = pc.match_substring(distinct, _SPLITS_WHEN_LOWERED).to_numpy(zero_copy_only=False)
     if odd.any():
-        rows = np.unique(side.owner[odd[tokens]])
+        rows = np.unique(side.owner[odd[which]])
         out[rows] = hits([side.lines[i] for i in rows.tolist()])
     return out
