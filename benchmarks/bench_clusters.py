@@ -4,7 +4,8 @@ Two figures per engine, each the median of `--repeat` whole commands, the engine
 taking turns (this machine's speed drifts within minutes):
 - the fixed cost of a submission: prepare of a tiny corpus (`--tiny` pairs), where the
   time is the command's start, the job's submission and scheduling, and its commit;
-- prepare of the generated corpus (`benchmarks/make_corpus.py`, `--pairs` pairs).
+- prepare of the generated corpus (`corpora.py`: the long-tail one unless `--corpus
+  recombined`, `--pairs` pairs).
 
 Each engine is named with the Beam options that submit to it, as `scripts/local-cluster
 start flink|spark` prints them (the clusters must be running):
@@ -31,25 +32,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import corpora  # noqa: E402
+
 LOCAL = "fnapi"
-
-
-def make_corpus(pairs: int, folder: Path) -> str:
-    """The generated corpus of `pairs` pairs (made once, kept in benchmarks/.work)."""
-    prefix = folder / f"corpus-{pairs}"
-    if not Path(f"{prefix}.en").exists():
-        subprocess.run(
-            [
-                sys.executable,
-                str(HERE / "make_corpus.py"),
-                "--pairs",
-                str(pairs),
-                "--out",
-                str(prefix),
-            ],
-            check=True,
-        )
-    return str(prefix)
 
 
 def prepare(corpus: str, output: Path, options: list[str]) -> float:
@@ -93,19 +79,19 @@ def main() -> None:
         "--engine", action="append", default=[], metavar="NAME=OPTIONS",
         help="an engine and the Beam options that submit to it (repeatable)",
     )  # fmt: skip
+    corpora.add_option(parser)
     args = parser.parse_args()
     engines = {LOCAL: []}
     for given in args.engine:
         name, _, options = given.partition("=")
         engines[name] = shlex.split(options)
-    folder = HERE / ".work"
     with tempfile.TemporaryDirectory(prefix="bench-clusters-") as work:
         rows = {
             f"prepare {args.tiny:,} pairs (fixed cost)": measure(
-                make_corpus(args.tiny, folder), engines, args.repeat, Path(work)
+                str(corpora.corpus(args.tiny, args.corpus)), engines, args.repeat, Path(work)
             ),
             f"prepare {args.pairs:,} pairs": measure(
-                make_corpus(args.pairs, folder), engines, args.repeat, Path(work)
+                str(corpora.corpus(args.pairs, args.corpus)), engines, args.repeat, Path(work)
             ),
         }
     print("| work | " + " | ".join(engines) + " |")

@@ -1,7 +1,8 @@
 """`nmtpipe encode` against the tokenizer alone, and our readers against fairseq's.
 
-Encoding: the generated corpus of `--pairs` pairs is prepared and given a joined
-SentencePiece vocabulary (both cached in `benchmarks/.work`); then
+Encoding: the generated corpus of `--pairs` pairs (`corpora.py`: the long-tail one
+unless `--corpus recombined`) is prepared and given a joined SentencePiece vocabulary
+(both cached in `benchmarks/.work`); then
 
 - spm: one process reads every prepared shard and calls SentencePiece's batch
   `encode(lines, num_threads=1)` on both sides — only the encode calls are timed. Twice
@@ -14,6 +15,10 @@ SentencePiece vocabulary (both cached in `benchmarks/.work`); then
   SentencePiece vocabulary, one worker process per two cores with two encoding threads
   each: in-process on two cores), both formats; wall time including Python's start,
   Beam's import, writing Arrow and fairseq shards.
+
+`--model t2t` encodes with a Tensor2Tensor vocabulary of 32,000 per language instead
+(`nmtpipe vocab` with its defaults): only `nmtpipe encode` is timed, with the peak
+memory of its processes (the peers encode with SentencePiece).
 
 Reading: the train split of that output, through `open_dataset` (fairseq `.bin/.idx`
 and Arrow) and through fairseq's own `MMapIndexedDataset` (from a git mirror via
@@ -45,6 +50,7 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
+import corpora  # noqa: E402
 
 _SPM_ALONE = """
 import json, sys, time
@@ -101,12 +107,28 @@ def nmtpipe(*args: str) -> list[str]:
     return [sys.executable, "-m", "nmtpipe", *args]
 
 
-def vocabulary(root: Path, size: int) -> Path:
-    out = WORK / f"vocab-unigram-{size}-{root.name}"
-    cmd = nmtpipe("vocab", "--prepared", str(root), "--model", "unigram", "--joined",
-                  "--vocab-size", str(size), "--output", str(out))  # fmt: skip
+def vocabulary(root: Path, size: int, model: str) -> Path:
+    out = WORK / f"vocab-{model}-{size}-{root.name}"
+    kind = ["--model", "t2t"] if model == "t2t" else ["--model", "unigram", "--joined"]
+    cmd = nmtpipe("vocab", "--prepared", str(root), *kind, "--vocab-size", str(size),
+                  "--output", str(out))  # fmt: skip
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return out
+
+
+def bench_nmtpipe(root: Path, vocab: Path, batch: int, repeat: int) -> list[dict]:
+    """`nmtpipe encode` as a user runs it, watched: wall time and peak memory."""
+    from bench_prepare import watch
+
+    out = WORK / f"encoded-{vocab.name}"
+    runs = []
+    for _ in range(repeat):
+        cmd = nmtpipe("encode", "--prepared", str(root), "--vocab", str(vocab), "--output",
+                      str(out), "--batch-size", str(batch), "--force")  # fmt: skip
+        runs.append(watch(cmd))
+        runs[-1].pop("stdout")
+        runs[-1]["output"] = str(out)
+    return runs
 
 
 def bench_encoding(root: Path, vocab: Path, batch: int, repeat: int) -> dict:
@@ -122,13 +144,7 @@ def bench_encoding(root: Path, vocab: Path, batch: int, repeat: int) -> dict:
         cmd = [sys.executable, "-c", _SPM_TWO, str(root), str(vocab / "spm.model"), str(batch),
                str(WORK / f"spm-ids-{root.name}"), _SPM_WORKER]  # fmt: skip
         two.append(watch(cmd)["seconds"])
-    out = WORK / f"encoded-{root.name}"
-    runs = []
-    for _ in range(repeat):
-        cmd = nmtpipe("encode", "--prepared", str(root), "--vocab", str(vocab), "--output",
-                      str(out), "--batch-size", str(batch), "--force")  # fmt: skip
-        runs.append(watch(cmd))
-        runs[-1].pop("stdout")
+    runs = bench_nmtpipe(root, vocab, batch, repeat)
     pairs = alone[0]["pairs"]
     spm_seconds = min(a["seconds"] for a in alone)
     nmt_seconds = min(r["seconds"] for r in runs)
@@ -147,7 +163,7 @@ def bench_encoding(root: Path, vocab: Path, batch: int, repeat: int) -> dict:
         "nmtpipe_pairs_per_s": round(pairs / nmt_seconds),
         "ratio_to_2x_spm": round(pairs / nmt_seconds / ideal, 3),
         "ratio_to_spm_two_processes": round(min(two) / nmt_seconds, 3),
-        "output": str(out),
+        "output": runs[0]["output"],
     }
 
 
@@ -230,6 +246,8 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1_000_000)
     parser.add_argument("--vocab-size", type=int, default=16000)
     parser.add_argument("--vocab", help="a committed vocab output to use instead of training one")
+    parser.add_argument("--model", choices=("unigram", "t2t"), default="unigram")
+    corpora.add_option(parser)
     parser.add_argument("--batch-size", type=int, default=2048)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--random", type=int, default=200_000, help="random reads")
@@ -239,15 +257,25 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.chdir(HERE.parent)
-    from bench_vocab import prepared
-
-    root = prepared(args.pairs)
-    vocab = Path(args.vocab) if args.vocab else vocabulary(root, args.vocab_size)
+    root = corpora.prepared(args.pairs, args.corpus)
+    size = 32000 if args.model == "t2t" else args.vocab_size
+    vocab = Path(args.vocab) if args.vocab else vocabulary(root, size, args.model)
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.node()} {os.cpu_count()} cores, Python {platform.python_version()}",
-        "encoding": bench_encoding(root, vocab, args.batch_size, args.repeat),
+        "corpus": args.corpus,
     }
+    if args.model == "t2t":
+        runs = bench_nmtpipe(root, vocab, args.batch_size, args.repeat)
+        result["encoding"] = {
+            "nmtpipe_seconds": [round(r["seconds"], 2) for r in runs],
+            "cpu_seconds": [round(r["cpu_seconds"], 1) for r in runs],
+            "peak_rss_mb": {"driver": max(r["peak_rss_main_mb"] for r in runs),
+                            "worker": max(r["peak_rss_worker_mb"] or 0 for r in runs)},
+            "output": runs[0]["output"],
+        }  # fmt: skip
+    else:
+        result["encoding"] = bench_encoding(root, vocab, args.batch_size, args.repeat)
     if not args.no_reading:
         result["reading"] = bench_reading(
             Path(result["encoding"]["output"]), Path(args.fairseq_tools), args.random

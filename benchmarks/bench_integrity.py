@@ -1,6 +1,6 @@
 """What checking committed files costs: each verified read beside the same read unchecked.
 
-On one prepared output of the generated corpus (`make_corpus.py`, `--pairs` pairs, one
+On one prepared output of the generated long-tail corpus (`corpora.py`, `--pairs` pairs, one
 shard) and its encoding (a joined T2T vocabulary), each contender runs round-robin
 `--repeat` times in this process, files in the page cache (the check's CPU cost, not
 the disk's):
@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 sys.path.insert(0, str(HERE))
 
-from make_corpus import generate  # noqa: E402
+import corpora  # noqa: E402
 
 
 def _data(pairs: int) -> tuple[Path, Path, Path]:
@@ -48,9 +48,7 @@ def _data(pairs: int) -> tuple[Path, Path, Path]:
     from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 
     folder = WORK / f"integrity-{pairs}"
-    corpus = WORK / f"corpus-{pairs}"
-    if not Path(f"{corpus}.en").exists():
-        generate(pairs, str(corpus))
+    corpus = corpora.corpus(pairs)
     prepared, vocab, encoded = folder / "prepared", folder / "vocab", folder / "encoded"
     beam = ["--runner=FnApiRunner", "--direct_num_workers=2"]
     config = PrepareConfig("en", "zh", str(prepared), trainpref=(str(corpus),), num_shards=1)

@@ -1,6 +1,7 @@
 """`nmtpipe prepare` side by side with the ways people do the same work today.
 
-Each contender reads the same generated corpus, normalises both sides with
+Each contender reads the same generated corpus (`corpora.py`: the long-tail one unless
+`--corpus recombined`), normalises both sides with
 SentencePiece's `nmt_nfkc`, tokenises them with Tensor2Tensor's tokenizer and counts the
 tokens:
 
@@ -44,16 +45,10 @@ import psutil
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
+sys.path.insert(0, str(HERE))
+import corpora  # noqa: E402
+
 EXAMPLE = HERE.parent / "pipelines" / "example" / "tatoeba-cmn"  # .en.gz, .zh.gz
-
-
-def corpus(pairs: int) -> Path:
-    prefix = WORK / f"corpus-{pairs}"
-    if not Path(f"{prefix}.zh").exists():
-        from make_corpus import generate
-
-        generate(pairs, str(prefix))
-    return prefix
 
 
 def spm_normalizer():
@@ -165,7 +160,8 @@ def watch(cmd: list[str]) -> dict:
 
 def _command(name: str, prefix: str, pairs: int, workers: int) -> list[str]:
     if name.endswith("-no-langid"):
-        return [*_command(name.removesuffix("-no-langid"), prefix, pairs, workers), "--no-langid"]
+        plain = _command(name.removesuffix("-no-langid"), prefix, pairs, workers)
+        return [*plain, "--no-langid"]
     if not name.startswith("nmtpipe"):
         return [
             sys.executable,
@@ -186,15 +182,15 @@ def _command(name: str, prefix: str, pairs: int, workers: int) -> list[str]:
     ]  # fmt: skip
     return [
         sys.executable, "-m", "nmtpipe", "prepare", *data,
-        "--output", str(WORK / f"prepared-{pairs}"), "--force", *runner,
+        "--output", str(WORK / f"prepared-{Path(prefix).name}"), "--force", *runner,
     ]  # fmt: skip
 
 
 def bench(
-    pairs: int, workers: int, contenders: list[str], repeat: int, example: bool = False
+    pairs: int, workers: int, contenders: list[str], repeat: int, kind: str, example: bool = False
 ) -> list[dict]:
     """Round-robin over the contenders `repeat` times; report each run and the medians."""
-    prefix = str(EXAMPLE) if example else str(corpus(pairs))
+    prefix = str(EXAMPLE) if example else str(corpora.corpus(pairs, kind))
     runs: dict[str, list[dict]] = {name: [] for name in contenders}
     for round_ in range(repeat):
         for name in contenders:
@@ -261,6 +257,7 @@ def main() -> None:
         "--example", action="store_true", help="the bundled Tatoeba corpus, not a generated one"
     )
     parser.add_argument("--t2t-tools", help="shared/tools folder, for the t2t-loop contender")
+    corpora.add_option(parser)
     parser.add_argument("--json", help="write all results here")
     parser.add_argument("--run", help=argparse.SUPPRESS)
     parser.add_argument("--prefix", help=argparse.SUPPRESS)
@@ -273,16 +270,18 @@ def main() -> None:
         return
     if args.t2t_tools:
         os.environ["T2T_TOOLS"] = args.t2t_tools
-    print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
+    print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"{args.corpus} corpus")  # fmt: skip
     rows = []
     if args.example:
-        rows += bench(32_028, args.workers, args.contenders.split(","), args.repeat, example=True)
+        rows += bench(
+            32_028, args.workers, args.contenders.split(","), args.repeat, args.corpus, example=True
+        )
     for pairs in args.pairs or ([] if args.example else [1_000_000]):
-        rows += bench(pairs, args.workers, args.contenders.split(","), args.repeat)
+        rows += bench(pairs, args.workers, args.contenders.split(","), args.repeat, args.corpus)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
     main()

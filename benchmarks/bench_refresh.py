@@ -1,8 +1,9 @@
 """An incremental `nmtpipe refresh` against a full rebuild, on a corpus of many files.
 
-The corpus is `--files` generated input files (`make_corpus.py`, seeds 0..files-1) of
-`--pairs` pairs in all; a refresh adds one new file of `--new-percent` of the corpus
-(new seeds), like a crawl that lands a new batch. With the same Beam options and the
+The corpus is `--files` generated input files (`corpora.py`: the long-tail generator
+unless `--corpus recombined`, seeds 0..files-1) of `--pairs` pairs in all; a refresh
+adds one new file of `--new-percent` of the corpus (new seeds), like a crawl that lands
+a new batch. With the same Beam options and the
 same config (a joined T2T vocabulary, Arrow and fairseq shards):
 
 - full: `nmtpipe run CONFIG --until encode` on a fresh root with every file, new
@@ -36,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
 sys.path.insert(0, str(HERE))
 
-from make_corpus import generate  # noqa: E402
+import corpora  # noqa: E402
 
 BEAM = ["--runner=FnApiRunner", "--direct_num_workers=2", "--direct_running_mode=multi_processing"]
 
@@ -72,16 +73,17 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=10)
     parser.add_argument("--new-percent", type=float, default=1.0)
     parser.add_argument("--repeat", type=int, default=3)
+    corpora.add_option(parser)
     args = parser.parse_args()
-    base = WORK / f"refresh-{args.pairs}"
+    base = WORK / f"refresh-{args.corpus}-{args.pairs}"
     shutil.rmtree(base, ignore_errors=True)
     raw, new = base / "raw", base / "new"
     raw.mkdir(parents=True)
     for k in range(args.files):
-        generate(args.pairs // args.files, str(raw / f"base-{k:03d}"), seed=k)
+        corpora.generate(args.corpus, args.pairs // args.files, str(raw / f"base-{k:03d}"), k)
     new_pairs = int(args.pairs * args.new_percent / 100)
     for k in range(args.repeat):
-        generate(new_pairs, str(new / f"new-{k:03d}"), seed=10_000 + k)
+        corpora.generate(args.corpus, new_pairs, str(new / f"new-{k:03d}"), 10_000 + k)
 
     inc_config = write_config(base / "refresh.yaml", base / "refresh-root", raw)
     first, _ = timed("refresh", str(inc_config))
@@ -104,6 +106,7 @@ def main() -> None:
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.node()} {os.cpu_count()} cores, Python {platform.python_version()}",
+        "corpus": args.corpus,
         "pairs": args.pairs,
         "files": args.files,
         "new_pairs": new_pairs,
@@ -113,7 +116,9 @@ def main() -> None:
         "ratio": round(statistics.median(refresh_runs) / statistics.median(full_runs), 4),
     }
     print(json.dumps(result, indent=2))
-    (WORK / f"bench-refresh-{args.pairs}.json").write_text(json.dumps(result, indent=2))
+    (WORK / f"bench-refresh-{args.corpus}-{args.pairs}.json").write_text(
+        json.dumps(result, indent=2)
+    )
 
 
 if __name__ == "__main__":

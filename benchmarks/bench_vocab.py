@@ -1,8 +1,18 @@
-"""`nmtpipe vocab`'s Tensor2Tensor builder side by side with Tensor2Tensor's own code.
+"""`nmtpipe vocab` on a generated corpus: time, peak memory and what bounding the
+driver's memory costs; and its T2T builder side by side with Tensor2Tensor's own code.
 
-Both contenders build a SubwordTextEncoder with `build_to_target_size` from the same
-token counts — those `nmtpipe prepare` committed for a generated corpus — and write the
-vocab file:
+Default: for each `--pairs`, the whole `nmtpipe vocab` command, in its own process
+watched by psutil, for each of `--models` on the prepared corpus (`corpora.py`: the
+long-tail one unless `--corpus recombined`): `t2t` with `--vocab-size 32000` and the
+defaults, `unigram` joined. `--exact` also builds the T2T vocabulary from every token
+(`--max-characters 0`) and reports, per side, how many subtokens the default one shares
+with it and how long the test split is, encoded with each.
+
+    python benchmarks/bench_vocab.py --pairs 250000 --pairs 1000000 --pairs 4000000 --exact
+
+`--vs-t2t`: T2T's builder alone, nmtpipe's against Tensor2Tensor's own
+`build_to_target_size`, from the same token counts (those prepare committed), each in
+its own process; the two vocab files must be identical:
 
 - t2t: `shared/tools/t2t_vocab.py build-from-counts`, which runs T2T's own
   `text_encoder.py` from a git mirror (set MIRROR_ROOT or T2T_MIRROR as its README says),
@@ -10,14 +20,8 @@ vocab file:
 - nmtpipe: the builder `nmtpipe vocab` uses, reading the counts from the prepared
   Parquet files the way `nmtpipe vocab` does.
 
-Each runs in its own process, watched by psutil for wall time and peak resident memory;
-both also report the seconds of the build alone. The two vocab files must be identical.
-`--caps` then rebuilds with `--max-tokens-in-memory`-style caps (a fraction of the
-distinct tokens) and reports what the cap costs: peak memory, the vocabulary's size and
-overlap with the uncapped one, and how many more subtokens the validation split needs.
-
-    python benchmarks/bench_vocab.py --pairs 1000000 --side joined --target 32768 \\
-        --t2t-tools ../shared/tools
+    python benchmarks/bench_vocab.py --vs-t2t --corpus recombined --pairs 1000000 \\
+        --side joined --target 32768 --t2t-tools ../shared/tools
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -36,28 +39,18 @@ import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
+sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent))
+import corpora  # noqa: E402
 
 
-def prepared(pairs: int) -> Path:
-    """The generated corpus of `pairs` pairs, prepared (nmtpipe's cache makes reruns free;
-    a cached output from other code or options is replaced)."""
-    from bench_prepare import corpus
-
-    out = WORK / f"prepared-{pairs}"
-    cmd = [sys.executable, "-m", "nmtpipe", "prepare", "-s", "en", "-t", "zh",
-           "--trainpref", str(corpus(pairs)), "--output", str(out)]  # fmt: skip
-    if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode != 0:
-        subprocess.run([*cmd, "--force"], check=True, stdout=subprocess.DEVNULL)
-    return out
-
-
-def side_counts(root: Path, side: str, limit: int | None = None) -> dict[str, int]:
-    """A side's token counts, read as `nmtpipe vocab` reads them (without importing Beam)."""
+def side_counts(root: Path, side: str) -> dict[str, int]:
+    """A side's token counts, every one (without importing Beam)."""
     from nmtpipe.transforms.storage import manifest
     from nmtpipe.transforms.vocab import counts
 
     doc = manifest.read_manifest(str(root), "nmtpipe.prepare")
-    return counts.read_counts(counts.count_files(str(root), doc, side)[0], limit)
+    return counts.read_counts(counts.count_files(str(root), doc, side)[0])
 
 
 def write_t2t_tsv(counts: dict[str, int], path: Path) -> None:
@@ -68,14 +61,13 @@ def write_t2t_tsv(counts: dict[str, int], path: Path) -> None:
         f.writelines(f"{token.translate(escapes)}\t{count}\n" for token, count in counts.items())
 
 
-def run_nmtpipe(root: str, side: str, target: int, max_length: int | None, cap: int | None,
-                out: str) -> dict:  # fmt: skip
+def run_nmtpipe(root: str, side: str, target: int, max_length: int | None, out: str) -> dict:
     """The nmtpipe contender, in its own process: read the counts, build, write."""
     from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
     from nmtpipe.transforms.vocab.kinds.subword_build import SubwordBuilder
 
     start = time.perf_counter()
-    counts = side_counts(Path(root), side, cap)
+    counts = side_counts(Path(root), side)
     read = time.perf_counter()
     vocab, trace = SubwordBuilder(counts, max_length).build_to_target_size(target)
     built = time.perf_counter()
@@ -90,53 +82,45 @@ def run_nmtpipe(root: str, side: str, target: int, max_length: int | None, cap: 
     }
 
 
-def valid_lines(root: Path, side: str) -> list[str]:
+def split_lines(root: Path, split: str, column: str) -> list[str]:
     doc = json.loads((root / "manifest.json").read_text())
-    langs = doc["options"]["languages"]
-    columns = ["src", "tgt"] if side == "joined" else ["src" if side == langs["src"] else "tgt"]
-    lines: list[str] = []
-    for path in doc["splits"]["valid"]["files"]:
-        table = pq.read_table(root / path, columns=columns)
-        for column in columns:
-            lines += table[column].to_pylist()
-    return lines
-
-
-def subtokens(vocab_file: Path, lines: list[str]) -> int:
-    from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
-
-    encoder = SubwordTextEncoder.from_file(str(vocab_file))
-    return sum(len(encoder.encode(line)) for line in lines)
+    return [
+        line
+        for path in doc["splits"][split]["files"]
+        for line in pq.read_table(root / path, columns=[column])[column].to_pylist()
+    ]
 
 
 def contenders(args: argparse.Namespace, root: Path, tsv: Path) -> dict[str, list[str]]:
     longest = ["--max-subtoken-length", str(args.max_subtoken_length)]
+    nmtpipe = [
+        sys.executable,
+        __file__,
+        "--run",
+        str(root),
+        "--side",
+        args.side,
+        "--target",
+        str(args.target),
+        "--out",
+        str(WORK / "vocab-nmtpipe.txt"),
+    ]
     return {
         "t2t": [
             sys.executable, str(Path(args.t2t_tools) / "t2t_vocab.py"), "build-from-counts",
             "--counts", str(tsv), "--target-size", str(args.target),
             *(longest if args.max_subtoken_length else []), "--out", str(WORK / "vocab-t2t.txt"),
         ],
-        "nmtpipe": _nmtpipe_cmd(args, root, None, WORK / "vocab-nmtpipe.txt"),
+        "nmtpipe": nmtpipe + (longest if args.max_subtoken_length else []),
     }  # fmt: skip
 
 
-def _nmtpipe_cmd(args: argparse.Namespace, root: Path, cap: int | None, out: Path) -> list[str]:
-    cmd = [sys.executable, __file__, "--run", str(root), "--side", args.side,
-           "--target", str(args.target), "--out", str(out)]  # fmt: skip
-    if args.max_subtoken_length:
-        cmd += ["--max-subtoken-length", str(args.max_subtoken_length)]
-    if cap:
-        cmd += ["--cap", str(cap)]
-    return cmd
-
-
-def bench(args: argparse.Namespace) -> dict:
+def vs_t2t(args: argparse.Namespace, pairs: int) -> dict:
     from bench_prepare import watch
 
-    root = prepared(args.pairs)
+    root = corpora.prepared(pairs, args.corpus)
     counts = side_counts(root, args.side)
-    tsv = WORK / f"counts-{args.pairs}.{args.side}.tsv"
+    tsv = WORK / f"counts-{args.corpus}-{pairs}.{args.side}.tsv"
     write_t2t_tsv(counts, tsv)
     print(f"{args.side}: {len(counts):,} distinct tokens, {sum(counts.values()):,} in all")
     del counts
@@ -162,10 +146,9 @@ def bench(args: argparse.Namespace) -> dict:
     t2t, ours = rows["t2t"], rows["nmtpipe"]
     print(f"speed-up: {t2t['seconds'] / ours['seconds']:.1f}x wall, "
           f"{t2t['seconds_build'] / ours['seconds_build']:.1f}x build")  # fmt: skip
-    capped = caps(args, root, ours_file) if args.caps else []
-    return {"side": args.side, "pairs": args.pairs, "target": args.target,
+    return {"side": args.side, "pairs": pairs, "target": args.target,
             "max_subtoken_length": args.max_subtoken_length, "identical": identical,
-            "contenders": rows, "caps": capped}  # fmt: skip
+            "contenders": rows}  # fmt: skip
 
 
 def _summary(results: list[dict]) -> dict:
@@ -178,65 +161,114 @@ def _summary(results: list[dict]) -> dict:
     }
 
 
-def caps(args: argparse.Namespace, root: Path, full_file: Path) -> list[dict]:
-    """What keeping only the most frequent tokens does to the vocabulary and its use."""
+COMMANDS = {
+    "t2t": ["--model", "t2t", "--vocab-size", "32000"],
+    "t2t-exact": ["--model", "t2t", "--vocab-size", "32000", "--max-characters", "0"],
+    "unigram": ["--model", "unigram", "--vocab-size", "32000", "--joined"],
+}
+
+
+def vocab_command(args: argparse.Namespace, pairs: int, name: str) -> dict:
+    """`nmtpipe vocab` as a user runs it, in its own process: wall time and peak RSS."""
     from bench_prepare import watch
 
-    lines = valid_lines(root, args.side)
-    full = set(full_file.read_text(encoding="utf-8").splitlines())
-    base = subtokens(full_file, lines)
-    rows = []
-    print(f"caps: validation split, {len(lines):,} lines, {base:,} subtokens uncapped")
-    print("| cap (tokens kept) | build s | peak RSS | subtokens | min_count | shared with uncapped "
-          "| validation subtokens |")  # fmt: skip
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    distinct = len(side_counts(root, args.side))
-    for fraction in (float(f) for f in args.caps.split(",")):
-        cap = round(distinct * fraction)
-        out = WORK / f"vocab-nmtpipe-cap{cap}.txt"
-        result = watch(_nmtpipe_cmd(args, root, cap, out))
-        result.update(json.loads(result.pop("stdout").strip().splitlines()[-1]))
-        vocab = set(out.read_text(encoding="utf-8").splitlines())
-        used = subtokens(out, lines)
-        row = {"cap": cap, "fraction": fraction, **result,
-               "shared": len(vocab & full) / len(full), "valid_subtokens": used,
-               "valid_increase": used / base - 1}  # fmt: skip
-        rows.append(row)
-        print(f"| {cap:,} ({fraction:.0%}) | {result['seconds_build']} | "
-              f"{result['peak_rss_main_mb']} MB | {result['vocab_size']:,} | "
-              f"{result['min_count']} | {row['shared']:.1%} | "
-              f"{used:,} (+{row['valid_increase']:.2%}) |", flush=True)  # fmt: skip
-    return rows
+    root = corpora.prepared(pairs, args.corpus)
+    out = WORK / f"vocab-{name}-{args.corpus}-{pairs}"
+    cmd = [sys.executable, "-m", "nmtpipe", "vocab", "--prepared", str(root), "--output",
+           str(out), *COMMANDS[name], "--force"]  # fmt: skip
+    result = watch(cmd)
+    doc = json.loads((out / "manifest.json").read_text())
+    row = {"pairs": pairs, "vocab": name, "seconds": round(result["seconds"], 1),
+           "peak_rss_mb": max(result["peak_rss_main_mb"], result["peak_rss_worker_mb"] or 0),
+           "output": str(out), "vocabularies": doc["vocabularies"]}  # fmt: skip
+    sizes = ", ".join(f"{side} {v['vocab_size']:,}" for side, v in doc["vocabularies"].items())
+    print(f"  {pairs:>10,} {name:>9} {row['seconds']:7.1f} s, peak RSS {row['peak_rss_mb']} MB, "
+          f"{sizes}", flush=True)  # fmt: skip
+    return row
+
+
+def quality(root: Path, bounded: Path, exact: Path) -> dict[str, dict]:
+    """Per side: the subtokens the bounded vocabulary shares with the exact one, and the
+    test split's length encoded with each."""
+    from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
+
+    doc = json.loads((root / "manifest.json").read_text())
+    langs = doc["options"]["languages"]
+    out = {}
+    for side, column in ((langs["src"], "src"), (langs["tgt"], "tgt")):
+        lines = split_lines(root, "test", column)
+        a, b = (
+            SubwordTextEncoder.from_file(str(d / f"vocab.{side}.subwords"))
+            for d in (bounded, exact)
+        )
+        ids = [int(v.encode_lines(lines)[1].sum()) for v in (a, b)]
+        out[side] = {
+            "shared": round(len(set(a.subtokens) & set(b.subtokens)) / b.vocab_size, 4),
+            "sizes": [a.vocab_size, b.vocab_size],
+            "test_ids": ids,
+            "test_ids_change": round(ids[0] / ids[1] - 1, 4),
+        }
+    return out
+
+
+def bench(args: argparse.Namespace) -> dict:
+    rows, qualities = [], {}
+    for pairs in args.pairs:
+        for name in args.models.split(","):
+            rows.append(vocab_command(args, pairs, name))
+        if args.exact:
+            rows.append(vocab_command(args, pairs, "t2t-exact"))
+            root = corpora.prepared(pairs, args.corpus)
+            found = quality(root, Path(rows[-2 if "t2t" in args.models else -1]["output"]),
+                            Path(rows[-1]["output"]))  # fmt: skip
+            qualities[pairs] = found
+            for side, q in found.items():
+                print(f"  {pairs:>10,} {side}: shares {q['shared']:.2%} of the exact vocabulary; "
+                      f"test split {q['test_ids'][0]:,} ids against {q['test_ids'][1]:,} "
+                      f"({q['test_ids_change']:+.2%})", flush=True)  # fmt: skip
+    print("| pairs | vocabulary | wall s | peak RSS | per side: distinct tokens, used, mass kept |")
+    print("| --- | --- | --- | --- | --- |")
+    for r in rows:
+        sides = "; ".join(
+            f"{side} {v.get('distinct_tokens', v.get('sample_sentences', 0)):,}"
+            + (f", {v['distinct_tokens_used']:,}" if "distinct_tokens_used" in v else "")
+            + (f", {v['pruned']['token_mass_kept']:.1%}" if "pruned" in v else "")
+            for side, v in r["vocabularies"].items()
+        )
+        print(
+            f"| {r['pairs']:,} | {r['vocab']} | {r['seconds']} | {r['peak_rss_mb']} MB | {sides} |"
+        )
+    return {"corpus": args.corpus, "rows": rows, "quality": qualities}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, default=1_000_000, help="generated corpus size")
-    parser.add_argument("--side", default="joined", help="en, zh or joined (default)")
-    parser.add_argument("--target", type=int, default=32768, help="target vocabulary size")
-    parser.add_argument("--max-subtoken-length", type=int, help="T2T's max_subtoken_length")
-    parser.add_argument("--repeat", type=int, default=1, help="rounds; medians are reported")
-    parser.add_argument("--caps", default="", help="fractions of distinct tokens, e.g. 0.5,0.1")
+    parser.add_argument("--pairs", type=int, action="append", help="corpus sizes (repeatable)")
+    parser.add_argument("--models", default="t2t,unigram", help="of: t2t, unigram")
+    parser.add_argument("--exact", action="store_true", help="compare t2t with every token")
+    corpora.add_option(parser)
+    parser.add_argument("--vs-t2t", action="store_true", help="against T2T's own builder")
+    parser.add_argument("--side", default="joined", help="--vs-t2t: en, zh or joined")
+    parser.add_argument("--target", type=int, default=32768, help="--vs-t2t: target size")
+    parser.add_argument("--max-subtoken-length", type=int, help="--vs-t2t: T2T's option")
+    parser.add_argument("--repeat", type=int, default=1, help="--vs-t2t: rounds (medians)")
     parser.add_argument("--t2t-tools", default=str(HERE.parent.parent / "shared" / "tools"))
     parser.add_argument("--json", help="write all results here")
     parser.add_argument("--run", metavar="PREPARED", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
-    parser.add_argument("--cap", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.run:  # the nmtpipe contender, in its own process
-        result = run_nmtpipe(
-            args.run, args.side, args.target, args.max_subtoken_length, args.cap, args.out
-        )
+    if args.run:  # the nmtpipe contender of --vs-t2t, in its own process
+        result = run_nmtpipe(args.run, args.side, args.target, args.max_subtoken_length, args.out)
         print(json.dumps(result))
         return
-    print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
+    args.pairs = args.pairs or [1_000_000]
+    print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"{args.corpus} corpus")  # fmt: skip
     WORK.mkdir(exist_ok=True)
-    result = bench(args)
+    result = [vs_t2t(args, p) for p in args.pairs] if args.vs_t2t else bench(args)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(HERE))
-    sys.path.insert(1, str(HERE.parent))
     main()

@@ -10,7 +10,6 @@ corpus. Deterministic for a given seed.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import random
 from importlib import resources
@@ -42,16 +41,7 @@ def generate(pairs: int, out: str, seed: int = 0) -> None:
             zh.write("".join(p[1] for p in picked) + "\n")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, required=True)
-    parser.add_argument(
-        "--out", required=True, help="output prefix; writes PREFIX.en and PREFIX.zh"
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    generate(args.pairs, args.out, args.seed)
-
-
 if __name__ == "__main__":
-    main()
+    from corpora import command_line
+
+    command_line(generate, __doc__)

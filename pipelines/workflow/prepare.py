@@ -38,7 +38,7 @@ from nmtpipe.transforms.storage.commit import STAGING, StepOutcome, commit
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
 from nmtpipe.transforms.text.records import PAIRS_SCHEMA
 from nmtpipe.transforms.text.stats import finalize
-from nmtpipe.transforms.vocab.counts import JOINED, write_counts
+from nmtpipe.transforms.vocab.counts import COUNTS_SCHEMA, JOINED, write_counts
 
 if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -58,7 +58,10 @@ def _fill_empty(plan: PreparePlan, files: list[dict[str, Any]]) -> None:
     for side in (*plan.langs, JOINED):
         for b in range(plan.count_buckets):
             if counts_path(side, b, plan.count_buckets) not in have:
-                written = write_counts(fsio.join(out, counts_path(side, b, plan.count_buckets)), {})
+                written = write_counts(
+                    fsio.join(out, counts_path(side, b, plan.count_buckets)),
+                    COUNTS_SCHEMA.empty_table(),
+                )
                 files.append(file_entry(out, written, "counts", 0, side=side, bucket=b))
     for k in range(plan.reject_shards):
         if rejects_path(k, plan.reject_shards) not in have:

@@ -172,9 +172,6 @@ class PrepareConfig:
         group=PERFORMANCE,
         help="token-count files per language (default: as many as train shards)",
     )
-    count_fanout: int = count(
-        4, group=PERFORMANCE, help="hot-key fan-out of the token-count combiner"
-    )
     # Where cleaned batches meet the shard writers (`PrepareRun`); not part of the result.
     spill_dir: str | None = option(
         "auto",
@@ -290,7 +287,6 @@ class PreparePlan:
             count_buckets=self.count_buckets,
             reject_shards=self.reject_shards,
             chunk_lines=self.config.chunk_lines,
-            count_fanout=self.config.count_fanout,
             keep_overlap=self.config.keep_overlap,
         )
 

@@ -32,8 +32,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import describe, pipeline_options, runs_locally
 from nmtpipe.pipelines.workflow.encode import EncodeRun, encode_runs, start_encode
@@ -331,12 +329,15 @@ class Refresh:
         langs = parts[0][1]["options"]["languages"]
         drift = {}
         for side in [JOINED] if joined else [langs["src"], langs["tgt"]]:
-            fresh = counts.sum_counts([counts.count_files(r, d, side)[0] for r, d in parts])
             encoder = opened.encoder(langs["src"] if side == JOINED else side)
-            tally = np.fromiter(fresh.values(), np.int64, len(fresh))
-            outside = encoder.outside(list(fresh))
-            total = int(tally.sum())
-            drift[side] = round(int(tally[outside].sum()) / total, 6) if total else 0.0
+            total = outside = 0
+            # a token in several parts counts in each: the shares add up the same
+            for root, doc in parts:
+                for batch in counts.count_batches(counts.count_files(root, doc, side)[0]):
+                    tally = batch["count"].to_numpy()
+                    total += int(tally.sum())
+                    outside += int(tally[encoder.outside(batch["token"].to_pylist())].sum())
+            drift[side] = round(outside / total, 6) if total else 0.0
         return drift
 
     def _encode(

@@ -40,15 +40,15 @@ from nmtpipe.transforms.formats.overlap_index import (
 )
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.text.filters import DUPLICATE
-from nmtpipe.transforms.text.overlap import Protected, row_reject
-from nmtpipe.transforms.text.records import Reject
+from nmtpipe.transforms.text.overlap import Protected
+from nmtpipe.transforms.text.records import Reject, reject_rows
 
 _COLUMNS = ["id", "src", "tgt", "origin", "line"]
 RANGE_ROWS = 2_000_000  # train ids held at once per id range, across all parts
 
 
-def _row(part: str, split: str, row: int, reject: Reject) -> dict[str, Any]:
-    return {"part": part, "split": split, "row": row, **reject._asdict()}
+def _row(part: str, split: str, row: int, reject: dict[str, Any]) -> dict[str, Any]:
+    return {"part": part, "split": split, "row": row, **reject}
 
 
 def _split_table(part: VersionPart, split: str) -> pa.Table | None:
@@ -75,8 +75,9 @@ class _Small:
                     zip(*(table[c].to_pylist() for c in ("id", "origin", "line")), strict=True)
                 ):
                     if pair in seen:
-                        reject = row_reject(table, row, DUPLICATE, f"same pair as {seen[pair]}")
-                        self.excluded.append(_row(part.key, split, row, reject))
+                        detail = f"same pair as {seen[pair]}"
+                        reject = reject_rows(table, np.array([row]), DUPLICATE, detail)
+                        self.excluded.append(_row(part.key, split, row, reject.to_pylist()[0]))
                     else:
                         seen[pair] = f"{origin}:{line}"
         # What train rows are looked up in (`_member`).
@@ -128,7 +129,7 @@ def _against(
     """Exclusions of a part's split among `table`, which holds its rows `rows`."""
     gone, rejects = small.protected.exclude(table, split, keep)
     rows = rows[gone].tolist()
-    return [_row(part.key, split, row, r) for row, r in zip(rows, rejects, strict=True)]
+    return [_row(part.key, split, row, r) for row, r in zip(rows, rejects.to_pylist(), strict=True)]
 
 
 def _candidates(index: np.ndarray, small: _Small, keep: bool) -> np.ndarray:
@@ -182,7 +183,7 @@ def _train_repeats(parts: list[VersionPart], indexes: list[np.ndarray]) -> list[
             k, survivor = int(rows[i, 3]), int(rows[first, 3])
             detail = f"same pair as {origins[survivor]}:{int(rows[first, 2])}"
             reject = Reject(origins[k], int(rows[i, 2]), DUPLICATE, detail, None, None)
-            out.append(_row(parts[k].key, "train", int(rows[i, 1]), reject))
+            out.append(_row(parts[k].key, "train", int(rows[i, 1]), reject._asdict()))
     return out
 
 

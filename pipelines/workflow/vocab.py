@@ -81,11 +81,13 @@ class VocabConfig:
         help="build from T2T's generate_lines_for_vocab sample of B characters per language "
         "instead of all token counts",
     )
-    max_tokens_in_memory: int | None = option(
-        None,
+    max_characters: int = option(
+        6_000_000,
         metavar="N",
         group=T2T,
-        help="build from the N most frequent tokens only (bounds driver memory)",
+        help="build from a weighted sample of the token counts whose tokens hold at most N "
+        "characters (about 150 bytes each on the driver); frequent tokens are always "
+        "kept, and every token while they fit; 0: every token, however many",
     )
     reserved_tokens: tuple[str, ...] = option(
         RESERVED_TOKENS,
@@ -122,8 +124,8 @@ class VocabConfig:
             raise ConfigError("--max-subtoken-length must be at least 1")
         if self.file_byte_budget is not None and self.file_byte_budget <= 0:
             raise ConfigError("--file-byte-budget must be positive")
-        if self.max_tokens_in_memory is not None and self.max_tokens_in_memory < 1:
-            raise ConfigError("--max-tokens-in-memory must be at least 1")
+        if self.max_characters < 0:
+            raise ConfigError("--max-characters must be 0 (no limit) or more")
         if self.sample_sentences < 1:
             raise ConfigError("--sample-sentences must be at least 1")
         try:

@@ -9,12 +9,14 @@ write the manifest without reading any data back.
 from __future__ import annotations
 
 import hashlib
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.compute as pc
 from apache_beam.metrics import Metrics
 from apache_beam.pvalue import TaggedOutput
 from apache_beam.transforms.window import GlobalWindow
@@ -31,8 +33,7 @@ from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig, PairConfirmer
 from nmtpipe.transforms.text.langid.identifier import LangIdConfig
 from nmtpipe.transforms.text.overlap import Protected
-from nmtpipe.transforms.text.records import Reject, reject_batch
-from nmtpipe.transforms.text.split import stable_bucket
+from nmtpipe.transforms.text.records import Reject, reject_batch, reject_shards
 from nmtpipe.transforms.vocab import counts as counts_lib
 from nmtpipe.transforms.vocab.counts import JOINED
 
@@ -41,25 +42,34 @@ REJECTS, COUNTS, CHARS, STATS, FILES = "rejects", "counts", "chars", "stats", "f
 PROTECTED, PENDING = "protected", "pending"
 
 
-def rejects_partial(rejects: list[Reject]) -> dict[str, Any]:
-    """Statistics of rejects: by reason, and by reason per input."""
-    per_input: dict[str, Counter[str]] = defaultdict(Counter)
-    for r in rejects:
-        per_input[r.origin][r.reason] += 1
+def rejects_partial(rejects: pa.Table) -> dict[str, Any]:
+    """Statistics of rejects (REJECTS_SCHEMA): by reason, and by reason per input."""
+    reasons: Counter[str] = Counter()
+    per_input: dict[str, dict[str, int]] = defaultdict(dict)
+    if rejects.num_rows:
+        grouped = rejects.group_by(["origin", "reason"]).aggregate([("line", "count")])
+        columns = (grouped[name].to_pylist() for name in ("origin", "reason", "line_count"))
+        for origin, reason, n in zip(*columns, strict=True):
+            per_input[origin][reason] = n
+            reasons[reason] += n
     return {
-        "rejects": dict(Counter(r.reason for r in rejects)),
-        "inputs": {origin: {"rejects": dict(c)} for origin, c in per_input.items()},
+        "rejects": dict(reasons),
+        "inputs": {origin: {"rejects": c} for origin, c in per_input.items()},
     }
 
 
+def reject_table(rejects: list[Reject]) -> pa.Table:
+    return pa.Table.from_batches([reject_batch(rejects)])
+
+
 def _ship_rejects(
-    rejects: list[Reject], num_shards: int, spill_url: str | None
+    rejects: pa.Table, num_shards: int, spill_url: str | None
 ) -> Iterator[TaggedOutput]:
     """Rejects as batches keyed by reject shard, shipped like pair batches."""
-    grouped: dict[int, list[Reject]] = defaultdict(list)
-    for r in rejects:
-        grouped[stable_bucket(f"{r.origin}:{r.line}", num_shards)].append(r)
-    batches = {shard: reject_batch(rows) for shard, rows in grouped.items()}
+    batches = {
+        shard: part.combine_chunks().to_batches()[0]
+        for shard, part in reject_shards(rejects, num_shards).items()
+    }
     for item in batch_transport.ship(batches, spill_url):
         yield TaggedOutput(REJECTS, item)
 
@@ -86,28 +96,45 @@ class PlanChunksFn(beam.DoFn):
             yield chunk
 
 
-class BundleCounts:
-    """Token counts of a DoFn's bundle, added up in C++ and sent on once per bundle,
-    tagged COUNTS and keyed by (side, bucket): a dict per element would cost a Python
-    loop over its distinct tokens downstream."""
+def ship_counts(
+    tables: Mapping[str, pa.Table], buckets: int, spill_url: str | None
+) -> Iterator[TaggedOutput]:
+    """Count tables of each side split into buckets, ready for the shuffle: keyed by
+    bucket, the side beside each, inline or all spilled to one file at `spill_url`;
+    tagged COUNTS."""
+    keyed = {
+        (side, bucket): part.combine_chunks().to_batches()[0]
+        for side, table in tables.items()
+        for bucket, part in counts_lib.into_buckets(table, buckets).items()
+    }
+    for (side, bucket), item in batch_transport.ship(keyed, spill_url):
+        yield TaggedOutput(COUNTS, (bucket, (side, item)))
 
-    def __init__(self, langs: tuple[str, str], buckets: int) -> None:
-        self.langs, self.buckets = langs, buckets
+
+class BundleCounts:
+    """Token counts of a DoFn's chunks, tallied in C++ and sent on (`ship_counts`)
+    whenever a side's tally is full, and at the end: a worker holds a bounded tally,
+    however many chunks its bundle has (one bundle is half the input on the local
+    runner)."""
+
+    def __init__(self, langs: tuple[str, str], buckets: int, spill_dir: str | None) -> None:
+        self.langs, self.buckets, self.spill_dir = langs, buckets, spill_dir
         self._tallies = {side: counts_lib.TokenTally() for side in langs}
 
-    def add(self, tokens: tuple[pa.StringArray, pa.StringArray]) -> None:
+    def add(self, tokens: tuple[pa.StringArray, pa.StringArray]) -> Iterator[TaggedOutput]:
+        """Count `tokens` (one array per side); the tallies, if one is full."""
         for side, found in zip(self.langs, tokens, strict=True):
             self._tallies[side].add(found)
+        if any(tally.is_full() for tally in self._tallies.values()):
+            yield from self.emit()
 
     def emit(self) -> Iterator[TaggedOutput]:
-        for side, tally in self._tallies.items():
-            for bucket, part in enumerate(counts_lib.into_buckets(tally.result(), self.buckets)):
-                if part:
-                    value = WindowedValue(((side, bucket), part), MIN_TIMESTAMP, [GlobalWindow()])
-                    yield TaggedOutput(COUNTS, value)
+        """What the tallies hold, sent on; they start again empty."""
+        tables = {side: tally.take() for side, tally in self._tallies.items()}
+        yield from ship_counts(tables, self.buckets, _spill_url(self.spill_dir, uuid.uuid4().hex))
 
 
-def _reject_stats(rejects: list[Reject]) -> dict[str, Any]:
+def _reject_stats(rejects: pa.Table) -> dict[str, Any]:
     """Rejects as a statistics partial, counted in the job's metrics as well."""
     partial = rejects_partial(rejects)
     for reason, n in partial["rejects"].items():
@@ -145,24 +172,27 @@ class CleanChunksFn(beam.DoFn):
         self._clean = ChunkCleaner(self.config, defer=True)
 
     def start_bundle(self) -> None:
-        self._counts = BundleCounts(self.langs, self.count_buckets)
+        self._counts = BundleCounts(self.langs, self.count_buckets, self.spill_dir)
 
-    def finish_bundle(self) -> Iterator[TaggedOutput]:
-        yield from self._counts.emit()
+    def finish_bundle(self) -> Iterator[WindowedValue]:
+        for tagged in self._counts.emit():
+            value = WindowedValue(tagged.value, MIN_TIMESTAMP, [GlobalWindow()])
+            yield TaggedOutput(tagged.tag, value)
 
     def process(self, chunk: RawChunk | ChunkRef) -> Iterator[Any]:
         out = self._clean(load_chunk(chunk) if isinstance(chunk, ChunkRef) else chunk)
         self.read.inc(out.pairs_read)
         self.rejected.inc(len(out.rejects))
         name = f"{chunk.origin}:{chunk.first_line}"
+        rejects = reject_table(out.rejects)
         yield from batch_transport.ship(out.pairs, _spill_url(self.spill_dir, f"pairs {name}"))
         yield from _ship_rejects(
-            out.rejects, self.reject_shards, _spill_url(self.spill_dir, f"rejects {name}")
+            rejects, self.reject_shards, _spill_url(self.spill_dir, f"rejects {name}")
         )
         for key, item in batch_transport.ship(out.pending, None):
             yield TaggedOutput(PENDING, (key, item))
-        self._counts.add(out.train_tokens)
-        partial = _reject_stats(out.rejects)
+        yield from self._counts.add(out.train_tokens)
+        partial = _reject_stats(rejects)
         partial["inputs"].setdefault(chunk.origin, {})["read"] = out.pairs_read
         yield TaggedOutput(
             STATS,
@@ -179,10 +209,10 @@ class CleanChunksFn(beam.DoFn):
 
 
 class ConfirmLanguagesFn(beam.DoFn):
-    """(_, [((split, shard), pending batch)]) → the pairs lingua's accurate models keep,
-    as pair batches keyed by (split, shard); their rejects, counts, stats and what the
-    kept valid and test pairs protect tagged, as `CleanChunksFn` tags them. The models
-    load here only, in the one worker that gets the pending pairs."""
+    """((split, shard), [pending batch]) → the pairs lingua's accurate models keep, as
+    pair batches keyed the same; their rejects, counts, stats and what the kept valid
+    and test pairs protect tagged, as `CleanChunksFn` tags them. The models load on first
+    use, only in the workers that get pending pairs."""
 
     def __init__(
         self, langid: LangIdConfig, langs: tuple[str, str], count_buckets: int, reject_shards: int
@@ -197,19 +227,21 @@ class ConfirmLanguagesFn(beam.DoFn):
         self._confirm = PairConfirmer(self.langid)
 
     def process(
-        self, element: tuple[Any, Iterable[tuple[tuple[str, int], batch_transport.Shipped]]]
+        self, element: tuple[tuple[str, int], Iterable[batch_transport.Shipped]]
     ) -> Iterator[Any]:
-        counts = BundleCounts(self.langs, self.count_buckets)
-        rejects: list[Reject] = []
-        for (split, shard), item in element[1]:
+        (split, shard), items = element
+        counts = BundleCounts(self.langs, self.count_buckets, None)
+        found: list[Reject] = []
+        for item in items:
             out = self._confirm(split, batch_transport.receive_batch(item))
             if out.pairs.num_rows:
                 yield (split, shard), batch_transport.inline(out.pairs)
                 if split != "train":
                     yield TaggedOutput(PROTECTED, Protected.of_batch(split, out.pairs))
-            rejects += out.rejects
-            counts.add(out.train_tokens)
-        self.rejected.inc(len(rejects))
+            found += out.rejects
+            yield from counts.add(out.train_tokens)
+        rejects = reject_table(found)
+        self.rejected.inc(rejects.num_rows)
         yield from _ship_rejects(rejects, self.reject_shards, None)
         yield from counts.emit()
         yield TaggedOutput(STATS, _reject_stats(rejects))
@@ -250,25 +282,27 @@ class WritePairShardsFn(beam.DoFn):
         result = pair_shards.write_pair_shard(url, batches, split, protected, self.keep_overlap)
         rows = result.table.num_rows
         self.kept.inc(rows)
-        for reason, n in Counter(r.reason for r in result.duplicates).items():
-            Metrics.counter(NAMESPACE, f"rejected_{reason}").inc(n)
         yield TaggedOutput(
             FILES, file_entry(self.output, result.written, "pairs", rows, split=split)
         )
         yield TaggedOutput(
-            STATS, {**rejects_partial(result.duplicates), "splits": {split: result.stats}}
+            STATS, {**_reject_stats(result.duplicates), "splits": {split: result.stats}}
         )
         spill_url = _spill_url(self.spill_dir, f"duplicates {split} {shard}")
         yield from _ship_rejects(result.duplicates, self.reject_shards, spill_url)
-        if split == "train" and result.duplicates:
-            for side, field in zip(self.langs, ("src", "tgt"), strict=True):
-                texts = [getattr(dup, field).decode() for dup in result.duplicates]
-                negative = {t: -c for t, c in t2t_tokenizer.count_tokens(texts).items()}
-                for bucket, part in enumerate(
-                    counts_lib.into_buckets(negative, self.count_buckets)
-                ):
-                    if part:
-                        yield TaggedOutput(COUNTS, ((side, bucket), part))
+        if split == "train" and result.duplicates.num_rows:
+            texts = {field: result.duplicates[field].cast(pa.string()) for field in ("src", "tgt")}
+            taken_back = {
+                side: counts_lib.count_table(
+                    t2t_tokenizer.token_array(texts[field].to_pylist()), sign=-1
+                )
+                for side, field in zip(self.langs, ("src", "tgt"), strict=True)
+            }
+            yield from ship_counts(
+                taken_back,
+                self.count_buckets,
+                _spill_url(self.spill_dir, f"counts {split} {shard}"),
+            )
 
 
 class WriteRejectsFn(beam.DoFn):
@@ -288,10 +322,12 @@ class WriteRejectsFn(beam.DoFn):
 
 
 class WriteCountsFn(beam.DoFn):
-    """(bucket, [(side, counts)]) → a count file per language and one for both joined.
+    """(bucket, [(side, shipped counts)]) → a count file per language and one for both
+    joined.
 
-    A side may come with several partials (the chunks' counts and the duplicates' negative
-    counts); they are summed, and tokens left with no count dropped.
+    A side comes with several partial tallies (each worker's, and the duplicates'
+    negative counts); they are summed, and tokens left with no count dropped. Only this
+    bucket's tokens are held.
 
     Each file's character counts go out tagged CHARS, to be merged into the alphabet,
     and the token totals tagged STATS.
@@ -302,23 +338,28 @@ class WriteCountsFn(beam.DoFn):
         self.langs = langs
         self.buckets = buckets
 
-    def process(self, element: tuple[int, Iterable[tuple[str, dict[str, int]]]]) -> Iterator[Any]:
+    def process(
+        self, element: tuple[int, Iterable[tuple[str, batch_transport.Shipped]]]
+    ) -> Iterator[Any]:
         bucket, parts = element
-        by_side: dict[str, dict[str, int]] = {}
-        for side, part in parts:
-            counts_lib.add_counts(by_side.setdefault(side, {}), part)
-        by_side = {side: {t: c for t, c in d.items() if c} for side, d in by_side.items()}
-        joined: dict[str, int] = {}
-        for side in self.langs:
-            counts_lib.add_counts(joined, by_side.get(side, {}))
-        for side in (*self.langs, JOINED):
-            counts = joined if side == JOINED else by_side.get(side, {})
+        received: dict[str, list[pa.Table]] = defaultdict(list)
+        for side, item in parts:
+            received[side].append(batch_transport.receive_table(item))
+        by_side = {
+            side: counts_lib.canonical(counts_lib.sum_counts(received[side])) for side in self.langs
+        }
+        by_side[JOINED] = counts_lib.joined(*(by_side[side] for side in self.langs))
+        chars = {side: counts_lib.char_counts(by_side[side]) for side in self.langs}
+        chars[JOINED] = MergeCountsFn().merge_accumulators(chars.values())
+        for side, counts in by_side.items():
             url = fsio.join(self.output, counts_path(side, bucket, self.buckets))
             written = counts_lib.write_counts(url, counts)
-            yield file_entry(self.output, written, "counts", len(counts), side=side, bucket=bucket)
-            yield TaggedOutput(CHARS, (side, counts_lib.char_counts(counts)))
+            yield file_entry(
+                self.output, written, "counts", counts.num_rows, side=side, bucket=bucket
+            )
+            yield TaggedOutput(CHARS, (side, chars[side]))
         for side, field in zip(self.langs, ("src", "tgt"), strict=True):
-            tokens = sum(by_side.get(side, {}).values())
+            tokens = pc.sum(by_side[side]["count"]).as_py() or 0
             yield TaggedOutput(STATS, {"splits": {"train": {field: {"tokens": tokens}}}})
 
 
@@ -328,19 +369,21 @@ def write_chars(per_side: list[tuple[str, dict[str, int]]], output: str) -> File
 
 
 class MergeCountsFn(beam.CombineFn):
-    """Sums `{token: count}` partials; lifted before the shuffle, fanned out when hot."""
+    """Sums `{key: count}` partials (the characters of the alphabet: a few thousand
+    keys at most); lifted before the shuffle."""
 
     def create_accumulator(self) -> dict[str, int]:
         return {}
 
     def add_input(self, acc: dict[str, int], part: Mapping[str, int]) -> dict[str, int]:
-        return counts_lib.add_counts(acc, part)
+        for key, count in part.items():
+            acc[key] = acc.get(key, 0) + count
+        return acc
 
     def merge_accumulators(self, accs: Iterable[dict[str, int]]) -> dict[str, int]:
-        accs = iter(accs)
-        merged = next(accs, {})
+        merged: dict[str, int] = {}
         for acc in accs:
-            counts_lib.add_counts(merged, acc)
+            self.add_input(merged, acc)
         return merged
 
     def extract_output(self, acc: dict[str, int]) -> dict[str, int]:

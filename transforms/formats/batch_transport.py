@@ -74,7 +74,8 @@ def ship(keyed: dict[K, pa.RecordBatch], spill_url: str | None) -> Iterator[tupl
         yield from zip(keys, spill(spill_url, [keyed[k] for k in keys]), strict=True)
 
 
-def _resolve(item: Shipped) -> pa.Table:
+def receive_table(item: Shipped) -> pa.Table:
+    """The batch `ship` shipped as `item`, as a table."""
     if isinstance(item, bytes):
         return pa.ipc.open_stream(item).read_all()
     with fsio.open_for_arrow(item.url) as f:
@@ -83,11 +84,11 @@ def _resolve(item: Shipped) -> pa.Table:
 
 def receive_batch(item: Shipped) -> pa.RecordBatch:
     """The one batch `ship` shipped as `item`, as it was."""
-    return _resolve(item).combine_chunks().to_batches()[0]
+    return receive_table(item).combine_chunks().to_batches()[0]
 
 
 def _gather(items: Iterable[Shipped], schema: pa.Schema) -> pa.Table:
-    tables = [_resolve(item) for item in items]
+    tables = [receive_table(item) for item in items]
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 

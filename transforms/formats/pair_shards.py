@@ -19,8 +19,8 @@ from nmtpipe.transforms.formats.batch_transport import Shipped, pairs_table, rej
 from nmtpipe.transforms.storage.fsio import WrittenFile, write_parquet
 from nmtpipe.transforms.text import stats
 from nmtpipe.transforms.text.filters import DUPLICATE
-from nmtpipe.transforms.text.overlap import Protected, row_reject
-from nmtpipe.transforms.text.records import Reject
+from nmtpipe.transforms.text.overlap import Protected
+from nmtpipe.transforms.text.records import REJECTS_SCHEMA, locations, reject_rows
 
 _SORT_KEYS = [(name, "ascending") for name in ("id", "src", "tgt", "origin", "line")]
 
@@ -28,11 +28,11 @@ _SORT_KEYS = [(name, "ascending") for name in ("id", "src", "tgt", "origin", "li
 @dataclass
 class PairShard:
     """What writing one pair shard produced: the file, the rows kept, and the rows
-    dropped as duplicates or overlap (`duplicates`)."""
+    dropped as duplicates or overlap (`duplicates`, in REJECTS_SCHEMA)."""
 
     written: WrittenFile
     table: pa.Table
-    duplicates: list[Reject]
+    duplicates: pa.Table
     stats: stats.Partial
 
 
@@ -42,20 +42,23 @@ def _duplicate_mask(table: pa.Table) -> np.ndarray:
     dup = np.zeros(len(ids), dtype=bool)
     same_id = np.flatnonzero(ids[1:] == ids[:-1]) + 1
     if same_id.size:
-        src, tgt = table["src"], table["tgt"]
-        for i in same_id.tolist():
-            dup[i] = src[i] == src[i - 1] and tgt[i] == tgt[i - 1]
+        here, before = pa.array(same_id), pa.array(same_id - 1)
+        same = [
+            pc.equal(table[side].take(here), table[side].take(before)) for side in ("src", "tgt")
+        ]
+        dup[same_id] = pc.and_(*same).to_numpy(zero_copy_only=False)
     return dup
 
 
-def _duplicates(table: pa.Table, dup: np.ndarray) -> list[Reject]:
-    # Each row's survivor is the first row of its run of equal pairs.
-    survivor = np.maximum.accumulate(np.where(dup, 0, np.arange(len(dup))))
-    origin, line = table["origin"], table["line"]
-    return [
-        row_reject(table, i, DUPLICATE, f"same pair as {origin[s].as_py()}:{line[s].as_py()}")
-        for i, s in zip(np.flatnonzero(dup).tolist(), survivor[dup].tolist(), strict=True)
-    ]
+def _duplicates(table: pa.Table, dup: np.ndarray) -> pa.Table:
+    """The repeated rows as rejects, each naming the first row of its run of equal
+    pairs (the copy that stays)."""
+    rows = np.flatnonzero(dup)
+    survivor = np.maximum.accumulate(np.where(dup, 0, np.arange(len(dup))))[rows]
+    kept = pa.array(survivor)
+    where = locations(table["origin"].take(kept).cast(pa.string()), table["line"].take(kept))
+    detail = pc.binary_join_element_wise("same pair as ", where, "")
+    return reject_rows(table, rows, DUPLICATE, detail)
 
 
 def _split_stats(table: pa.Table) -> stats.Partial:
@@ -75,14 +78,15 @@ def write_pair_shard(
     sides it holds, are dropped too (`overlap.py`)."""
     table = pairs_table(batches).sort_by(_SORT_KEYS)
     dup = _duplicate_mask(table)
-    duplicates = _duplicates(table, dup) if dup.any() else []
-    if duplicates:
+    dropped = [_duplicates(table, dup)] if dup.any() else []
+    if dropped:
         table = table.filter(pa.array(~dup))
     if protected is not None:
         gone, excluded = protected.exclude(table, split, keep_overlap)
-        if excluded:
-            duplicates += excluded
+        if excluded.num_rows:
+            dropped.append(excluded)
             table = table.filter(pa.array(~gone))
+    duplicates = pa.concat_tables(dropped) if dropped else REJECTS_SCHEMA.empty_table()
     written = write_parquet(url, table)
     return PairShard(written, table, duplicates, _split_stats(table))
 

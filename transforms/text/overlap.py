@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nmtpipe.transforms.text.filters import DUPLICATE, OVERLAP
-from nmtpipe.transforms.text.records import Reject
+from nmtpipe.transforms.text.records import REJECTS_SCHEMA, locations, reject_rows
 
 PRIORITY = ("test", "valid", "train")
 FIELDS = ("id", "src", "tgt")
@@ -102,14 +102,14 @@ class Protected:
 
     def exclude(
         self, table: pa.Table, split: str, keep_overlap: bool
-    ) -> tuple[np.ndarray, list[Reject]]:
-        """Which rows of `table` (pairs of `split`) must go, and their rejects, in row
-        order."""
+    ) -> tuple[np.ndarray, pa.Table]:
+        """Which rows of `table` (pairs of `split`) must go, and their rejects (in
+        REJECTS_SCHEMA, in row order)."""
         n = table.num_rows
         gone = np.zeros(n, dtype=bool)
-        found: list[tuple[int, Reject]] = []
+        found: list[tuple[np.ndarray, pa.Table]] = []
         if n == 0:
-            return gone, []
+            return gone, REJECTS_SCHEMA.empty_table()
         self.compact()
         keys = {"id": table["id"], "src": side_keys(table["src"]), "tgt": side_keys(table["tgt"])}
         for higher in PRIORITY[: PRIORITY.index(split)]:
@@ -124,26 +124,16 @@ class Protected:
                 where = pc.index_in(keys[name], value_set=protected["key"].combine_chunks())
                 where = pc.fill_null(where, -1).to_numpy(zero_copy_only=False)
                 rows = np.flatnonzero((where >= 0) & ~gone)
-                for i in rows.tolist():
-                    j = int(where[i])
-                    loc = f"{protected['origin'][j].as_py()}:{protected['line'][j].as_py()}"
-                    detail = (
-                        f"same pair as {higher} pair {loc}"
-                        if name == "id"
-                        else f"{name} is also the {name} of {higher} pair {loc}"
-                    )
-                    found.append((i, row_reject(table, i, reason, detail)))
+                if rows.size == 0:
+                    continue
+                hits = pa.array(where[rows])
+                origin = protected["origin"].take(hits).cast(pa.string())
+                place = locations(origin, protected["line"].take(hits))
+                what = "same pair as" if name == "id" else f"{name} is also the {name} of"
+                detail = pc.binary_join_element_wise(f"{what} {higher} pair ", place, "")
+                found.append((rows, reject_rows(table, rows, reason, detail)))
                 gone[rows] = True
-        return gone, [reject for _, reject in sorted(found, key=lambda f: f[0])]
-
-
-def row_reject(table: pa.Table, i: int, reason: str, detail: str) -> Reject:
-    """Row `i` of a pairs table as a reject (its normalised text as the bytes)."""
-    return Reject(
-        table["origin"][i].as_py(),
-        table["line"][i].as_py(),
-        reason,
-        detail,
-        table["src"][i].as_py().encode(),
-        table["tgt"][i].as_py().encode(),
-    )
+        if not found:
+            return gone, REJECTS_SCHEMA.empty_table()
+        order = np.argsort(np.concatenate([rows for rows, _ in found]), kind="stable")
+        return gone, pa.concat_tables([t for _, t in found]).take(pa.array(order))

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from nmtpipe.transforms.text.string_hash import crc32
 
 PAIRS_SCHEMA = pa.schema(
     [
@@ -80,3 +84,60 @@ def reject_batch(rejects: list[Reject]) -> pa.RecordBatch:
         {name: [getattr(r, name) for r in rejects] for name in REJECTS_SCHEMA.names},
         schema=REJECTS_SCHEMA,
     )
+
+
+def reject_rows(table: pa.Table, rows: np.ndarray, reason: str, detail: pa.Array | str) -> pa.Table:
+    """Rows `rows` of a pairs table as rejects in REJECTS_SCHEMA, their normalised text
+    as the bytes (what a duplicate or an overlapping pair is rejected with)."""
+    picked = table.take(pa.array(rows, pa.int64()))
+    n = picked.num_rows
+    details = pa.array([detail] * n, pa.string()) if isinstance(detail, str) else detail
+    columns = [
+        picked["origin"].cast(pa.string()),
+        picked["line"],
+        pa.array([reason] * n, pa.string()),
+        details,
+        picked["src"].cast(pa.binary()),
+        picked["tgt"].cast(pa.binary()),
+    ]
+    return pa.Table.from_arrays(columns, schema=REJECTS_SCHEMA)
+
+
+def locations(origins: pa.Array | pa.ChunkedArray, lines: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """`origin:line` of each row, as rejects and their details name a line."""
+    return pc.binary_join_element_wise(origins, pc.cast(lines, pa.string()), ":")
+
+
+def by_key(table: pa.Table, keys: np.ndarray) -> dict[int, pa.Table]:
+    """The rows of `table` grouped by an integer key per row (row order kept within a
+    group); keys without rows left out."""
+    if table.num_rows == 0:
+        return {}
+    order = np.argsort(keys, kind="stable")
+    table = table.take(pa.array(order))
+    present, starts = np.unique(keys[order], return_index=True)
+    ends = [*starts[1:].tolist(), table.num_rows]
+    return {
+        int(k): table.slice(s, e - s)
+        for k, s, e in zip(present.tolist(), starts, ends, strict=True)
+    }
+
+
+def reject_shards(rejects: pa.Table, shards: int) -> dict[int, pa.Table]:
+    """Rejects by the shard of their location: `zlib.crc32` of `origin:line`."""
+    where = locations(rejects["origin"], rejects["line"])
+    return by_key(rejects, (crc32(where) % np.uint32(shards)).astype(np.int64))
+
+
+def utf8_text(strings: pa.Array | pa.ChunkedArray) -> str:
+    """The strings of an Arrow string array concatenated, decoded once from its UTF-8
+    buffer (no Python string per element)."""
+    if isinstance(strings, pa.ChunkedArray):
+        strings = strings.combine_chunks()
+    strings = strings.cast(pa.string())
+    if len(strings) == 0:
+        return ""
+    offsets = np.frombuffer(strings.buffers()[1], dtype=np.int32)
+    first, last = int(offsets[strings.offset]), int(offsets[strings.offset + len(strings)])
+    data = strings.buffers()[2]
+    return "" if data is None else memoryview(data)[first:last].tobytes().decode("utf-8")

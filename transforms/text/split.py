@@ -8,7 +8,6 @@ shard on every run, every runner and every refresh.
 from __future__ import annotations
 
 import hashlib
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
@@ -109,8 +108,3 @@ class Placer:
             splits[draw < self._test] = SPLITS.index("test")
         shards = words[:, 3] % self._shards[splits]
         return Placements(ids.astype(np.int64), splits, shards.astype(np.int64))
-
-
-def stable_bucket(text: str, buckets: int) -> int:
-    """A bucket for `text` that is the same in every process (unlike `hash`)."""
-    return zlib.crc32(text.encode()) % buckets

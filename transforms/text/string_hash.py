@@ -9,6 +9,8 @@ candidates and compares the strings.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,7 +54,7 @@ def _hash_chunk(strings: pa.Array) -> np.ndarray:
         if used.any():
             h[used] = np.add.reduceat(terms, starts[used])
         h += lengths.astype(np.uint64) * _LENGTH
-        return _finalise(h)
+        return mix64(h)
 
 
 def _powers(length: int) -> np.ndarray:
@@ -63,8 +65,9 @@ def _powers(length: int) -> np.ndarray:
         return np.multiply.accumulate(out)
 
 
-def _finalise(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: every input bit reaches every output bit."""
+def mix64(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, in place on uint64: every input bit reaches every output
+    bit."""
     with np.errstate(over="ignore"):
         h ^= h >> np.uint64(30)
         h *= np.uint64(0xBF58476D1CE4E5B9)
@@ -72,3 +75,50 @@ def _finalise(h: np.ndarray) -> np.ndarray:
         h *= np.uint64(0x94D049BB133111EB)
         h ^= h >> np.uint64(31)
     return h
+
+
+def crc32(strings: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """`zlib.crc32` of each string's UTF-8 bytes, as uint32: the buckets of files
+    written before this function existed stay where they were."""
+    if isinstance(strings, pa.ChunkedArray):
+        chunks = [_crc32_chunk(c) for c in strings.chunks]
+        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.uint32)
+    return _crc32_chunk(strings)
+
+
+def _crc32_chunk(strings: pa.Array) -> np.ndarray:
+    """Byte position by byte position over all strings at once, longest strings first,
+    so that the strings still going at each position are a prefix of the order."""
+    if not (pa.types.is_string(strings.type) or pa.types.is_large_string(strings.type)):
+        raise TypeError(f"crc32 takes strings, not {strings.type}")
+    if strings.null_count:
+        strings = pc.fill_null(strings, "")
+    n = len(strings)
+    width = np.int64 if pa.types.is_large_string(strings.type) else np.int32
+    _, offsets_buf, data_buf = strings.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=width)[strings.offset : strings.offset + n + 1]
+    offsets = offsets.astype(np.int64)
+    data = np.frombuffer(data_buf or b"", dtype=np.uint8)
+    lengths = np.diff(offsets)
+    order = np.argsort(-lengths, kind="stable")
+    starts = offsets[:-1][order]
+    # how many strings are longer than each byte position
+    going = np.searchsorted(-lengths[order], -np.arange(int(lengths.max(initial=0))), "left")
+    crc = np.full(n, 0xFFFFFFFF, dtype=np.uint32)
+    table = _crc_table()
+    for position, k in enumerate(going.tolist()):
+        live = crc[:k]
+        index = (live ^ data[starts[:k] + position]) & 0xFF
+        crc[:k] = table[index] ^ (live >> 8)
+    out = np.empty(n, dtype=np.uint32)
+    out[order] = crc ^ np.uint32(0xFFFFFFFF)
+    return out
+
+
+@functools.cache
+def _crc_table() -> np.ndarray:
+    """The byte-wise table of CRC-32's reflected polynomial 0xEDB88320 (zlib's)."""
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):
+        table = np.where(table & 1, (table >> 1) ^ np.uint32(0xEDB88320), table >> 1)
+    return table.astype(np.uint32)

@@ -1,16 +1,18 @@
-"""Token and character counts: bucketed partials, the CombineFn that merges them, Parquet.
+"""Token and character counts as Arrow tables: tallied, bucketed, summed and written
+without a Python object per token.
 
-Counts are split into buckets by a stable hash of the token, so that no worker ever
-holds more than one bucket of distinct tokens and buckets merge and write in parallel.
-Files hold rows in the canonical order `(-count, token)`: the same counts always give
-the same bytes, and a vocabulary builder reading them sees a deterministic order.
+Real text has nearly one distinct Chinese T2T token per clause and a long tail of
+English names and numbers, so the number of distinct tokens grows almost as fast as the
+corpus: counting must cost C++ time per token, never Python time per distinct token, and
+no process may hold all of them. A worker tallies its chunks' tokens until the tally
+holds `TokenTally.FLUSH_ROWS` distinct tokens, then sends it on split into buckets by a
+stable hash of the token; each bucket's partial tallies are summed in one place and
+written as a file. Files hold rows in the canonical order `(-count, token)`: the same
+counts always give the same bytes, and a reader sees a deterministic order.
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, NamedTuple
 
@@ -20,104 +22,144 @@ import pyarrow.compute as pc
 
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.fsio import WrittenFile
-from nmtpipe.transforms.text.split import stable_bucket
+from nmtpipe.transforms.text.records import by_key, utf8_text
+from nmtpipe.transforms.text.string_hash import crc32
 
 # The side of a joined vocabulary: both languages counted together.
 JOINED = "joined"
 COUNTS_SCHEMA = pa.schema([("token", pa.string()), ("count", pa.int64())])
 CHARS_SCHEMA = pa.schema([("side", pa.string()), ("char", pa.string()), ("count", pa.int64())])
+CANONICAL = [("count", "descending"), ("token", "ascending")]
+
+
+def count_table(tokens: pa.Array, sign: int = 1) -> pa.Table:
+    """How often each token occurs in `tokens` (times `sign`: -1 takes counts back)."""
+    counted = pc.value_counts(tokens)
+    counts = counted.field(1).cast(pa.int64())
+    if sign != 1:
+        counts = pc.multiply(counts, sign)
+    return pa.table([counted.field(0).cast(pa.string()), counts], schema=COUNTS_SCHEMA)
+
+
+def sum_counts(tables: Iterable[pa.Table]) -> pa.Table:
+    """Tables of counts summed per token; tokens whose counts cancel out are dropped."""
+    tables = list(tables)
+    if not tables:
+        return COUNTS_SCHEMA.empty_table()
+    if len(tables) == 1:
+        table = tables[0]
+    else:
+        grouped = pa.concat_tables(tables).group_by("token").aggregate([("count", "sum")])
+        table = pa.table([grouped["token"], grouped["count_sum"]], schema=COUNTS_SCHEMA)
+    return table.filter(pc.not_equal(table["count"], 0))
 
 
 class TokenTally:
-    """Counts tokens arriving as Arrow arrays, in C++, with memory bounded by the
-    number of distinct tokens: per-batch counts are folded together whenever they pile up.
-    """
+    """Counts of the tokens of many batches, in C++. Each batch's counts are kept as
+    they come and folded together once they outgrow the last fold; `is_full` says when the
+    tally holds enough distinct tokens that it should be sent on (`take`)."""
 
-    FOLD_ROWS = 1 << 20
+    FOLD_ROWS = 1 << 15
+    FLUSH_ROWS = 1 << 17
 
     def __init__(self) -> None:
         self._parts: list[pa.Table] = []
+        self._folded = 0  # rows of the last fold (the first part)
         self._rows = 0
 
     def add(self, tokens: pa.Array) -> None:
-        counted = pc.value_counts(tokens)
-        part = pa.table({"token": counted.field(0), "count": counted.field(1)})
+        part = count_table(tokens)
         self._parts.append(part)
         self._rows += part.num_rows
-        if self._rows > self.FOLD_ROWS:
+        if self._rows - self._folded > max(self.FOLD_ROWS, self._folded):
             self._fold()
 
     def _fold(self) -> None:
         if len(self._parts) > 1:
-            summed = pa.concat_tables(self._parts).group_by("token").aggregate([("count", "sum")])
-            self._parts = [summed.rename_columns(["token", "count"])]
-            self._rows = self._parts[0].num_rows
+            self._parts = [sum_counts(self._parts)]
+        self._folded = self._rows = self._parts[0].num_rows if self._parts else 0
 
-    def result(self) -> dict[str, int]:
+    def is_full(self) -> bool:
+        """Whether the tally holds `FLUSH_ROWS` distinct tokens (folded first: a token
+        in several batches' counts is one row)."""
+        if self._rows < self.FLUSH_ROWS:
+            return False
         self._fold()
-        if not self._parts:
-            return {}
-        table = self._parts[0]
-        return dict(zip(table["token"].to_pylist(), table["count"].to_pylist(), strict=True))
+        return self._rows >= self.FLUSH_ROWS
+
+    def take(self) -> pa.Table:
+        """The counts so far, summed; the tally starts again empty."""
+        self._fold()
+        table = self._parts[0] if self._parts else COUNTS_SCHEMA.empty_table()
+        self._parts, self._folded, self._rows = [], 0, 0
+        return table
 
 
-def into_buckets(counts: Mapping[str, int], buckets: int) -> list[dict[str, int]]:
-    """`counts` split into `buckets` dicts by a stable hash of the token."""
-    out: list[dict[str, int]] = [{} for _ in range(buckets)]
+def bucket_of(tokens: pa.Array | pa.ChunkedArray, buckets: int) -> np.ndarray:
+    """Each token's bucket: CRC-32 of its UTF-8 bytes, modulo `buckets` (the same in
+    every process, and as `zlib.crc32` places it)."""
     if buckets == 1:
-        out[0] = dict(counts)
-        return out
-    for token, count in counts.items():
-        out[stable_bucket(token, buckets)][token] = count
-    return out
+        return np.zeros(len(tokens), dtype=np.int64)
+    return (crc32(tokens) % np.uint32(buckets)).astype(np.int64)
 
 
-def add_counts(acc: dict[str, int], part: Mapping[str, int]) -> dict[str, int]:
-    """Add `part` into `acc` and return `acc`."""
-    get = acc.get
-    for token, count in part.items():
-        acc[token] = get(token, 0) + count
-    return acc
+def into_buckets(table: pa.Table, buckets: int) -> dict[int, pa.Table]:
+    """The rows of `table` by the bucket of their token; buckets without rows left out."""
+    if table.num_rows == 0:
+        return {}
+    return by_key(table, bucket_of(table["token"], buckets))
 
 
-def char_counts(counts: Mapping[str, int]) -> dict[str, int]:
+def canonical(table: pa.Table) -> pa.Table:
+    """`table` in the order `(-count, token)` (Arrow compares strings by their UTF-8
+    bytes, which is Python's code-point order)."""
+    return table.sort_by(CANONICAL).combine_chunks()
+
+
+def joined(first: pa.Table, second: pa.Table) -> pa.Table:
+    """Two sides' canonical counts as one canonical table: the few tokens both sides
+    have are summed, and the rest, already in order, sorted as the two runs they are
+    (several times cheaper than sorting the summed whole)."""
+    small, large = sorted((first, second), key=lambda t: t.num_rows)
+    in_large = pc.is_in(large["token"], value_set=small["token"].combine_chunks())
+    shared = large.filter(in_large)
+    if shared.num_rows == 0:
+        return canonical(pa.concat_tables([first, second]))
+    in_small = pc.is_in(small["token"], value_set=shared["token"].combine_chunks())
+    summed = sum_counts([shared, small.filter(in_small)])
+    rest = [large.filter(pc.invert(in_large)), small.filter(pc.invert(in_small))]
+    return canonical(pa.concat_tables([*rest, summed]))
+
+
+def char_counts(table: pa.Table) -> dict[str, int]:
     """How often each character occurs in the counted tokens: T2T's alphabet, weighted.
 
-    Summed with numpy over the code points of all tokens at once: a loop over every
-    character of every distinct token cost a small corpus more than its cleaning.
-    """
-    tokens = list(counts)
-    lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
-    weights = np.repeat(np.fromiter(counts.values(), np.int64, len(tokens)), lengths)
-    text = "".join(tokens).encode("utf-32-le", "surrogatepass")
-    points = np.frombuffer(text, dtype=np.uint32)
+    Computed over the code points of all tokens at once: each code point weighted by
+    its token's count and summed with one `bincount` (float64 sums of integers are exact
+    below 2**53 characters of text)."""
+    if table.num_rows == 0:
+        return {}
+    tokens = table["token"].combine_chunks()
+    lengths = pc.utf8_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
+    points = np.frombuffer(utf8_text(tokens).encode("utf-32-le", "surrogatepass"), np.uint32)
     if points.size == 0:
         return {}
-    order = np.argsort(points, kind="stable")
-    points, weights = points[order], weights[order]
-    starts = np.flatnonzero(np.r_[True, points[1:] != points[:-1]])
-    sums = np.add.reduceat(weights, starts)
-    chars = points[starts].tobytes().decode("utf-32-le", "surrogatepass")
-    return dict(zip(chars, sums.tolist(), strict=True))
+    weights = np.repeat(table["count"].to_numpy().astype(np.float64), lengths)
+    sums = np.bincount(points, weights=weights)
+    present = np.flatnonzero(sums)
+    chars = present.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
+    return dict(zip(chars, np.rint(sums[present]).astype(np.int64).tolist(), strict=True))
 
 
-def canonical_rows(counts: Mapping[str, int]) -> list[tuple[str, int]]:
-    """Counts ordered by `(-count, token)`."""
-    return sorted(counts.items(), key=lambda tc: (-tc[1], tc[0]))
-
-
-def write_counts(url: str, counts: Mapping[str, int]) -> WrittenFile:
-    rows = canonical_rows(counts)
-    table = pa.table(
-        {"token": [t for t, _ in rows], "count": [c for _, c in rows]}, schema=COUNTS_SCHEMA
-    )
-    return fsio.write_parquet(url, table)
+def write_counts(url: str, table: pa.Table) -> WrittenFile:
+    """Counts, in canonical order already (`canonical`), as a Parquet file."""
+    return fsio.write_parquet(url, table.select(COUNTS_SCHEMA.names))
 
 
 def write_chars(url: str, per_side: Mapping[str, Mapping[str, int]]) -> WrittenFile:
     sides, chars, counts = [], [], []
     for side in sorted(per_side):
-        for char, count in canonical_rows(per_side[side]):
+        for char, count in sorted(per_side[side].items(), key=lambda cc: (-cc[1], cc[0])):
             sides.append(side)
             chars.append(char)
             counts.append(count)
@@ -132,13 +174,6 @@ class CountFile(NamedTuple):
     entry: Mapping[str, Any]
 
 
-def _rows(source: CountFile) -> Iterator[tuple[str, int]]:
-    """(token, count) rows of one count file, a record batch at a time, its sha256
-    checked as it is read (an IntegrityError naming it otherwise)."""
-    for batch in manifest.iter_parquet_entry(source.root, source.entry, ["token", "count"]):
-        yield from zip(batch["token"].to_pylist(), batch["count"].to_pylist(), strict=True)
-
-
 def count_files(root: str, prepared: Mapping[str, Any], side: str) -> tuple[list[CountFile], int]:
     """A side's count files in a committed `prepare` manifest, and their rows."""
     entries = {f["path"]: f for f in prepared["files"]}
@@ -146,22 +181,26 @@ def count_files(root: str, prepared: Mapping[str, Any], side: str) -> tuple[list
     return [CountFile(root, entries[p]) for p in paths], sum(entries[p]["rows"] for p in paths)
 
 
-def read_counts(files: Iterable[CountFile], limit: int | None = None) -> dict[str, int]:
-    """The counts of a side's count files; with `limit`, only the `limit` most frequent
-    tokens (ties by token), merged from the files' canonical order in bounded memory."""
-    streams = [_rows(source) for source in files]
-    if limit is None:
-        return dict(itertools.chain.from_iterable(streams))
-    merged = heapq.merge(*streams, key=lambda tc: (-tc[1], tc[0]))
-    return dict(itertools.islice(merged, limit))
+def count_batches(files: Iterable[CountFile]) -> Iterator[pa.RecordBatch]:
+    """The rows of count files, a record batch at a time, each file's sha256 checked as
+    it is read (an IntegrityError naming it otherwise)."""
+    for source in files:
+        yield from manifest.iter_parquet_entry(source.root, source.entry, COUNTS_SCHEMA.names)
 
 
-def sum_counts(datasets: Iterable[Iterable[CountFile]], limit: int | None = None) -> dict[str, int]:
-    """The counts of several datasets' count files summed (a token may be in each);
-    `limit` keeps the most frequent after summing (ties by token)."""
-    total: Counter[str] = Counter()
-    for files in datasets:
-        total.update(read_counts(files))
-    if limit is None:
-        return dict(total)
-    return dict(sorted(total.items(), key=lambda tc: (-tc[1], tc[0]))[:limit])
+def read_counts(files: Iterable[CountFile]) -> dict[str, int]:
+    """All counts of count files as a dict: for tests and small data only (it holds
+    every distinct token)."""
+    out: dict[str, int] = {}
+    for batch in count_batches(files):
+        out.update(zip(batch["token"].to_pylist(), batch["count"].to_pylist(), strict=True))
+    return out
+
+
+def read_alphabet(root: str, prepared: Mapping[str, Any], side: str) -> str:
+    """Every character of a side's counted tokens (`counts/chars.parquet`), as one string
+    in code-point order."""
+    entries = {f["path"]: f for f in prepared["files"]}
+    entry = entries[prepared["counts"]["chars"]]
+    table = manifest.read_parquet_entry(root, entry, ["side", "char"])
+    return "".join(sorted(table.filter(pc.equal(table["side"], side))["char"].to_pylist()))

@@ -379,7 +379,7 @@ def test_prepare_job(gcs, dataflow_job, tmp_path):
         "Prepare/WritePairShards/GroupByShard",
         "Prepare/WritePairShards/WritePairShards",
         "Prepare/WriteRejectFiles/WriteRejects",
-        "Prepare/CountTokens/SumCounts",
+        "Prepare/CountTokens/GroupBuckets",
         "Prepare/CountTokens/WriteCounts",
         "Prepare/CountTokens/WriteChars",
         "Prepare/Summarize",

@@ -66,7 +66,7 @@ def test_help_reads_well(capsys):
     with pytest.raises(SystemExit):
         main(["vocab", "--help"])
     out = capsys.readouterr().out
-    for flag in ("--prepared", "--model", "--vocab-size", "--joined", "--max-tokens-in-memory",
+    for flag in ("--prepared", "--model", "--vocab-size", "--joined", "--max-characters",
                  "--file-byte-budget", "--sample-sentences", "--character-coverage"):  # fmt: skip
         assert flag in out
     code, out, _ = run_cli(capsys, "prepare", "--help-beam")

@@ -83,16 +83,42 @@ def test_per_language_vocabularies_cache_and_force(prepared, tmp_path):
     assert not forced.cached
 
 
-def test_byte_budget_sample_and_memory_cap(prepared, tmp_path):
+def test_byte_budget_sample(prepared, tmp_path):
     outcome = vocab(
-        prepared, tmp_path / "v", vocab_size=300, file_byte_budget=3000, max_tokens_in_memory=300,
-        beam_args=MULTI_PROCESS,
-    )  # fmt: skip
+        prepared, tmp_path / "v", vocab_size=300, file_byte_budget=3000, beam_args=MULTI_PROCESS
+    )
     info = outcome.manifest["vocabularies"]["en"]
     assert 0 < info["sampled_lines"] < 500
-    assert info["distinct_tokens_used"] == 300 < info["distinct_tokens"]
-    capped = vocab(prepared, tmp_path / "c", vocab_size=200, max_tokens_in_memory=200)
-    assert capped.manifest["vocabularies"]["zh"]["distinct_tokens_used"] == 200
+    assert info["distinct_tokens_used"] == info["distinct_tokens"] > 0
+
+
+def test_a_character_budget_samples_the_counts_and_keeps_the_alphabet(prepared, tmp_path):
+    full = vocab(prepared, tmp_path / "f", vocab_size=1000)
+    whole = full.manifest["vocabularies"]["zh"]
+    assert "pruned" not in whole and whole["distinct_tokens_used"] == whole["distinct_tokens"]
+    budget = whole["characters"] // 4
+    capped = vocab(prepared, tmp_path / "c", vocab_size=1000, max_characters=budget)
+    info = capped.manifest["vocabularies"]["zh"]
+    assert capped.manifest["options"]["max_characters"] == budget
+    assert info["pruned"]["characters_kept"] <= budget
+    assert 0 < info["pruned"]["token_mass_kept"] < 1
+    assert info["distinct_tokens_used"] < info["distinct_tokens"] == whole["distinct_tokens"]
+    # every character prepare counted is in the alphabet, as in the whole build
+    alphabets = [
+        SubwordTextEncoder.from_file(str(tmp_path / name / "vocab.zh.subwords")).alphabet
+        for name in ("f", "c")
+    ]
+    assert alphabets[0] == alphabets[1]
+
+
+def test_a_build_that_cannot_fit_is_refused_before_it_starts(prepared, tmp_path, monkeypatch):
+    from nmtpipe.transforms.vocab import memory
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: memory.BASE_BYTES + 8000)
+    fits = 8000 // SubwordBuilder.BYTES_PER_CHARACTER
+    with pytest.raises(ConfigError, match=rf"set --max-characters {fits} or less$"):
+        vocab(prepared, tmp_path / "v", vocab_size=1000)
+    assert not (tmp_path / "v" / "manifest.json").exists()
 
 
 def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):

@@ -23,7 +23,13 @@ from nmtpipe.transforms.beam.prepare import (
     WriteRejectFiles,
 )
 from nmtpipe.transforms.beam.prepare_fns import COUNTS, FILES, PROTECTED, REJECTS, STATS
-from nmtpipe.transforms.formats.batch_transport import inline, pairs_table, rejects_table
+from nmtpipe.transforms.formats.batch_transport import (
+    Shipped,
+    inline,
+    pairs_table,
+    receive_table,
+    rejects_table,
+)
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import CleanConfig
@@ -31,6 +37,7 @@ from nmtpipe.transforms.text.langid.identifier import LangIdConfig
 from nmtpipe.transforms.text.overlap import Protected
 from nmtpipe.transforms.text.records import Reject, pair_batch, reject_batch
 from nmtpipe.transforms.text.split import SplitConfig
+from nmtpipe.transforms.vocab.counts import COUNTS_SCHEMA
 from tests.helpers import IN_MEMORY, write_pair
 
 EN = ["Hello, world.", "same", "A cat.", "", "A cat."]
@@ -67,7 +74,7 @@ def test_clean_chunks_keys_pairs_and_tags_rejects_counts_and_stats(tmp_path):
         assert_that(reasons, equal_to(["copy", "empty"]), label="rejects")
         read = out[STATS] | beam.Map(lambda s: s["pairs_read"]) | beam.CombineGlobally(sum)
         assert_that(read, equal_to([5]), label="pairs read")
-        sides = out[COUNTS] | beam.Map(lambda kv: kv[0][0])
+        sides = out[COUNTS] | beam.Map(lambda kv: kv[1][0])
         assert_that(sides | beam.Distinct(), equal_to(["en", "zh"]), label="counted sides")
 
 
@@ -104,7 +111,7 @@ def test_write_pair_shards_drops_duplicates_and_overlap_and_takes_their_tokens_b
             (1, "overlap", "src is also the src of test pair t:4"),
         ]
         assert_that(dropped, equal_to(expected_rejects), label="rejects")
-        negative = out[COUNTS] | beam.Map(lambda kv: (kv[0][0], kv[1]))
+        negative = out[COUNTS] | beam.MapTuple(lambda _, part: (part[0], _counts(part[1])))
         expected = [
             ("en", {t: -c for t, c in t2t_tokenizer.count_tokens(["A cat.", "Hi."]).items()}),
             ("zh", {"猫": -1, "嗨": -1}),
@@ -130,16 +137,26 @@ def test_write_reject_files_gathers_every_source_into_its_shard(tmp_path):
     assert table["line"].to_pylist() == [2, 4, 9]  # sorted by (origin, line, reason)
 
 
+def _counts(item: Shipped) -> dict[str, int]:
+    table = receive_table(item)
+    return dict(zip(table["token"].to_pylist(), table["count"].to_pylist(), strict=True))
+
+
+def _shipped(side: str, counts: dict[str, int]) -> tuple[int, tuple[str, bytes]]:
+    table = pa.table({"token": list(counts), "count": list(counts.values())}, COUNTS_SCHEMA)
+    return 0, (side, inline(table.to_batches()[0]))
+
+
 def test_count_tokens_sums_partials_and_writes_the_alphabet(tmp_path):
-    chunk_counts = [(("en", 0), {"cat": 2, "dog": 1}), (("en", 0), {"cat": 1}),
-                    (("zh", 0), {"猫": 3})]  # fmt: skip
-    duplicates = [(("en", 0), {"dog": -1})]
+    chunk_counts = [_shipped("en", {"cat": 2, "dog": 1}), _shipped("en", {"cat": 1}),
+                    _shipped("zh", {"猫": 3})]  # fmt: skip
+    duplicates = [_shipped("en", {"dog": -1})]
     out = str(tmp_path / "out")
     with TestPipeline(argv=IN_MEMORY) as p:
         counts = (
             p | "Chunks" >> beam.Create(chunk_counts),
             p | "Duplicates" >> beam.Create(duplicates),
-        ) | CountTokens(out, LANGS, buckets=1, fanout=2)
+        ) | CountTokens(out, LANGS, buckets=1)
         files = [
             ("counts/en-00000-of-00001.parquet", 1),
             ("counts/zh-00000-of-00001.parquet", 1),
@@ -212,7 +229,7 @@ def test_confirm_languages_judges_pending_pairs_with_the_accurate_model(tmp_path
             (9, "wrong-language", german.encode()),
         ]
         assert_that(rejects, equal_to(expected), label="rejects")
-        tokens = out[COUNTS] | beam.MapTuple(lambda key, counts: (key[0], sorted(counts)))
+        tokens = out[COUNTS] | beam.MapTuple(lambda _, part: (part[0], sorted(_counts(part[1]))))
         assert_that(
             tokens,
             equal_to([("en", sorted(set(t2t_tokenizer.encode(english)))), ("zh", ["中文"])]),

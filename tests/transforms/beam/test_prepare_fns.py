@@ -8,11 +8,17 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from nmtpipe.transforms.beam.prepare_fns import COUNTS, REJECTS, STATS, CleanChunksFn, MergeCountsFn
-from nmtpipe.transforms.formats.batch_transport import pairs_table, rejects_table
+from nmtpipe.transforms.formats.batch_transport import (
+    Shipped,
+    pairs_table,
+    receive_table,
+    rejects_table,
+)
 from nmtpipe.transforms.storage.raw_corpus import RawChunk
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import CleanConfig
 from nmtpipe.transforms.text.split import SplitConfig
+from nmtpipe.transforms.vocab.counts import TokenTally
 from tests.helpers import IN_MEMORY, MULTI_PROCESS
 
 SRC = ["Hello, world.", "same", "A cat.", "Dogs bark."]
@@ -38,8 +44,15 @@ def _tables(grouped):
     return key, sorted(zip(table["origin"].to_pylist(), table["src"].to_pylist(), strict=True))
 
 
+def _side_counts(bucket: int, part: tuple[str, Shipped]) -> tuple[str, dict[str, int]]:
+    table = receive_table(part[1])
+    return part[0], dict(zip(table["token"].to_pylist(), table["count"].to_pylist(), strict=True))
+
+
 @pytest.mark.parametrize("spill", [False, True])
-def test_clean_chunks_fn_outputs(tmp_path, spill):
+def test_clean_chunks_fn_outputs(tmp_path, spill, monkeypatch):
+    # a tally that is full after every chunk: counts leave as they are made
+    monkeypatch.setattr(TokenTally, "FLUSH_ROWS", 2)
     with TestPipeline(argv=IN_MEMORY) as p:
         out = (
             p
@@ -75,16 +88,14 @@ def test_clean_chunks_fn_outputs(tmp_path, spill):
             "en": dict(t2t_tokenizer.count_tokens(KEPT_SRC * 3)),
             "zh": dict(t2t_tokenizer.count_tokens(KEPT_TGT * 3)),
         }
-        counts = (
-            out[COUNTS]
-            | beam.CombinePerKey(MergeCountsFn())
-            | beam.MapTuple(lambda key, c: (key[0], c))
-        )
+        sent = out[COUNTS] | beam.MapTuple(_side_counts)
+        counts = sent | beam.CombinePerKey(MergeCountsFn())
         assert_that(counts, equal_to(list(expected.items())), label="counts")
+        assert_that(sent | beam.combiners.Count.Globally(), equal_to([6]), label="a tally a chunk")
 
 
 def test_counts_emitted_per_bundle_add_up_across_worker_processes():
-    # Many bundles on worker processes: the per-bundle Counters must add up exactly.
+    # Many bundles on worker processes, three buckets: the tallies must add up exactly.
     with TestPipeline(argv=MULTI_PROCESS) as p:
         cleaned = (
             p
@@ -94,11 +105,7 @@ def test_counts_emitted_per_bundle_add_up_across_worker_processes():
                 COUNTS, main="pairs"
             )
         )
-        counts = (
-            cleaned[COUNTS]
-            | beam.Map(lambda kv: (kv[0][0], kv[1]))  # (side, bucket) -> side
-            | beam.CombinePerKey(MergeCountsFn())
-        )
+        counts = cleaned[COUNTS] | beam.MapTuple(_side_counts) | beam.CombinePerKey(MergeCountsFn())
         assert_that(
             counts,
             equal_to(

@@ -38,7 +38,9 @@ def test_duplicates_dropped_whatever_the_order_and_survivor_is_smallest_origin_l
             (7, "other", "a.{en,zh}", 4),
             (7, "x", "a.{en,zh}", 2),
         ]
-        assert sorted((d.origin, d.line, d.detail) for d in result.duplicates) == [
+        assert sorted(
+            (d["origin"], d["line"], d["detail"]) for d in result.duplicates.to_pylist()
+        ) == [
             ("a.{en,zh}", 9, "same pair as a.{en,zh}:2"),
             ("b.{en,zh}", 3, "same pair as a.{en,zh}:2"),
         ]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from nmtpipe.transforms.formats.shard_names import shard_name
-from nmtpipe.transforms.text.split import SPLITS, Placer, SplitConfig, stable_bucket
+from nmtpipe.transforms.text.split import SPLITS, Placer, SplitConfig
 
 SHARDS = (("train", 4), ("valid", 2), ("test", 1))
 
@@ -76,6 +76,5 @@ def test_bad_configs(kwargs):
         SplitConfig(**kwargs)
 
 
-def test_names_and_buckets():
+def test_shard_names():
     assert shard_name("train", 3, 8, ".parquet") == "train-00003-of-00008.parquet"
-    assert stable_bucket("token", 16) == stable_bucket("token", 16) < 16

@@ -1,6 +1,9 @@
-"""64-bit string hashes: stable, independent of how the strings are laid out in Arrow."""
+"""String hashes (64-bit, and zlib's CRC-32): stable, independent of how the strings are
+laid out in Arrow."""
 
 from __future__ import annotations
+
+import zlib
 
 import numpy as np
 import pyarrow as pa
@@ -8,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmtpipe.transforms.text.string_hash import hash64
+from nmtpipe.transforms.text.string_hash import crc32, hash64
 from tests.helpers import example_lines
 
 STRINGS = ["", "a", "ab", "ba", "héllo", "我们走吧。", "a" * 1000, "I'll do it", "i'll do it"]
@@ -48,3 +51,26 @@ def test_different_strings_get_different_hashes():
 def test_only_strings_are_hashed():
     with pytest.raises(TypeError, match="strings"):
         hash64(pa.array([1, 2]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(), max_size=30), st.integers(0, 30))
+def test_crc32_is_zlibs_wherever_a_string_sits(texts, a):
+    """Count files written before `crc32` existed placed tokens by `zlib.crc32`: the
+    vectorised one must agree on every string, sliced, chunked or with nulls."""
+    expected = [zlib.crc32(t.encode("utf-8", "surrogatepass")) for t in texts]
+    array = pa.array(texts, pa.string())
+    assert crc32(array).tolist() == expected
+    assert crc32(array.cast(pa.large_string())).tolist() == expected
+    lo = min(a, len(texts))
+    assert crc32(array.slice(lo)).tolist() == expected[lo:]
+    chunked = pa.chunked_array([array.slice(0, lo), array.slice(lo)], pa.string())
+    assert crc32(chunked).tolist() == expected
+    assert crc32(pa.array([None, *texts], pa.string())).tolist() == [0, *expected]
+
+
+def test_crc32_of_long_and_many_strings():
+    texts = [*STRINGS, *example_lines("tatoeba-cmn", "zh")]
+    assert crc32(pa.array(texts)).tolist() == [zlib.crc32(t.encode()) for t in texts]
+    with pytest.raises(TypeError, match="strings"):
+        crc32(pa.array([1, 2]))

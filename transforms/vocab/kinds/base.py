@@ -22,6 +22,7 @@ import numpy as np
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.vocab.counts import JOINED
 from nmtpipe.transforms.vocab.id_layout import FAIRSEQ, IdLayout
+from nmtpipe.transforms.vocab.memory import check_fits
 from nmtpipe.transforms.vocab.sample import BudgetSample, IdSample
 from nmtpipe.transforms.vocab.tokenizer_json import NotExpressible
 
@@ -33,7 +34,7 @@ class Options(Protocol):
     vocab_size: int
     max_subtoken_length: int | None
     file_byte_budget: float | None
-    max_tokens_in_memory: int | None
+    max_characters: int
     reserved_tokens: tuple[str, ...]
     min_count_bounds: tuple[int, int]
     sample_sentences: int
@@ -148,14 +149,27 @@ def infix(side: str) -> str:
     return "" if side == JOINED else f".{side}"
 
 
-def sample_sentences(source: Source, side: str, report: dict[str, Any]) -> list[str]:
-    """About `sample_sentences` pairs' sentences of `side`, chosen by pair id."""
+def sample_sentences(
+    source: Source, side: str, report: dict[str, Any], trainer: str, bytes_per_character: float
+) -> list[str]:
+    """About `sample_sentences` pairs' sentences of `side`, chosen by pair id; refused
+    in one line, before `trainer` starts, where they would need more memory than this
+    machine has (`bytes_per_character` of the sample's text, as measured)."""
     pairs = sum(doc["splits"]["train"]["pairs"] for _, doc in source.parts)
     fraction = min(1.0, source.options.sample_sentences / max(pairs, 1))
     sentences = source.sample(IdSample(fraction), side)
+    characters = sum(map(len, sentences))
     report["sample_sentences"] = len(sentences)
+    report["sample_characters"] = characters
     if not sentences:
         raise InputError(f"the training split has no sentences for {side}")
+    per_pair = characters * bytes_per_character / (fraction * pairs)
+    check_fits(
+        f"{trainer} on {len(sentences):,} sentences of {side} ({characters:,} characters)",
+        int(characters * bytes_per_character),
+        per_pair,
+        "--sample-sentences",
+    )
     return sentences
 
 

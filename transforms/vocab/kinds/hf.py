@@ -21,6 +21,10 @@ from nmtpipe.transforms.vocab.id_layout import FAIRSEQ
 from nmtpipe.transforms.vocab.kinds import base, hf_vocab
 from nmtpipe.transforms.vocab.kinds.base import BuiltSide, SideEncoder, Source, infix
 
+# `tokenizers`' peak memory per character of the text it trains on (measured:
+# benchmarks/RESULTS.md).
+TRAINER_BYTES_PER_CHARACTER = 32
+
 
 class HfKind(base.VocabKind):
     MODELS = hf_vocab.KINDS
@@ -57,7 +61,9 @@ def _train(
 ) -> tuple[Tokenizer, list[int]]:
     """A `tokenizers` vocabulary of `side` and its piece counts over the sample."""
     options = source.options
-    sentences = base.sample_sentences(source, side, report)
+    sentences = base.sample_sentences(
+        source, side, report, "tokenizers", TRAINER_BYTES_PER_CHARACTER
+    )
     try:
         with heartbeat(f"{model} {side} on {len(sentences):,} sentences"):
             tok = hf_vocab.train(sentences, model, options.vocab_size, options.hf)

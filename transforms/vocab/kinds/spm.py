@@ -22,6 +22,10 @@ from nmtpipe.transforms.vocab.id_layout import FAIRSEQ
 from nmtpipe.transforms.vocab.kinds import base, spm_vocab
 from nmtpipe.transforms.vocab.kinds.base import BuiltSide, SideEncoder, Source, infix
 
+# spm_train's peak memory per character of the text it trains on (its suffix array and
+# piece candidates; measured: benchmarks/RESULTS.md).
+TRAINER_BYTES_PER_CHARACTER = 32
+
 
 class SpmKind(base.VocabKind):
     MODELS = spm_vocab.MODEL_TYPES
@@ -32,7 +36,9 @@ class SpmKind(base.VocabKind):
         return [f"spm{infix(side)}.model", f"spm{infix(side)}.vocab"]
 
     def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
-        sentences = base.sample_sentences(source, side, report)
+        sentences = base.sample_sentences(
+            source, side, report, "SentencePiece", TRAINER_BYTES_PER_CHARACTER
+        )
         options = source.options
         try:
             with heartbeat(f"SentencePiece {side} on {len(sentences):,} sentences"):

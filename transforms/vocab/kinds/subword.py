@@ -28,7 +28,10 @@ EOS = "<EOS>"
 RESERVED_TOKENS = (PAD, EOS)
 ESCAPE_CHARS = frozenset("\\_u;0123456789")
 _UNESCAPE = re.compile(r"\\u|\\\\|\\([0-9]+);")
-_CACHE_LIMIT = 1 << 20
+# Tokens whose ids are remembered: enough for the frequent ones, which are what repeats
+# (on real text most distinct tokens occur once, and a cache of all would grow with the
+# corpus).
+_CACHE_LIMIT = 1 << 16
 
 
 def escape_token(token: str, alphabet: Collection[str]) -> str:

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from nmtpipe.transforms.errors import ConfigError, InputError
-from nmtpipe.transforms.progress import Progress
+from nmtpipe.transforms.progress import Progress, heartbeat
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.vocab import counts as counts_lib
 from nmtpipe.transforms.vocab.fairseq_dict import dict_text
@@ -30,7 +31,9 @@ from nmtpipe.transforms.vocab.kinds.base import (
 )
 from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
 from nmtpipe.transforms.vocab.kinds.subword_build import SubwordBuilder
+from nmtpipe.transforms.vocab.memory import check_fits
 from nmtpipe.transforms.vocab.sample import BudgetSample
+from nmtpipe.transforms.vocab.token_sample import sample_counts
 
 
 class T2tKind(VocabKind):
@@ -39,7 +42,7 @@ class T2tKind(VocabKind):
     OPTIONS = (
         "max_subtoken_length",
         "file_byte_budget",
-        "max_tokens_in_memory",
+        "max_characters",
         "reserved_tokens",
         "min_count_bounds",
     )
@@ -59,45 +62,71 @@ class T2tKind(VocabKind):
         return {**super().special_ids(options), "reserved_tokens": list(options.reserved_tokens)}
 
     def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
-        counts = _counts(source, side, report)
-        encoder = _encoder(source.options, counts, side, report)
-        text = encoder.to_text().encode()
-        return BuiltSide([text], _dict_text(encoder, counts), encoder.vocab_size)
+        tokens, counts, characters = _counts(source, side, report)
+        builder, vocab = _build(source.options, tokens, counts, characters, side, report)
+        encoder = SubwordTextEncoder(vocab)
+        used = builder.subtoken_counts(vocab)
+        first = T2T.first_symbol  # fairseq id = T2T id + 2 throughout
+        dictionary = dict_text(list(encoder.subtokens[first:]), used[first:].tolist())
+        return BuiltSide([encoder.to_text().encode()], dictionary, encoder.vocab_size)
 
     def encoder(self, data: bytes, dictionary_size: int) -> SideEncoder:
         return T2tEncoder(SubwordTextEncoder.from_text(data.decode("utf-8")), dictionary_size)
 
 
-def _counts(source: Source, side: str, report: dict[str, Any]) -> dict[str, int]:
-    """The token counts T2T builds from: prepare's counts, or a byte-budget sample's."""
+def _counts(source: Source, side: str, report: dict[str, Any]) -> tuple[pa.Array, np.ndarray, str]:
+    """The tokens T2T builds from, their counts, and the characters of the alphabet: a
+    priority sample of prepare's counts within the character budget (`token_sample.py`;
+    all of them where they fit) and every character prepare counted, or T2T's
+    byte-budget line sample and its own characters."""
     options = source.options
-    cap = options.max_tokens_in_memory
-    if options.file_byte_budget is None:
-        found = [counts_lib.count_files(root, doc, side) for root, doc in source.parts]
-        if len(found) == 1:  # bucket files of one dataset hold disjoint tokens
-            urls, report["distinct_tokens"] = found[0]
-            counts = counts_lib.read_counts(urls, cap)
-        else:
-            counts = counts_lib.sum_counts([urls for urls, _ in found], cap)
-            report["distinct_tokens"] = len(counts)
-    else:
+    if options.file_byte_budget is not None:
         lines = source.sample(BudgetSample(options.file_byte_budget), side)
         report["sampled_lines"] = len(lines)
-        counts = dict(t2t_tokenizer.count_tokens(lines))
-        report["distinct_tokens"] = len(counts)
-        if cap is not None:
-            counts = dict(sorted(counts.items(), key=lambda tc: (-tc[1], tc[0]))[:cap])
-    report["distinct_tokens_used"] = len(counts)
-    return counts
+        counted = t2t_tokenizer.count_tokens(lines)
+        report["distinct_tokens"] = report["distinct_tokens_used"] = len(counted)
+        tokens = pa.array(list(counted), pa.string())
+        return tokens, np.fromiter(counted.values(), np.int64, len(counted)), ""
+    datasets = [
+        counts_lib.count_batches(counts_lib.count_files(root, doc, side)[0])
+        for root, doc in source.parts
+    ]
+    with heartbeat(f"vocab {side}: reading the token counts"):
+        sample = sample_counts(datasets, options.max_characters)
+    report.update(sample.report())
+    if sample.pruned:
+        kept = report["pruned"]
+        source.log(
+            f"{side}: {kept['rows_kept']:,} of {sample.rows_read:,} distinct tokens "
+            f"({kept['token_mass_kept']:.1%} of the token mass) fit --max-characters "
+            f"{options.max_characters:,}; the rest is represented by their sample"
+        )
+    alphabet = {c for root, doc in source.parts for c in counts_lib.read_alphabet(root, doc, side)}
+    return sample.tokens, sample.counts, "".join(sorted(alphabet))
 
 
-def _encoder(
-    options: Options, counts: dict[str, int], side: str, report: dict[str, Any]
-) -> SubwordTextEncoder:
-    """T2T's build_to_target_size; a target the data cannot reach is an error."""
-    if not counts:
+def _build(
+    options: Options,
+    tokens: pa.Array,
+    counts: np.ndarray,
+    characters: str,
+    side: str,
+    report: dict[str, Any],
+) -> tuple[SubwordBuilder, list[str]]:
+    """T2T's build_to_target_size; a target the data cannot reach is an error, and so
+    is a build this machine cannot hold (said before it starts)."""
+    if len(tokens) == 0:
         raise InputError(f"the training split has no tokens for {side}")
-    builder = SubwordBuilder(counts, options.max_subtoken_length, options.reserved_tokens)
+    held = int(report.get("pruned", {}).get("characters_kept", report.get("characters", 0)))
+    check_fits(
+        f"the T2T vocabulary of {side} ({len(tokens):,} tokens, {held:,} characters)",
+        held * SubwordBuilder.BYTES_PER_CHARACTER,
+        SubwordBuilder.BYTES_PER_CHARACTER,
+        "--max-characters",
+    )
+    builder = SubwordBuilder(
+        (tokens, counts), options.max_subtoken_length, options.reserved_tokens, characters
+    )
     lo, hi = options.min_count_bounds
     # A bisection over [lo, hi] builds at most this many times.
     with Progress(f"vocab {side}", (hi - lo + 1).bit_length(), "build") as shown:
@@ -113,18 +142,7 @@ def _encoder(
             f"the largest vocabulary it gives is {largest} subtokens (min_count "
             f"{options.min_count_bounds[0]}); choose --vocab-size {largest} or less"
         )
-    return SubwordTextEncoder(vocab)
-
-
-def _dict_text(encoder: SubwordTextEncoder, counts: dict[str, int]) -> str:
-    """fairseq dict: every subtoken after `<pad>` and `<EOS>` (further reserved tokens
-    included), counted over the tokens, so that fairseq id = T2T id + 2 throughout."""
-    totals = np.zeros(encoder.vocab_size, dtype=np.int64)
-    for token, count in counts.items():
-        for i in encoder.token_ids(token):
-            totals[i] += count
-    first = T2T.first_symbol
-    return dict_text(list(encoder.subtokens[first:]), totals[first:].tolist())
+    return builder, vocab
 
 
 class T2tEncoder(SideEncoder):

@@ -137,3 +137,48 @@ def test_bad_arguments():
         builder.build_to_target_size(10, 5, 2)
     with pytest.raises(ValueError, match="positive"):
         builder.build_to_target_size(0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(tokens, st.integers(1, 50), min_size=1, max_size=25),
+    st.lists(st.integers(1, 40), min_size=2, max_size=5),
+    st.sampled_from([None, 2, 5]),
+)
+def test_one_builder_serves_builds_above_and_below_its_tables_floor(
+    token_counts, min_counts, max_length
+):
+    """A table keeps only substrings counted at least its floor; builds below it make a
+    new one, builds above reuse it: each result is the plain algorithm's."""
+    builder = SubwordBuilder(token_counts, max_length)
+    for min_count in min_counts:
+        expected = reference_build(token_counts, min_count, max_length=max_length)
+        assert builder.build(min_count) == expected
+
+
+def encoded_counts(vocab: list[str], token_counts: dict[str, int]) -> list[int]:
+    """How often each subtoken is used to encode the tokens, by T2T's own encoder."""
+    encoder = SubwordTextEncoder(vocab)
+    totals = [0] * len(vocab)
+    for token, count in token_counts.items():
+        for i in encoder.token_ids(token):
+            totals[i] += count
+    return totals
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(tokens, st.integers(1, 50), min_size=1, max_size=25),
+    st.integers(1, 6),
+    st.sampled_from([None, 2, 5]),
+)
+def test_subtoken_counts_are_what_encoding_every_token_uses(token_counts, min_count, max_length):
+    builder = SubwordBuilder(token_counts, max_length)
+    vocab = builder.build(min_count)
+    assert builder.subtoken_counts(vocab).tolist() == encoded_counts(vocab, token_counts)
+
+
+def test_subtoken_counts_of_a_real_vocabulary(counts):
+    builder = SubwordBuilder(counts["zh"])
+    vocab, _ = builder.build_to_target_size(8192)
+    assert builder.subtoken_counts(vocab).tolist() == encoded_counts(vocab, counts["zh"])
