@@ -125,7 +125,7 @@ def watch(cmd: list[str]) -> dict:
     """Run `cmd`, sampling the resident memory and CPU time of it and its children every
     0.1 s; its wall time, CPU seconds (user + system, all processes: what another
     engineer's load on a shared machine does not inflate as much), peak memories and
-    standard output."""
+    standard output and error."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err)
@@ -147,6 +147,8 @@ def watch(cmd: list[str]) -> dict:
             raise RuntimeError(f"{cmd} failed:\n{err.read().decode()[-3000:]}")
         out.seek(0)
         stdout = out.read().decode()
+        err.seek(0)
+        stderr = err.read().decode()
     # Beam's SDK workers, or HF's pool processes: every child of the contender.
     workers = [rss for pid, rss in peaks.items() if pid != proc.pid]
     return {
@@ -155,6 +157,7 @@ def watch(cmd: list[str]) -> dict:
         "peak_rss_main_mb": peaks.get(proc.pid, 0) >> 20,
         "peak_rss_worker_mb": (max(workers) >> 20) if workers else None,
         "stdout": stdout,
+        "stderr": stderr,
     }
 
 

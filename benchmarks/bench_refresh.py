@@ -26,7 +26,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -38,6 +37,7 @@ WORK = HERE / ".work"
 sys.path.insert(0, str(HERE))
 
 import corpora  # noqa: E402
+from bench_prepare import watch  # noqa: E402
 
 BEAM = ["--runner=FnApiRunner", "--direct_num_workers=2", "--direct_running_mode=multi_processing"]
 
@@ -55,16 +55,9 @@ def write_config(path: Path, root: Path, raw: Path) -> Path:
     return path
 
 
-def timed(*args: str) -> tuple[float, str]:
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "nmtpipe", *args],
-        capture_output=True, text=True, cwd=HERE.parent, check=False,
-    )  # fmt: skip
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"nmtpipe {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return seconds, done.stdout + done.stderr
+def timed(*args: str) -> dict:
+    """One nmtpipe command, watched (bench_prepare.watch): seconds, peak memory, its log."""
+    return watch([sys.executable, "-m", "nmtpipe", *args])
 
 
 def main() -> None:
@@ -86,23 +79,25 @@ def main() -> None:
         corpora.generate(args.corpus, new_pairs, str(new / f"new-{k:03d}"), 10_000 + k)
 
     inc_config = write_config(base / "refresh.yaml", base / "refresh-root", raw)
-    first, _ = timed("refresh", str(inc_config))
+    first = timed("refresh", str(inc_config))["seconds"]
     print(f"first refresh ({args.pairs:,} pairs in {args.files} files): {first:.1f} s", flush=True)
 
-    full_runs, refresh_runs, logs = [], [], []
+    full_runs, refresh_runs = [], []
     for k in range(args.repeat):
         for lang in ("en", "zh"):
             shutil.copy(new / f"new-{k:03d}.{lang}", raw / f"new-{k:03d}.{lang}")
-        seconds, log = timed("refresh", str(inc_config))
-        refresh_runs.append(seconds)
-        logs.append(log)
+        refreshed = timed("refresh", str(inc_config))
+        refresh_runs.append(refreshed)
+        seconds = refreshed["seconds"]
         full_root = base / "full-root"
         shutil.rmtree(full_root, ignore_errors=True)
         full_config = write_config(base / "full.yaml", full_root, raw)
-        full, _ = timed("run", str(full_config), "--until", "encode")
-        full_runs.append(full)
-        print(f"round {k + 1}: refresh {seconds:.1f} s, full rebuild {full:.1f} s", flush=True)
-        print(log, flush=True)
+        rebuilt = timed("run", str(full_config), "--until", "encode")
+        full_runs.append(rebuilt)
+        print(f"round {k + 1}: refresh {seconds:.1f} s, full rebuild {rebuilt['seconds']:.1f} s; "
+              f"peak RSS driver {refreshed['peak_rss_main_mb']} MB, worker "
+              f"{refreshed['peak_rss_worker_mb']} MB", flush=True)  # fmt: skip
+        print(refreshed["stderr"], flush=True)
     result = {
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.node()} {os.cpu_count()} cores, Python {platform.python_version()}",
@@ -111,9 +106,17 @@ def main() -> None:
         "files": args.files,
         "new_pairs": new_pairs,
         "first_refresh_s": round(first, 2),
-        "refresh_s": [round(s, 2) for s in refresh_runs],
-        "full_s": [round(s, 2) for s in full_runs],
-        "ratio": round(statistics.median(refresh_runs) / statistics.median(full_runs), 4),
+        "refresh_s": [round(r["seconds"], 2) for r in refresh_runs],
+        "full_s": [round(r["seconds"], 2) for r in full_runs],
+        "refresh_peak_rss_mb": {
+            "driver": max(r["peak_rss_main_mb"] for r in refresh_runs),
+            "worker": max(r["peak_rss_worker_mb"] or 0 for r in refresh_runs),
+        },
+        "ratio": round(
+            statistics.median(r["seconds"] for r in refresh_runs)
+            / statistics.median(r["seconds"] for r in full_runs),
+            4,
+        ),
     }
     print(json.dumps(result, indent=2))
     (WORK / f"bench-refresh-{args.corpus}-{args.pairs}.json").write_text(

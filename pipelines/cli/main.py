@@ -163,12 +163,14 @@ def show_step(step: str, result: Any) -> None:
 
 def _start_beam() -> None:
     """Beam's start in this process, once logging is set up and before any Beam graph
-    module: Beam imported without the integrations nmtpipe never uses, the graph
-    introspection it repeats memoised, and the garbage collector frozen at the exit
-    (`exit_freeze.py`; the workers' own freeze comes with their pipeline options)."""
-    from nmtpipe.pipelines.beam import exit_freeze, graph_memo
+    module: malloc kept to two arenas (`malloc_arenas.py`), Beam imported without the
+    integrations nmtpipe never uses, the graph introspection it repeats memoised, and the
+    garbage collector frozen at the exit (`exit_freeze.py`; the workers freeze through
+    their pipeline options and inherit the arenas' limit)."""
+    from nmtpipe.pipelines.beam import exit_freeze, graph_memo, malloc_arenas
     from nmtpipe.pipelines.beam.lean_import import import_beam
 
+    malloc_arenas.limit_arenas()
     import_beam()
     graph_memo.install()
     exit_freeze.freeze_at_exit()

@@ -121,6 +121,21 @@ def test_a_build_that_cannot_fit_is_refused_before_it_starts(prepared, tmp_path,
     assert not (tmp_path / "v" / "manifest.json").exists()
 
 
+@pytest.mark.parametrize(
+    ("model", "trainer"), [("unigram", "SentencePiece"), ("bpe-hf", "tokenizers")]
+)
+def test_a_sample_too_large_to_train_on_is_refused_before_training(
+    prepared, tmp_path, monkeypatch, model, trainer
+):
+    from nmtpipe.transforms.vocab import memory
+
+    monkeypatch.setattr(memory, "available_bytes", lambda: memory.BASE_BYTES + 100_000)
+    # 2,000 pairs' sentences need more than 100 kB: the message says how many fit
+    with pytest.raises(ConfigError, match=rf"^{trainer} on .* set --sample-sentences \d+ or less$"):
+        vocab(prepared, tmp_path / "v", model=model, vocab_size=1000, sample_sentences=2000)
+    assert not (tmp_path / "v" / "manifest.json").exists()
+
+
 def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):
     spm_config = SpmConfig(num_threads=2, character_coverage=0.98)
     a = vocab(
