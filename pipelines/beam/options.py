@@ -234,19 +234,6 @@ def describe(options: PipelineOptions, input_bytes: int | None = None) -> str:
     return f"{runner} ({how}{size})"
 
 
-def expected_seconds(
-    options: PipelineOptions, input_bytes: int, bytes_per_second: float, fixed: float
-) -> float | None:
-    """How long a local run should take on `input_bytes` at `bytes_per_second` per worker
-    (a rate measured in benchmarks/RESULTS.md) plus the `fixed` cost of any run; None on
-    a remote runner, whose speed depends on a cluster nmtpipe knows nothing of."""
-    if not runs_locally(options):
-        return None
-    direct = options.view_as(DirectOptions)
-    workers = 1 if direct.direct_running_mode == "in_memory" else direct.direct_num_workers
-    return fixed + input_bytes / (bytes_per_second * max(1, min(workers, _cores())))
-
-
 def _megabytes(size: int) -> str:
     return f"{size / 1e6:.0f} MB" if size >= 1e6 else f"{size / 1e6:.1f} MB"
 

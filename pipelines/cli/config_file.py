@@ -19,12 +19,12 @@ import yaml
 
 from nmtpipe.pipelines.cli import flags
 from nmtpipe.pipelines.cli.main import command_module
-from nmtpipe.pipelines.workflow.refresh import check_settings
 from nmtpipe.pipelines.workflow.run_config import (
     STEPS,
     TORCH_STEPS,
     WIRING,
     EvalSet,
+    RefreshSettings,
     RunConfig,
     wiring,
 )
@@ -116,21 +116,19 @@ def load_config(url: str) -> RunConfig:
     beam = doc.get("beam") or []
     if not isinstance(beam, list) or not all(isinstance(x, str) for x in beam):
         raise ConfigError(f"{url}: beam is a list of Beam options like --direct_num_workers=2")
-    configs, options, nproc = {}, {}, {}
+    configs, nproc = {}, {}
     for step in STEPS:
         section = doc.get(step) or {}
         if not isinstance(section, dict):
             raise ConfigError(f"{url}: {step} is a mapping of its options")
-        options[step] = section
         configs[step], processes = _step_config(step, section, root, url)
         if step in TORCH_STEPS:
             nproc[step] = processes
     return RunConfig(
         root=root,
         **configs,
-        options=options,
         beam=tuple(beam),
         nproc=nproc,
-        refresh=check_settings(doc.get("refresh"), url),
+        refresh=RefreshSettings.checked(doc.get("refresh"), url),
         evaluate=_evaluation_sets(doc.get("evaluate") or {}, url),
     )

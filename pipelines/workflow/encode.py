@@ -3,39 +3,31 @@
 One Beam task per part of a prepared split writes its Arrow file and fairseq
 `.bin/.idx` pairs (`transforms/beam/encode.py`, `transforms/formats/encode_part.py`).
 The driver then copies the fairseq dictionaries next to the `.bin` files, so that
-`{output}/fairseq` is a data-bin `fairseq-train` reads, writes `stats.json`, and
-commits the output by writing `manifest.json` last.
+`{output}/fairseq` is a data-bin `fairseq-train` reads, and commits the output
+(`step.py`).
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import re
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
-from nmtpipe.pipelines.beam.options import (
-    describe,
-    pipeline_options,
-    run_branches,
-    worker_cores,
-)
-from nmtpipe.pipelines.workflow.step import Log, Step, run_step
+from nmtpipe.pipelines.beam.options import worker_cores
+from nmtpipe.pipelines.workflow.step import Running, Step, Written, run_step
 from nmtpipe.transforms.beam.encode import EncodeShards
-from nmtpipe.transforms.beam.summary import read_summary
 from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
-from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards, write_card
+from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards
 from nmtpipe.transforms.formats.encode_part import EncodeSpec, EncodeTask
 from nmtpipe.transforms.formats.encoded_dataset import ARROW, FAIRSEQ, FORMATS, KIND
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
 from nmtpipe.transforms.formats.shard_names import fairseq_prefix
 from nmtpipe.transforms.options import option
 from nmtpipe.transforms.storage import fsio, manifest
-from nmtpipe.transforms.storage.commit import STAGING, StepOutcome, commit
+from nmtpipe.transforms.storage.commit import StepOutcome
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
 from nmtpipe.transforms.text.stats import summarize_lengths
 from nmtpipe.transforms.vocab import id_layout
@@ -82,6 +74,15 @@ class EncodeConfig:
             )
         if self.batch_size < 1 or self.rows_per_task < 1:
             raise ConfigError("--batch-size and --rows-per-task must be at least 1")
+
+    def options(self) -> dict[str, Any]:
+        """The options that shape the output (fingerprinted): the formats, the record
+        batches' boundaries in the Arrow files, and how the output is cut into files."""
+        return {
+            "formats": list(self.formats),
+            "batch_size": self.batch_size,
+            "rows_per_task": self.rows_per_task,
+        }
 
 
 def plan_tasks(
@@ -255,12 +256,27 @@ def _manifest_doc(
     }
 
 
-class EncodeRun(Step):
-    """One output to encode: its inputs and fingerprint (read first, to see whether the
-    output holds this result already), its parts, its part of a pipeline, then its
-    commit."""
+def encode_fingerprint(prepared: str, vocab: str, config: EncodeConfig) -> str:
+    """The fingerprint of encoding the prepared output and vocabulary of these
+    fingerprints with `config`'s options."""
+    return manifest.fingerprint(
+        {
+            "step": KIND,
+            "code_version": __version__,
+            "prepared": prepared,
+            "vocab": vocab,
+            **config.options(),
+        }
+    )
+
+
+class EncodeStep(Step):
+    """`nmtpipe encode` as a step: its inputs and fingerprint (read first, to see whether
+    the output holds this result already), its parts, its graph, then its commit."""
 
     kind = KIND
+    label = "Encode"
+    ours = _OURS
 
     def __init__(self, config: EncodeConfig) -> None:
         root, prepared = read_prepared(config.prepared)
@@ -269,23 +285,15 @@ class EncodeRun(Step):
         self.config, self.root, self.prepared = config, root, prepared
         self.vocab, self.langs = vocab, langs
         self.output = fsio.canonical_url(config.output)
-        self.fingerprint = manifest.fingerprint(
-            {
-                "step": KIND,
-                "code_version": __version__,
-                "prepared": prepared["fingerprint"],
-                "vocab": vocab.fingerprint,
-                "formats": list(config.formats),
-                "batch_size": config.batch_size,  # record batch boundaries in the Arrow files
-                "rows_per_task": config.rows_per_task,  # how the output is cut into files
-            }
-        )
+        self.fingerprint = encode_fingerprint(prepared["fingerprint"], vocab.fingerprint, config)
         self.inputs = {
             "prepared": {"url": root, "fingerprint": prepared["fingerprint"]},
             "vocab": {"url": vocab.root, "fingerprint": vocab.fingerprint},
             "languages": langs,
         }
-        self.summary_url = fsio.join(self.output, STAGING, f"summary-{uuid.uuid4().hex}.json")
+        self.input_bytes = pair_bytes(prepared)  # the pair shards it reads
+        # `_THREADS` where the vocabulary encodes outside the GIL, else 1.
+        self.cores_per_worker = _THREADS if vocab.kind.encodes_outside_gil else 1
 
     @functools.cached_property
     def tasks(self) -> list[EncodeTask]:
@@ -296,29 +304,19 @@ class EncodeRun(Step):
     def spaces(self) -> dict[str, dict[str, Any]]:
         return _id_spaces(self.vocab, self.langs)
 
-    @property
-    def input_bytes(self) -> int:
-        """The size of the prepared pair shards this run reads (what picks the runner mode)."""
-        return pair_bytes(self.prepared)
-
-    def describe(self) -> str:
-        shards = sum(len(info["files"]) for info in self.prepared["splits"].values())
-        return (
-            f"{shards} prepared shard(s) as {len(self.tasks)} part(s) into {self.output} "
-            f"({', '.join(self.config.formats)})"
-        )
-
-    @property
-    def cores_per_worker(self) -> int:
-        """The cores one worker keeps busy: `_THREADS` where the vocabulary encodes
-        outside the GIL, else 1."""
-        return _THREADS if self.vocab.kind.encodes_outside_gil else 1
-
     def threads(self, options: PipelineOptions) -> int:
         """Encoding threads per worker under `options`."""
         return min(worker_cores(options), self.cores_per_worker)
 
-    def graph(self, threads: int) -> EncodeShards:
+    def announce(self, runner: str, options: PipelineOptions) -> str:
+        shards = sum(len(info["files"]) for info in self.prepared["splits"].values())
+        return (
+            f"encoding {shards} prepared shard(s) as {len(self.tasks)} part(s) into "
+            f"{self.output} ({', '.join(self.config.formats)}) on {runner}, "
+            f"{self.threads(options)} thread(s) per worker"
+        )
+
+    def graph(self, options: PipelineOptions) -> EncodeShards:
         spec = EncodeSpec(
             self.output,
             self.vocab.root,
@@ -328,60 +326,30 @@ class EncodeRun(Step):
             self.spaces[ARROW]["dtype"],
             self.spaces[FAIRSEQ]["dtype"],
             self.config.batch_size,
-            threads,
+            self.threads(options),
         )
         return EncodeShards(spec, self.tasks, self.summary_url)
 
-    def build(self, beam_args: list[str], log: Log, quiet: bool) -> tuple[dict, dict, str]:
-        options = pipeline_options(
-            beam_args, self.input_bytes, cores_per_worker=self.cores_per_worker
-        )
-        runner = describe(options, self.input_bytes)
-        log(f"encoding {self.describe()} on {runner}, {self.threads(options)} thread(s) per worker")
-        ((committed, stats),) = encode_runs([self], options, quiet)
-        return committed, stats, runner
-
-    def commit(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Check what the pipeline wrote and commit it: the manifest and statistics."""
-        config, out = self.config, self.output
-        summary = read_summary(self.summary_url)
+    def write(self, summary: dict[str, Any] | None, running: Running) -> Written:
+        assert summary is not None
         stats = finalize_stats(summary["stats"], list(self.prepared["splits"]), self.langs)
         files = summary["files"]
-        _check_complete(config, self.tasks, files, stats, self.prepared)
-        if FAIRSEQ in config.formats:
-            files += _copy_dicts(self.vocab, out, self.langs)
-        written = fsio.write_bytes(
-            fsio.join(out, STATS_FILE),
-            json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n",
+        _check_complete(self.config, self.tasks, files, stats, self.prepared)
+        if FAIRSEQ in self.config.formats:
+            files += _copy_dicts(self.vocab, self.output, self.langs)
+        return Written(files, stats)
+
+    def card(self, files: list[dict[str, Any]]) -> str:
+        return _card(self.langs, self.vocab, files)
+
+    def manifest(self, files: list[dict[str, Any]], stats: dict[str, Any] | None) -> dict:
+        assert stats is not None
+        return _manifest_doc(
+            self.config, self.fingerprint, self.inputs, self.vocab, self.spaces, files, stats
         )
-        files.append(file_entry(out, written, "stats", 1))
-        files.append(write_card(out, _card(self.langs, self.vocab, files)))
-        doc = _manifest_doc(
-            config, self.fingerprint, self.inputs, self.vocab, self.spaces, files, stats
-        )
-        return commit(out, KIND, doc, _OURS), stats
-
-
-def start_encode(
-    config: EncodeConfig, force: bool, replace: bool, log: Log
-) -> EncodeRun | tuple[dict[str, Any], dict[str, Any]]:
-    """The committed manifest and statistics if `config.output` already holds this
-    result, else the run that will make it."""
-    run = EncodeRun(config)
-    return run.reuse(force, replace, log) or run
-
-
-def encode_runs(
-    runs: list[EncodeRun], options: PipelineOptions, quiet: bool = False
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Encode several outputs in one Beam pipeline (one job on a remote runner), then
-    commit each; returns their manifests and statistics."""
-    graphs = [run.graph(run.threads(options)) for run in runs]
-    run_branches(options, "Encode", graphs, quiet)
-    return [run.commit() for run in runs]
 
 
 def run_encode(config: EncodeConfig, beam_args: list[str], **how: Any) -> StepOutcome:
     """Encode into `config.output` unless it already holds this exact result; `how`:
-    `run_step`'s force, replace, log and quiet."""
-    return run_step(lambda: EncodeRun(config), beam_args, **how)
+    `run_steps`' force, replace, log and quiet."""
+    return run_step(lambda: EncodeStep(config), beam_args, **how)

@@ -2,39 +2,29 @@
 
 The driver resolves the inputs and fingerprints them with the configuration; if the
 output already holds a committed result with that fingerprint it stops there. Otherwise
-it runs the Beam graph (`transforms/beam/prepare.py`), which writes every data
-file atomically and a summary of them, and then commits the output by writing
-`stats.json` and, last, `manifest.json`.
+it runs the Beam graph (`transforms/beam/prepare.py`), which writes every data file
+atomically and a summary of them, and then commits the output (`step.py`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
-from nmtpipe.pipelines.beam.options import (
-    describe,
-    expected_seconds,
-    pipeline_options,
-    run_branches,
-    runs_locally,
-)
+from nmtpipe.pipelines.beam.options import runs_locally
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, PreparePlan, make_plan
-from nmtpipe.pipelines.workflow.step import Log, Step, run_step
+from nmtpipe.pipelines.workflow.step import Running, Step, Written, run_step
 from nmtpipe.transforms.beam.prepare import PrepareCorpus
-from nmtpipe.transforms.beam.prepare_fns import write_chars
-from nmtpipe.transforms.beam.summary import read_summary
 from nmtpipe.transforms.errors import OutputError
-from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards, write_card
+from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards
 from nmtpipe.transforms.formats.pair_shards import write_rejects
-from nmtpipe.transforms.formats.prepared import KIND
+from nmtpipe.transforms.formats.prepared import KIND, write_chars
 from nmtpipe.transforms.formats.shard_names import CHARS_PATH, counts_path, pairs_path, rejects_path
 from nmtpipe.transforms.storage import fsio, manifest
-from nmtpipe.transforms.storage.commit import STAGING, StepOutcome, commit
+from nmtpipe.transforms.storage.commit import STAGING, StepOutcome
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
 from nmtpipe.transforms.text.records import PAIRS_SCHEMA
 from nmtpipe.transforms.text.stats import finalize
@@ -145,91 +135,56 @@ def _spill_root(spill_dir: str | None, options: PipelineOptions, output: str) ->
     return None if spill_dir in (None, "none") else spill_dir
 
 
-class PrepareRun:
-    """One output to prepare: its part of a pipeline, then its commit."""
+class PrepareStep(Step):
+    """`nmtpipe prepare` as a step: its plan (the inputs resolved and fingerprinted with
+    the options, `make_plan`), the graph that cleans, splits, counts and shards them,
+    and the commit."""
 
-    def __init__(self, plan: PreparePlan, options: PipelineOptions):
+    kind = KIND
+    label = "Prepare"
+    ours = _OURS
+
+    def __init__(self, plan: PreparePlan) -> None:
         self.plan = plan
-        run_id = uuid.uuid4().hex
-        self.summary_url = fsio.join(plan.output, STAGING, f"summary-{run_id}.json")
-        spill_root = _spill_root(plan.config.spill_dir, options, plan.output)
-        self.spill = (
-            None if spill_root is None else fsio.join(spill_root, f"nmtpipe-spill-{run_id}")
+        self.output, self.fingerprint = plan.output, plan.fingerprint
+        self.input_bytes = plan.input_bytes
+        self.spill: str | None = None
+
+    def announce(self, runner: str, options: PipelineOptions) -> str:
+        plan = self.plan
+        shards = ", ".join(f"{n} {split}" for split, n in plan.clean.split.shards)
+        return (
+            f"preparing {len(plan.inputs)} input(s) into {self.output} ({shards} shard(s)) "
+            f"on {runner}"
         )
 
-    def graph(self) -> PrepareCorpus:
+    def graph(self, options: PipelineOptions) -> PrepareCorpus:
+        spill_root = _spill_root(self.plan.config.spill_dir, options, self.output)
+        if spill_root is not None:
+            self.spill = fsio.join(spill_root, f"nmtpipe-spill-{uuid.uuid4().hex}")
         return PrepareCorpus(self.plan.spec(), self.summary_url, self.spill)
 
-    def commit(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """Check what the pipeline wrote and commit it: the manifest and statistics."""
-        summary = read_summary(self.summary_url)
+    def release(self) -> None:
+        if self.spill is not None:
+            fsio.remove_tree(self.spill)
+
+    def write(self, summary: dict[str, Any] | None, running: Running) -> Written:
+        assert summary is not None
         stats = finalize(summary["stats"], self.plan.splits)
         files = summary["files"]
         _fill_empty(self.plan, files)
         _check_consistent(files, stats)
-        out = self.plan.output
-        written = fsio.write_bytes(
-            fsio.join(out, STATS_FILE),
-            json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n",
-        )
-        files.append(file_entry(out, written, "stats", 1))
-        files.append(write_card(out, _card(self.plan, files)))
-        return commit(out, KIND, _manifest_doc(self.plan, files, stats), _OURS), stats
+        return Written(files, stats)
 
+    def card(self, files: list[dict[str, Any]]) -> str:
+        return _card(self.plan, files)
 
-def prepare_plans(
-    plans: list[PreparePlan],
-    options: PipelineOptions,
-    quiet: bool = False,
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """Prepare several outputs in one Beam pipeline (one job on a remote runner), then
-    commit each; returns their manifests and statistics."""
-    runs = [PrepareRun(plan, options) for plan in plans]
-    try:
-        run_branches(options, "Prepare", [run.graph() for run in runs], quiet)
-    finally:
-        for run in runs:
-            if run.spill is not None:
-                fsio.remove_tree(run.spill)
-    return [run.commit() for run in runs]
-
-
-class PrepareStep(Step):
-    """`nmtpipe prepare` as a step: its plan (the inputs resolved and fingerprinted), then
-    its graph run and committed."""
-
-    kind = KIND
-
-    def __init__(self, config: PrepareConfig) -> None:
-        self.plan = make_plan(config)
-        self.output, self.fingerprint = self.plan.output, self.plan.fingerprint
-
-    def build(self, beam_args: list[str], log: Log, quiet: bool) -> tuple[dict, dict, str]:
-        plan = self.plan
-        options = pipeline_options(beam_args, plan.input_bytes)
-        runner = describe(options, plan.input_bytes)
-        shards = ", ".join(f"{n} {split}" for split, n in plan.clean.split.shards)
-        log(f"preparing {len(plan.inputs)} input(s) into {self.output} ({shards} shard(s)) "
-            f"on {runner}{_expected(options, plan.input_bytes)}")  # fmt: skip
-        ((committed, stats),) = prepare_plans([plan], options, quiet)
-        return committed, stats, runner
-
-
-# prepare's speed on the 2-core VM of benchmarks/RESULTS.md ("Real engines", 2026-11-26):
-# 1,000,000 generated pairs (153 MB) in 15.0 s on two worker processes, 1.9 s of which
-# is what any local run costs; about 5.8 MB/s per worker process.
-_BYTES_PER_SECOND, _FIXED_SECONDS = 5.8e6, 1.9
-
-
-def _expected(options: Any, input_bytes: int) -> str:
-    """`; about 15 s at the benchmarks' speed`, or nothing on a remote runner."""
-    seconds = expected_seconds(options, input_bytes, _BYTES_PER_SECOND, _FIXED_SECONDS)
-    if seconds is None:
-        return ""
-    return f"; about {seconds:.0f} s on the 2-core machine of benchmarks/RESULTS.md"
+    def manifest(self, files: list[dict[str, Any]], stats: dict[str, Any] | None) -> dict:
+        assert stats is not None
+        return _manifest_doc(self.plan, files, stats)
 
 
 def run_prepare(config: PrepareConfig, beam_args: list[str], **how: Any) -> StepOutcome:
     """Prepare `config.output` unless it already holds this exact result; `how`:
-    `run_step`'s force, replace, log and quiet."""
-    return run_step(lambda: PrepareStep(config), beam_args, **how)
+    `run_steps`' force, replace, log and quiet."""
+    return run_step(lambda: PrepareStep(make_plan(config)), beam_args, **how)

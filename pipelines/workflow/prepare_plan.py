@@ -290,6 +290,11 @@ class PreparePlan:
             keep_overlap=self.config.keep_overlap,
         )
 
+    def at(self, output: str) -> PreparePlan:
+        """The same plan writing to `output` (its fingerprint does not depend on where)."""
+        config = dataclasses.replace(self.config, output=output)
+        return dataclasses.replace(self, config=config, output=fsio.canonical_url(output))
+
     @property
     def fingerprint(self) -> str:
         return manifest.fingerprint(
@@ -318,14 +323,18 @@ def resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:
     return inputs
 
 
-def identity(inp: CorpusInput) -> dict[str, Any]:
-    """What identifies an input's content: its role, columns and files' size and version."""
+def identity(inp: CorpusInput, checksum: bool = False) -> dict[str, Any]:
+    """What identifies an input's content: its role, columns and files' size and version
+    (or, with `checksum`, the sha256 of a plain file's bytes: a touched file is the same)."""
     files = []
     for url in inp.urls():
         archived = split_archive_url(url)
         if archived:
             member, archive = archived
             files.append({**fsio.file_identity(archive), "member": member})
+        elif checksum:
+            size = fsio.file_identity(url)["size"]
+            files.append({"url": url, "size": size, "sha256": fsio.sha256_of(url)})
         else:
             files.append(fsio.file_identity(url))
     return {"role": inp.role, "origin": inp.origin, "columns": list(inp.columns), "files": files}
@@ -344,15 +353,17 @@ def make_plan(
     config: PrepareConfig,
     inputs: tuple[CorpusInput, ...] | None = None,
     roles: frozenset[str] | None = None,
+    checksum: bool = False,
 ) -> PreparePlan:
     """Resolve inputs (checking they exist) and decide the layout of the output.
 
     A refresh prepares each input alone: `inputs` is then that one, and `roles` the
     roles of all the config's inputs, so that valid and test pairs are carved from the
     training data exactly as they would be when everything is prepared at once.
+    `checksum`: inputs identified by their bytes (`identity`).
     """
     inputs = tuple(resolve_inputs(config)) if inputs is None else inputs
-    identities = tuple(identity(i) for i in inputs)
+    identities = tuple(identity(i, checksum) for i in inputs)
     explicit = {i.role for i in inputs} if roles is None else set(roles)
     fractions = {"valid": config.valid_fraction, "test": config.test_fraction}
     carve = tuple(s for s in ("valid", "test") if s not in explicit and fractions[s] > 0)

@@ -10,6 +10,7 @@ connects the steps under the root:
 from __future__ import annotations
 
 import dataclasses
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from nmtpipe.pipelines.workflow.vocab import VocabConfig
 from nmtpipe.trainers.generate.decode_config import DecodeConfig
 from nmtpipe.trainers.runtime.run_files import AVERAGE, BEST, LAST
 from nmtpipe.trainers.train.train_config import TrainConfig
+from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.storage import fsio
 
 STEPS = ("prepare", "vocab", "encode", "train", "decode")
@@ -45,6 +47,41 @@ class EvalSet:
 
 
 @dataclass(frozen=True)
+class RefreshSettings:
+    """The `refresh:` section of a config: how `nmtpipe refresh` decides and keeps."""
+
+    drift_threshold: float = 0.05  # rebuild the vocabulary past this share of unseen tokens
+    keep_versions: int = 10  # versions kept by retention (0: all)
+    checksum: bool = False  # identify inputs by sha256 of their bytes, not size and version
+    train_updates: int | None = None  # with --train: updates added per new version
+    in_process_bytes: int = 16 << 20  # local runners: work up to this size in this process
+
+    @classmethod
+    def checked(cls, section: Any, url: str) -> RefreshSettings:
+        """The section as written, checked; each error names the key."""
+        section = section or {}
+        if not isinstance(section, dict):
+            raise ConfigError(f"{url}: refresh is a mapping of its settings")
+        hints = typing.get_type_hints(cls)
+        for key, value in section.items():
+            if key not in hints:
+                raise ConfigError(
+                    f"{url}: refresh.{key}: not a refresh setting; known: {', '.join(hints)}"
+                )
+            kind = next(
+                t for t in typing.get_args(hints[key]) or (hints[key],) if t is not type(None)
+            )
+            numeric = kind is float and isinstance(value, int)
+            if isinstance(value, bool) != (kind is bool) or not (
+                isinstance(value, kind) or numeric
+            ):
+                raise ConfigError(f"{url}: refresh.{key}: wants a {kind.__name__}, not {value!r}")
+            if kind is not bool and value < 0:
+                raise ConfigError(f"{url}: refresh.{key}: must not be negative")
+        return cls(**section)
+
+
+@dataclass(frozen=True)
 class RunConfig:
     """A checked workflow config; each step's config is wired to its place under `root`."""
 
@@ -54,10 +91,9 @@ class RunConfig:
     encode: EncodeConfig
     train: TrainConfig
     decode: DecodeConfig
-    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # as written
     beam: tuple[str, ...] = ()  # Beam pipeline options of the Beam steps
     nproc: dict[str, int] = field(default_factory=dict)  # processes of the torch steps
-    refresh: dict[str, Any] = field(default_factory=dict)  # `nmtpipe refresh`'s settings
+    refresh: RefreshSettings = RefreshSettings()  # `nmtpipe refresh`'s settings
     evaluate: tuple[EvalSet, ...] = ()  # more test sets for the decode step
 
     def url(self, rel: str) -> str:

@@ -15,19 +15,18 @@ from __future__ import annotations
 import dataclasses
 import re
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
-from nmtpipe.pipelines.beam.options import pipeline_options, run_branches
-from nmtpipe.pipelines.workflow.step import Log, Step, run_step
+from nmtpipe.pipelines.beam.options import run_branches
+from nmtpipe.pipelines.workflow.step import Running, Step, Written, run_step
 from nmtpipe.transforms.beam.sample import SampleTrainText
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
 from nmtpipe.transforms.options import comma_list, nested, number_pair, option
 from nmtpipe.transforms.storage import fsio, manifest
-from nmtpipe.transforms.storage.commit import STAGING, commit
+from nmtpipe.transforms.storage.commit import STAGING, StepOutcome
 from nmtpipe.transforms.storage.manifest import file_entry
 from nmtpipe.transforms.vocab.counts import JOINED
 from nmtpipe.transforms.vocab.kinds.hf import CONFIG_DEFAULTS as HF_DEFAULTS
@@ -45,6 +44,9 @@ from nmtpipe.transforms.vocab.sample import (
     train_shards,
 )
 from nmtpipe.transforms.vocab.vocabulary import KIND
+
+if TYPE_CHECKING:
+    from apache_beam.options.pipeline_options import PipelineOptions
 
 T2T = "Tensor2Tensor subwords (--model t2t)"
 SPM = "SentencePiece (--model unigram|bpe)"
@@ -139,41 +141,29 @@ class VocabConfig:
         return {k: v for k, v in dataclasses.asdict(self).items() if k in keep}
 
 
-@dataclass(frozen=True)
-class VocabOutcome:
-    output: str
-    cached: bool
-    manifest: dict[str, Any]
-    seconds: float
-
-
 class _Build:
-    """One run's context: the prepared parts, the staging folder, how to run Beam (the
-    `Source` a kind builds from)."""
+    """One build's context, the `Source` a kind builds from: the options, the prepared
+    parts, the staging folder, and how Beam runs (samples are drawn in Beam)."""
 
     def __init__(
         self,
         config: VocabConfig,
         parts: list[tuple[str, dict[str, Any]]],
         staging: str,
-        beam_args: list[str],
-        quiet: bool,
-        log: Callable[[str], None],
+        running: Running,
     ) -> None:
-        self.options, self.parts, self.log = config, parts, log
-        self.staging, self.beam_args, self.quiet = staging, beam_args, quiet
+        self.options, self.parts, self.staging, self.running = config, parts, staging, running
+        self.log = running.log
         langs = parts[0][1]["options"]["languages"]
         self.columns = {langs["src"]: ["src"], langs["tgt"]: ["tgt"], JOINED: ["src", "tgt"]}
         self.train_shards = _train_shards(parts)
-        self.input_bytes = sum(pair_bytes(doc, "train") for _, doc in parts)
 
     def sample(self, selector: IdSample | BudgetSample, side: str) -> list[str]:
         """Lines of `side`'s training text chosen in Beam, column by column, shard by shard."""
         folder = fsio.join(self.staging, f"sample-{side}")
         columns = self.columns[side]
         graph = SampleTrainText(self.train_shards, selector, columns, folder)
-        options = pipeline_options(self.beam_args, self.input_bytes)
-        run_branches(options, "SampleTrainText", [graph], self.quiet)
+        run_branches(self.running.options, "SampleTrainText", [graph], self.running.quiet)
         lines = []
         for column in columns:
             chosen = sample_lines(folder, column, len(self.train_shards))
@@ -198,11 +188,11 @@ def _train_shards(parts: list[tuple[str, dict[str, Any]]]) -> list[TrainShard]:
 
 class VocabStep(Step):
     """`nmtpipe vocab` as a step: the prepared parts read and fingerprinted with the
-    options, then each side's vocabulary built (samples drawn in Beam) and committed
-    with the fairseq dictionaries."""
+    options; its work is the driver's (each side's vocabulary built, samples drawn in
+    Beam), committed with the fairseq dictionaries."""
 
     kind = KIND
-    keeps_stats = False
+    ours = _OURS
 
     def __init__(self, config: VocabConfig, parts: list[tuple[str, dict[str, Any]]]) -> None:
         self.config, self.parts = config, parts
@@ -217,17 +207,23 @@ class VocabStep(Step):
                 **config.options(),
             }
         )
+        self.langs = parts[0][1]["options"]["languages"]
+        self.sides = [JOINED] if config.joined else [self.langs["src"], self.langs["tgt"]]
+        self.input_bytes = sum(pair_bytes(doc, "train") for _, doc in parts)
+        self.reports: dict[str, dict[str, Any]] = {}
 
-    def build(self, beam_args: list[str], log: Log, quiet: bool) -> tuple[dict, dict, str]:
-        config, parts, out = self.config, self.parts, self.output
-        langs = parts[0][1]["options"]["languages"]
-        sides = [JOINED] if config.joined else [langs["src"], langs["tgt"]]
-        log(f"building a {config.model} vocabulary of {config.vocab_size} for {', '.join(sides)}")
-        staging = fsio.join(out, STAGING, uuid.uuid4().hex)
-        build = _Build(config, parts, staging, beam_args, quiet, log)
-        kind = kind_of(config.model)
-        files, reports, dicts = [], {}, {}
-        for side in sides:
+    def announce(self, runner: str, options: PipelineOptions) -> str:
+        config = self.config
+        return (
+            f"building a {config.model} vocabulary of {config.vocab_size} for "
+            f"{', '.join(self.sides)}"
+        )
+
+    def write(self, summary: dict[str, Any] | None, running: Running) -> Written:
+        out, kind = self.output, kind_of(self.config.model)
+        build = _Build(self.config, self.parts, fsio.join(out, STAGING, uuid.uuid4().hex), running)
+        files, dicts = [], {}
+        for side in self.sides:
             report: dict[str, Any] = {}
             built = kind.build(build, side, report)
             report["vocab_size"] = built.vocab_size
@@ -236,24 +232,29 @@ class VocabStep(Step):
                 written = fsio.write_bytes(fsio.join(out, name), data)
                 files.append(file_entry(out, written, entry, built.vocab_size, side=side))
             dicts[side] = built.dict_text
-            reports[side] = report
-        for lang in (langs["src"], langs["tgt"]):
-            text = dicts[JOINED if config.joined else lang]
+            self.reports[side] = report
+        for lang in (self.langs["src"], self.langs["tgt"]):
+            text = dicts[JOINED if self.config.joined else lang]
             written = fsio.write_bytes(fsio.join(out, f"dict.{lang}.txt"), text.encode())
             files.append(file_entry(out, written, "fairseq-dict", text.count("\n"), side=lang))
-        doc = {
+        return Written(files, None)
+
+    def manifest(self, files: list[dict[str, Any]], stats: dict[str, Any] | None) -> dict:
+        config, kind = self.config, kind_of(self.config.model)
+        return {
             "kind": KIND,
             "code_version": __version__,
             "fingerprint": self.fingerprint,
             "prepared": self.sources,
-            "languages": langs,
+            "languages": self.langs,
             "options": config.options(),
             "model": config.model,
-            "vocabularies": {side: {"files": kind.files(side), **reports[side]} for side in sides},
+            "vocabularies": {
+                side: {"files": kind.files(side), **self.reports[side]} for side in self.sides
+            },
             "special_ids": kind.special_ids(config),
             "files": sorted(files, key=lambda f: f["path"]),
         }
-        return commit(out, KIND, doc, _OURS), {}, "the driver"
 
 
 def run_vocab(
@@ -261,14 +262,11 @@ def run_vocab(
     beam_args: list[str],
     parts: list[tuple[str, dict[str, Any]]] | None = None,
     **how: Any,
-) -> VocabOutcome:
+) -> StepOutcome:
     """Build `config.output` unless it already holds this exact vocabulary: from
     `config.prepared`, or from the training text of several prepared datasets (a
     refresh's `parts`, as (root, manifest): their token counts are summed); `how`:
-    `run_step`'s force, replace, log and quiet."""
-
-    def plan() -> VocabStep:
-        return VocabStep(config, parts or [read_prepared(config.prepared)])
-
-    done = run_step(plan, beam_args, **how)
-    return VocabOutcome(done.output, done.cached, done.manifest, done.seconds)
+    `run_steps`' force, replace, log and quiet."""
+    return run_step(
+        lambda: VocabStep(config, parts or [read_prepared(config.prepared)]), beam_args, **how
+    )

@@ -43,8 +43,8 @@ from nmtpipe.transforms.beam.prepare_fns import (
     WriteCountsFn,
     WritePairShardsFn,
     WriteRejectsFn,
-    write_chars,
 )
+from nmtpipe.transforms.formats.prepared import write_chars
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.text.clean import CleanConfig
 

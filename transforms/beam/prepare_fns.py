@@ -24,7 +24,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from nmtpipe.transforms.formats import batch_transport, pair_shards
-from nmtpipe.transforms.formats.shard_names import CHARS_PATH, counts_path, pairs_path, rejects_path
+from nmtpipe.transforms.formats.shard_names import counts_path, pairs_path, rejects_path
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.storage.manifest import FileEntry, file_entry
@@ -361,11 +361,6 @@ class WriteCountsFn(beam.DoFn):
         for side, field in zip(self.langs, ("src", "tgt"), strict=True):
             tokens = pc.sum(by_side[side]["count"]).as_py() or 0
             yield TaggedOutput(STATS, {"splits": {"train": {field: {"tokens": tokens}}}})
-
-
-def write_chars(per_side: list[tuple[str, dict[str, int]]], output: str) -> FileEntry:
-    written = counts_lib.write_chars(fsio.join(output, CHARS_PATH), dict(per_side))
-    return file_entry(output, written, "chars", sum(len(c) for _, c in per_side))
 
 
 class MergeCountsFn(beam.CombineFn):

@@ -2,19 +2,17 @@
 
 Workers emit ("file", manifest entry) and ("stats", partial) elements; `SummaryFn`
 combines them into one small summary and `WriteSummary` writes it as the one file the
-pipeline leaves for its driver, which reads it back after the run (`read_summary`), so
-the driver can write the manifest without listing or reading any data.
+pipeline leaves for its driver (`formats/step_summary.py`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 import apache_beam as beam
 
-from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.formats.step_summary import write_summary
 from nmtpipe.transforms.text.stats import merge_into
 
 FILE, STATS = "file", "stats"
@@ -45,10 +43,6 @@ class SummaryFn(beam.CombineFn):
         return {"files": sorted(acc["files"], key=lambda f: f["path"]), "stats": acc["stats"]}
 
 
-def _write(summary: dict[str, Any], url: str) -> None:
-    fsio.write_bytes(url, json.dumps(summary).encode())
-
-
 class WriteSummary(beam.PTransform):
     """Tagged ("file" | "stats", value) elements → one summary file at `url`."""
 
@@ -60,10 +54,5 @@ class WriteSummary(beam.PTransform):
         return (
             tagged
             | "Combine" >> beam.CombineGlobally(SummaryFn())
-            | "Write" >> beam.Map(_write, self.url)
+            | "Write" >> beam.Map(write_summary, self.url)
         )
-
-
-def read_summary(url: str) -> dict[str, Any]:
-    """What `WriteSummary` wrote, for the driver after the run."""
-    return json.loads(fsio.read_bytes(url))

@@ -11,7 +11,8 @@ from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.config_file import example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
-from nmtpipe.pipelines.workflow.refresh import UNTIL, decode_latest, refresh, report, train_latest
+from nmtpipe.pipelines.workflow.refresh import UNTIL, RefreshResult, refresh
+from nmtpipe.pipelines.workflow.version_jobs import decode_latest, train_latest
 from nmtpipe.transforms.errors import ConfigError
 
 TAKES_BEAM = True  # options it does not know go to Beam (main.py)
@@ -82,6 +83,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="take over the lock of a refresh that died on another machine",
     )
+
+
+def report(result: RefreshResult, root: str) -> str:
+    """The lines a user reads after a refresh."""
+    if result.status == "unchanged":
+        return f"unchanged: no input changed since version {result.number:06d} ({root})"
+    head = {
+        "published": f"published {root}/versions/{result.number or 0:06d} "
+        f"in {result.seconds:.1f} s",
+    }.get(result.status, f"stopped after {result.status} (nothing published)")
+    lines = [head]
+    for name in ("added", "changed", "removed"):
+        found = getattr(result, name)
+        if found:
+            lines.append(f"  {name:<8} {len(found)}: {', '.join(found)}")
+    lines.append(f"  kept     {result.kept} input(s) as they were")
+    if result.options_changed:
+        lines.append("  options  the vocab or encode options changed")
+    lines.append(f"  prepared {result.prepared} part(s), encoded {result.encoded}")
+    if result.vocab:
+        drift = ", ".join(f"{side} {share:.2%}" for side, share in result.drift.items())
+        state = "new" if result.vocab_rebuilt else "kept"
+        lines.append(f"  vocab    {state} {result.vocab}" + (f" (drift {drift})" if drift else ""))
+    if result.splits:
+        lines.append("  pairs    " + "  ".join(f"{s} {n:,}" for s, n in result.splits.items()))
+    if result.retired:
+        lines.append(f"  retired  {', '.join(result.retired)}")
+    if result.report:
+        lines.append(f"  report   {result.report}")
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from nmtpipe.pipelines.cli import flags, logs
-from nmtpipe.pipelines.workflow.vocab import VocabConfig, VocabOutcome, run_vocab
+from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
+from nmtpipe.transforms.storage.commit import StepOutcome
 
 TAKES_BEAM = True  # options it does not know go to Beam (main.py)
 DESCRIPTION = """\
@@ -44,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     flags.add_step_options(parser, CONFIG, "vocabulary")
 
 
-def report(outcome: VocabOutcome) -> str:
+def report(outcome: StepOutcome) -> str:
     doc = outcome.manifest
     head = logs.outcome_head(outcome, "vocabulary", "built")
     lines = [head]
@@ -61,7 +62,7 @@ def report(outcome: VocabOutcome) -> str:
     return "\n".join(lines)
 
 
-def show(outcome: VocabOutcome) -> None:
+def show(outcome: StepOutcome) -> None:
     sides = {
         side: {"vocab_size": info["vocab_size"], "files": info["files"]}
         for side, info in outcome.manifest["vocabularies"].items()

@@ -20,7 +20,6 @@ from nmtpipe.pipelines.beam.options import (
     IN_PROCESS_BYTES,
     check_beam_args,
     describe,
-    expected_seconds,
     pipeline_options,
     worker_cores,
 )
@@ -196,13 +195,3 @@ def test_a_job_that_nmtpipes_code_failed_is_not_blamed_on_the_engine(worker_fail
     with pytest.raises(RuntimeError) as failed:
         run_pipeline(_failing_pipeline(worker_failure))
     assert not isinstance(failed.value, RunnerError)
-
-
-def test_the_expected_time_counts_the_local_workers_and_is_unknown_on_a_cluster():
-    in_process = pipeline_options(["--direct_running_mode=in_memory", "--direct_num_workers=1"])
-    assert expected_seconds(in_process, 10_000_000, 1e6, 2.0) == 12.0
-    two = pipeline_options(["--direct_running_mode=multi_processing", "--direct_num_workers=2"])
-    assert expected_seconds(two, 10_000_000, 1e6, 2.0) == (7.0 if os.cpu_count() >= 2 else 12.0)
-    flink = pipeline_options(["--runner=PortableRunner", "--job_endpoint=localhost:8099",
-                              "--environment_type=LOOPBACK"])  # fmt: skip
-    assert expected_seconds(flink, 10_000_000, 1e6, 2.0) is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -16,18 +17,18 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from nmtpipe.pipelines.cli.config_file import load_config
+from nmtpipe import __version__
 from nmtpipe.pipelines.cli.main import main
+from nmtpipe.pipelines.workflow.encode import EncodeStep
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
-from nmtpipe.pipelines.workflow.refresh import Refresh
 from nmtpipe.pipelines.workflow.version_overlap import version_exclusions
 from nmtpipe.transforms.formats import overlap_index
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 from nmtpipe.transforms.formats.exclusions import read_exclusions
 from nmtpipe.transforms.formats.overlap_index import VersionPart
 from nmtpipe.transforms.formats.prepared import read_prepared
-from nmtpipe.transforms.storage import fsio, versions
+from nmtpipe.transforms.storage import fsio, manifest, versions
 from nmtpipe.transforms.text.t2t_tokenizer import count_tokens
 from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
@@ -336,12 +337,11 @@ def test_a_refresh_that_fails_publishes_nothing_and_the_rerun_reuses_its_work(
     raw.mkdir()
     slice_input(raw, 0)
     path, root = config(tmp_path), tmp_path / "root"
-    import nmtpipe.pipelines.workflow.refresh
 
     def broken(*args, **kwargs):
         raise OSError("the encoder's machine went away")
 
-    monkeypatch.setattr(nmtpipe.pipelines.workflow.refresh, "encode_runs", broken)
+    monkeypatch.setattr(EncodeStep, "graph", broken)
     assert main(["refresh", str(path)]) == 1
     assert versions.latest_number(str(root)) is None
     assert not (root / "versions" / versions.LOCK).exists()
@@ -431,16 +431,13 @@ def test_small_changes_run_in_process_on_local_runners(tmp_path, capsys):
     path.write_text(yaml.safe_dump(doc))
     assert main(["refresh", str(path)]) == 0
     err = capsys.readouterr().err
-    assert "preparing 1 new input(s) of 1 on FnApiRunner (in-process)" in err
-    assert "encoding 1 part(s) on FnApiRunner (in-process)" in err
+    assert re.search(r"preparing 1 input\(s\) into \S+ \(.*\) on FnApiRunner \(in-process", err)
+    assert re.search(r"encoding .* into \S+ \(.*\) on FnApiRunner \(in-process", err)
     doc["refresh"]["in_process_bytes"] = 0  # every input is "large": the configured runner
     path.write_text(yaml.safe_dump(doc))
-    job = Refresh(load_config(str(path)), print, quiet=True)
-    options = job._options_for(job._parts()).get_all_options()
-    assert (options["direct_running_mode"], options["direct_num_workers"]) == (
-        "multi_processing",
-        2,
-    )
+    slice_input(raw, 1)
+    assert main(["refresh", str(path), "--until", "prepare"]) == 0
+    assert "on FnApiRunner (2 worker processes" in capsys.readouterr().err
 
 
 def leaky_inputs(tmp_path: Path) -> tuple[Path, Path]:
@@ -525,3 +522,49 @@ def spy(function, calls: list):
         return function(*args, **kwargs)
 
     return wrapper
+
+
+def old_layout(root: Path, path: Path) -> dict[str, str]:
+    """Move a published root into the layout of the refreshes that keyed a part by the
+    YAML of its prepare section as written and the encode options the same way (no
+    typed configs): folders renamed, the version rewritten. The old keys, by new key."""
+    written = yaml.safe_load(path.read_text())
+    doc = versions.read_version(str(root), 1)
+    roles = sorted({p["role"] for p in doc["parts"]})
+    encode_key = manifest.fingerprint({"code_version": __version__, "encode": written["encode"]})
+    renamed = {}
+    for part in doc["parts"]:
+        keyed = {"input": part["input"], "roles": roles, "prepare": written["prepare"]}
+        old = manifest.fingerprint({"code_version": __version__, **keyed})[:16]
+        (root / "parts" / part["key"]).rename(root / "parts" / old)
+        vocab = doc["vocab"]["path"].rsplit("/", 1)[-1]
+        encoded = f"parts/{old}/encoded-{vocab}-{encode_key[:8]}"
+        (root / part["encoded"].replace(part["key"], old)).rename(root / encoded)
+        encoded_doc = json.loads((root / encoded / "manifest.json").read_text())
+        encoded_doc["prepared"]["url"] = str(root / "parts" / old / "prepared")
+        (root / encoded / "manifest.json").write_text(json.dumps(encoded_doc))
+        renamed[part["key"]] = old
+        part["overlap_index"] = part["overlap_index"].replace(part["key"], old)
+        part |= {"key": old, "prepared": f"parts/{old}/prepared", "encoded": encoded}
+    vocab_options = manifest.read_manifest(str(root / doc["vocab"]["path"]), "nmtpipe.vocab")
+    doc["options"] = {"vocab": manifest.fingerprint(vocab_options["options"]),
+                      "encode": encode_key[:8]}  # fmt: skip
+    (root / "versions/000001/manifest.json").write_text(json.dumps(doc))
+    return renamed
+
+
+def test_a_root_in_the_old_layout_refreshes_without_redoing_its_work(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0), slice_input(raw, 1)
+    path, root = config(tmp_path), tmp_path / "root"
+    refresh(path, capsys)
+    before = texts(str(root / "versions/000001"))
+    renamed = old_layout(root, path)
+    assert "unchanged: no input changed since version 000001" in refresh(path, capsys)
+    slice_input(raw, 2)
+    out = refresh(path, capsys)
+    assert "added    1: " in out and "prepared 1 part(s), encoded 1" in out
+    doc = versions.read_version(str(root), 2)
+    assert {p["key"] for p in doc["parts"]} > set(renamed.values())  # kept where they were
+    assert len(texts(str(root / "versions/000002"))["train"]) > len(before["train"])

@@ -3,40 +3,44 @@ options checked first, a committed result reused, else built, and the outcome.""
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 
 import pytest
 
-from nmtpipe.pipelines.workflow.step import Step, run_step
+from nmtpipe.pipelines.workflow.step import Step, Written, run_step, run_steps
 from nmtpipe.transforms.errors import ConfigError, OutputError
 from nmtpipe.transforms.storage import fsio, manifest
-from nmtpipe.transforms.storage.commit import commit
 from tests.helpers import IN_MEMORY
 
 
 class Counting(Step):
-    """Writes one file and its statistics; counts its builds."""
+    """Writes one file on the driver, keeps statistics; counts its builds."""
 
     kind = "nmtpipe.test"
+    ours = re.compile("^data.txt$")
     builds = 0
 
     def __init__(self, output: str, fingerprint: str = "f" * 64) -> None:
         self.output, self.fingerprint = output, fingerprint
 
-    def build(self, beam_args, log, quiet):
+    def announce(self, runner, options):
+        return f"counting into {self.output} on {runner}"
+
+    def write(self, summary, running):
+        assert summary is None  # no graph
         Counting.builds += 1
         written = fsio.write_bytes(fsio.join(self.output, "data.txt"), b"data")
-        stats = {"pairs": 1}
-        fsio.write_bytes(fsio.join(self.output, manifest.STATS_FILE), json.dumps(stats).encode())
-        doc = {
+        return Written([manifest.file_entry(self.output, written, "data", 1)], {"pairs": 1})
+
+    def manifest(self, files, stats):
+        return {
             "kind": self.kind,
             "created": manifest.created_stamp(),
             "fingerprint": self.fingerprint,
-            "files": [manifest.file_entry(self.output, written, "data", 1)],
+            "stats": manifest.STATS_FILE,
+            "files": files,
         }
-        return commit(self.output, self.kind, doc, re.compile("^data.txt$")), stats, "here"
 
 
 def test_a_step_is_built_once_then_reused(tmp_path):
@@ -45,10 +49,11 @@ def test_a_step_is_built_once_then_reused(tmp_path):
     built = run_step(lambda: Counting(out), IN_MEMORY)
     assert (built.cached, built.runner, built.stats, Counting.builds) == (
         False,
-        "here",
+        "the driver",
         {"pairs": 1},
         1,
     )
+    assert sorted(f["path"] for f in built.manifest["files"]) == ["data.txt", "stats.json"]
     again = run_step(lambda: Counting(out), IN_MEMORY)
     assert (again.cached, again.runner, again.stats, Counting.builds) == (
         True,
@@ -73,3 +78,16 @@ def test_bad_beam_options_fail_before_the_step_is_planned(tmp_path):
 def test_the_created_stamp_is_utc_to_the_second():
     stamp = manifest.created_stamp()
     assert stamp.endswith("+00:00") and datetime.fromisoformat(stamp).microsecond == 0
+
+
+def test_several_steps_run_once_each_and_report_each(tmp_path):
+    outs = [str(tmp_path / "a"), str(tmp_path / "b")]
+    run_steps([lambda: Counting(outs[0])], IN_MEMORY)
+    Counting.builds = 0
+    said = []
+    both = run_steps([lambda out=out: Counting(out) for out in outs], IN_MEMORY, log=said.append)
+    assert [(o.output, o.cached, o.runner) for o in both] == [
+        (outs[0], True, "cached"),
+        (outs[1], False, "the driver"),
+    ]
+    assert Counting.builds == 1 and said == [f"counting into {outs[1]} on the driver"]

@@ -6,7 +6,8 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from nmtpipe.transforms.beam.summary import WriteSummary, read_summary
+from nmtpipe.transforms.beam.summary import WriteSummary
+from nmtpipe.transforms.formats.step_summary import read_summary
 from tests.helpers import IN_MEMORY
 
 
