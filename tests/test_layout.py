@@ -58,6 +58,21 @@ def test_the_torch_jobs_load_no_beam():
     assert result.returncode == 0, result.stderr
 
 
+def test_the_job_configs_and_the_launcher_load_no_torch():
+    """A workflow config is read and checked before any job starts: a job's torch code
+    is imported by its `run`."""
+    script = (
+        "import sys\n"
+        "import nmtpipe.trainers.train.train_config, nmtpipe.trainers.generate.decode_config\n"
+        "import nmtpipe.trainers.train.launch\n"
+        "assert 'torch' not in sys.modules\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
 def test_every_room_but_export_is_kept_from_the_export_extra():
     """The contract that keeps transformers and ctranslate2 in nmtpipe.trainers.export
     names rooms, not modules: every room of the package but that one, a new room too."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from nmtpipe.pipelines.cli.logs import error_line
-from nmtpipe.trainers.train.launch import finish, job_name, read_job, run_here
+from nmtpipe.trainers.train.launch import finish, read_job, run_here
 from nmtpipe.transforms import progress
 
 # What `run_job(..., rank_module=RANK_MODULE)` starts in each rank.
@@ -24,7 +24,7 @@ def main(payload: str) -> int:
     try:
         run_here(job.config, job.echo_records)
     except Exception as exc:
-        line, code = error_line(job_name(job.config), exc, job.verbose)
+        line, code = error_line(job.config.name, exc, job.verbose)
         print(line, file=sys.stderr, flush=True)
         return code
     return finish()

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
-from nmtpipe.trainers.train.launch import JobConfig, finish, is_main_rank, run_job
+from nmtpipe.trainers.train.launch import Job, finish, is_main_rank, run_job
 
 
 def add_nproc(group: argparse._ArgumentGroup) -> None:
@@ -22,7 +22,7 @@ def add_nproc(group: argparse._ArgumentGroup) -> None:
 
 
 def run_torch_job(
-    config: JobConfig,
+    config: Job,
     args: argparse.Namespace,
     beam_args: list[str],
     show: Callable[[dict[str, Any]], None],

@@ -22,7 +22,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,7 +35,6 @@ from nmtpipe.trainers.data.decode_inputs import (
     text_sentences,
     windows,
 )
-from nmtpipe.trainers.generate.decode_config import DecodeConfig
 from nmtpipe.trainers.generate.scoring import CorpusScores, default_tokenize
 from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.runtime import checkpoint
@@ -47,6 +46,9 @@ from nmtpipe.transforms.formats.encoded_dataset import committed_doc
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.vocab.id_layout import IdLayout
 from nmtpipe.transforms.vocab.vocabulary import open_vocabulary
+
+if TYPE_CHECKING:  # DecodeConfig.run imports this module: importing it back would be a cycle
+    from nmtpipe.trainers.generate.decode_config import DecodeConfig
 
 
 @dataclass

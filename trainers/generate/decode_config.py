@@ -4,9 +4,10 @@ it shares with translate and train."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from nmtpipe.trainers.model.search_config import SearchConfig
+from nmtpipe.trainers.runtime.run_files import SCORES
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.options import nested, option
 
@@ -38,7 +39,11 @@ def source_positions_option() -> Any:
 
 @dataclass(frozen=True)
 class DecodeConfig:
-    """`nmtpipe decode`'s options (flag names after fairseq-generate's)."""
+    """`nmtpipe decode`'s options (flag names after fairseq-generate's): a `launch.Job`."""
+
+    name: ClassVar[str] = "decode"
+    summary_file: ClassVar[str] = SCORES
+    rerun: ClassVar[str] = "decodes again"
 
     checkpoint: str = option(
         aliases=("--path",),
@@ -81,6 +86,12 @@ class DecodeConfig:
         if self.references and not self.inputs:
             raise ConfigError("--reference goes with --input")
         check_batching(self.max_tokens, self.buffer_size, self.max_source_positions)
+
+    def run(self, echo_records: bool) -> dict[str, Any]:
+        """Decoding's records are its output files: `echo_records` has nothing to echo."""
+        from nmtpipe.trainers.generate.decode import decode
+
+        return decode(self)
 
 
 def check_batching(max_tokens: int, buffer_size: int, max_source_positions: int) -> None:

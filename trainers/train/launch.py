@@ -1,12 +1,12 @@
-"""Running a training or decoding job: in this process, or on N processes of this
-machine under `torchrun --standalone` (`--nproc N`).
+"""Running a torch job (a `Job`: training's or decoding's config): in this process, or
+on N processes of this machine under `torchrun --standalone` (`--nproc N`).
 
 Ranks receive the job's checked config, pickled to a local file each of them reads
 (`read_job`), not a command line to parse again. The module each rank runs is the
 caller's (`rank_module`: the command line's prints a rank's failure as its one line,
 `pipelines/cli/rank.py`), and so is the progress display the file carries to them.
-The job's result is read back from where the first rank committed it
-(`train_summary.json`, `scores.json`).
+The job's result is read back from where the first rank committed it (its
+`summary_file`: `train_summary.json`, `scores.json`).
 """
 
 from __future__ import annotations
@@ -20,34 +20,46 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from signal import SIGTERM
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
-from nmtpipe.trainers.generate.decode_config import DecodeConfig
-from nmtpipe.trainers.runtime.run_files import SCORES, SUMMARY
-from nmtpipe.trainers.train.train_config import TrainConfig
 from nmtpipe.transforms import progress
 from nmtpipe.transforms.errors import NmtpipeError
 from nmtpipe.transforms.storage import fsio
 
-JobConfig = TrainConfig | DecodeConfig
 
+class Job(Protocol):
+    """What launching a job needs of its config, so that this module knows no job's kind
+    (TrainConfig and DecodeConfig are jobs). A job is pickled to the ranks it runs on."""
 
-def job_name(config: JobConfig) -> str:
-    return "train" if isinstance(config, TrainConfig) else "decode"
+    name: ClassVar[str]  # what messages call it: "train", "decode"
+    summary_file: ClassVar[str]  # in `output`: the job's result, committed last
+
+    @property
+    def output(self) -> str:
+        """The folder the job writes."""
+
+    @property
+    def rerun(self) -> str:
+        """What re-running the same command does ("decodes again"), told when it fails."""
+
+    def run(self, echo_records: bool) -> dict[str, Any]:
+        """Run the job in this process (this rank's share under torchrun); its summary.
+        `echo_records`: its JSON records go to stdout too, where it has any. Its torch
+        code is imported here, not with the config, which is read before any job starts."""
 
 
 @dataclass
 class RankJob:
     """What each rank of a job on several processes reads from its file."""
 
-    config: JobConfig
+    config: Job
     verbose: bool
     echo_records: bool
     display: progress.Display  # the starting process's, so the ranks show as it does
 
 
 def run_job(
-    config: JobConfig,
+    config: Job,
     nproc: int = 1,
     verbose: bool = False,
     echo_records: bool = True,
@@ -60,12 +72,11 @@ def run_job(
     records go to stdout as well as to its log file. On several processes, each runs
     `python -m {rank_module} FILE`, which reads its job (`read_job`), runs it
     (`run_here`), shows its failure and ends (`finish`)."""
-    output = config.save_dir if isinstance(config, TrainConfig) else config.output
-    fsio.require_output_folder(output)
+    fsio.require_output_folder(config.output)
     if nproc <= 1 or "LOCAL_RANK" in os.environ:
         return run_here(config, echo_records)
     if rank_module is None:
-        raise ValueError(f"{job_name(config)} on {nproc} processes needs a rank_module")
+        raise ValueError(f"{config.name} on {nproc} processes needs a rank_module")
     with tempfile.TemporaryDirectory(prefix="nmtpipe-job-") as folder:
         payload = os.path.join(folder, "job.pickle")
         failure = os.path.join(folder, "failure.json")
@@ -83,12 +94,12 @@ def run_job(
     return result_of(config)
 
 
-def failure_line(config: JobConfig, nproc: int, code: int, died: dict[str, Any] | None) -> str:
+def failure_line(config: Job, nproc: int, code: int, died: dict[str, Any] | None) -> str:
     """What a user reads when a job on several processes fails: which rank, how, and
     what re-running does (training resumes from its last checkpoint)."""
     again = _again(config)
     if died is None:
-        return f"{job_name(config)} failed on {nproc} processes (torchrun exit {code}); {again}"
+        return f"{config.name} failed on {nproc} processes (torchrun exit {code}); {again}"
     how = (
         f"killed by {died['signal']}"
         if died["signal"]
@@ -125,10 +136,8 @@ def _torchrun(failure: str, verbose: bool, argv: list[str]) -> int:
     return 0
 
 
-def _again(config: JobConfig) -> str:
-    if isinstance(config, TrainConfig):
-        return f"re-running the same command resumes from the last checkpoint in {config.save_dir}"
-    return "re-running the same command decodes again"
+def _again(config: Job) -> str:
+    return f"re-running the same command {config.rerun}"
 
 
 def read_job(payload: str) -> RankJob:
@@ -137,18 +146,12 @@ def read_job(payload: str) -> RankJob:
         return pickle.load(f)
 
 
-def run_here(config: JobConfig, echo_records: bool = True) -> dict[str, Any]:
+def run_here(config: Job, echo_records: bool = True) -> dict[str, Any]:
     """Run the job in this process (on this rank's share, under torchrun)."""
     from nmtpipe.trainers.runtime.distributed import peer_failure
 
     try:
-        if isinstance(config, TrainConfig):
-            from nmtpipe.trainers.train.train import train
-
-            return train(config, echo_records)
-        from nmtpipe.trainers.generate.decode import decode
-
-        return decode(config)
+        return config.run(echo_records)
     except RuntimeError as exc:
         # Another rank gone (on another machine, its torchrun cannot say which or why),
         # or the ranks never connected: the network's word for it, not an internal error.
@@ -167,14 +170,9 @@ def run_here(config: JobConfig, echo_records: bool = True) -> dict[str, Any]:
         ) from exc
 
 
-def result_of(config: JobConfig) -> dict[str, Any]:
-    """The summary a finished job committed: training's `train_summary.json`, or
-    decoding's `scores.json`."""
-    if isinstance(config, TrainConfig):
-        url = fsio.join(config.save_dir, SUMMARY)
-    else:
-        url = fsio.join(config.output, SCORES)
-    return json.loads(fsio.read_bytes(url))
+def result_of(config: Job) -> dict[str, Any]:
+    """The summary a finished job committed."""
+    return json.loads(fsio.read_bytes(fsio.join(config.output, config.summary_file)))
 
 
 def is_main_rank() -> bool:

@@ -17,7 +17,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -35,11 +35,13 @@ from nmtpipe.trainers.train.average import write_average
 from nmtpipe.trainers.train.objective import label_smoothed_nll
 from nmtpipe.trainers.train.progress import Progress
 from nmtpipe.trainers.train.schedule import learning_rate, peak_learning_rate
-from nmtpipe.trainers.train.train_config import TrainConfig
 from nmtpipe.trainers.train.valid_bleu import ValidBleu
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.encoded_dataset import EncodedDataset, SplitData
 from nmtpipe.transforms.storage import fsio
+
+if TYPE_CHECKING:  # TrainConfig.run imports this module: importing it back would be a cycle
+    from nmtpipe.trainers.train.train_config import TrainConfig
 
 
 @dataclass

@@ -4,10 +4,11 @@ is read and checked before any job starts)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from nmtpipe.trainers.generate.decode_config import MAX_TOKENS, shard_cache_option
 from nmtpipe.trainers.model.config import PRESETS
+from nmtpipe.trainers.runtime.run_files import SUMMARY
 from nmtpipe.trainers.train.schedule import SCHEDULES
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.options import number_pair, option
@@ -17,7 +18,10 @@ BEST_METRICS = ("loss", "bleu")
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """`nmtpipe train`'s options (flag names after fairseq-train's)."""
+    """`nmtpipe train`'s options (flag names after fairseq-train's): a `launch.Job`."""
+
+    name: ClassVar[str] = "train"
+    summary_file: ClassVar[str] = SUMMARY
 
     data: str = option(metavar="URL", help="a committed `nmtpipe encode` output")
     save_dir: str = option(metavar="URL", help="where checkpoints go")
@@ -110,3 +114,16 @@ class TrainConfig:
     def evaluates_bleu(self) -> bool:
         """Whether each validation translates the validation split and scores it."""
         return self.eval_bleu or self.best_checkpoint_metric == "bleu"
+
+    @property
+    def output(self) -> str:
+        return self.save_dir
+
+    @property
+    def rerun(self) -> str:
+        return f"resumes from the last checkpoint in {self.save_dir}"
+
+    def run(self, echo_records: bool) -> dict[str, Any]:
+        from nmtpipe.trainers.train.train import train
+
+        return train(self, echo_records)

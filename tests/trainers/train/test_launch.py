@@ -1,14 +1,63 @@
-"""The one line for a failed torchrun job: the rank that was killed, not its victims."""
+"""Launching a job of any kind, and the one line for a failed torchrun job: the rank that
+was killed, not its victims."""
 
 from __future__ import annotations
 
 import json
 import signal
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import pytest
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
 from nmtpipe.trainers.train import launch
+from nmtpipe.transforms.errors import NmtpipeError
+from nmtpipe.transforms.storage import fsio
+
+
+@dataclass(frozen=True)
+class CountJob:
+    """A job of neither kind nmtpipe has: it commits a count, as a job commits its summary."""
+
+    output: str
+    count: int
+
+    name: ClassVar[str] = "count"
+    summary_file: ClassVar[str] = "count.json"
+    rerun: ClassVar[str] = "counts again"
+
+    def run(self, echo_records: bool) -> dict[str, Any]:
+        summary = {"count": self.count, "echoed": echo_records}
+        fsio.write_bytes(fsio.join(self.output, self.summary_file), json.dumps(summary).encode())
+        return summary
+
+
+class LostJob(CountJob):
+    """A count whose rank loses another: gloo's error as a rank sees it."""
+
+    def run(self, echo_records: bool) -> dict[str, Any]:
+        raise RuntimeError("[/gloo/transport/tcp/pair.cc:553] Connection closed by peer [::1]:7")
+
+
+def test_launch_runs_a_job_of_any_kind(tmp_path):
+    job = CountJob(str(tmp_path / "out"), 3)
+    assert launch.run_job(job, echo_records=False) == {"count": 3, "echoed": False}
+    assert launch.result_of(job) == {"count": 3, "echoed": False}
+    assert launch.failure_line(job, 2, 1, None) == (
+        "count failed on 2 processes (torchrun exit 1); re-running the same command counts again"
+    )
+    with pytest.raises(ValueError, match="count on 2 processes needs a rank_module"):
+        launch.run_job(job, nproc=2)
+
+
+def test_a_lost_rank_says_what_rerunning_its_job_does(tmp_path):
+    with pytest.raises(NmtpipeError) as caught:
+        launch.run_job(LostJob(str(tmp_path / "out"), 3))
+    assert str(caught.value) == (
+        "lost the connection to another rank of the job (Connection closed by peer [::1]:7); "
+        "its machine's log says why it stopped; re-running the same command counts again"
+    )
 
 
 def test_the_killed_rank_is_named_even_when_another_failed_first(tmp_path, monkeypatch):
@@ -40,4 +89,13 @@ def test_the_failure_line_says_how_and_that_a_rerun_resumes(died, line):
     config = TrainConfig(data="d", save_dir="runs/ckpt")
     assert launch.failure_line(config, 2, 1, died) == (
         f"{line}; re-running the same command resumes from the last checkpoint in runs/ckpt"
+    )
+
+
+def test_a_failed_decode_says_that_a_rerun_decodes_again():
+    from nmtpipe.trainers.generate.decode_config import DecodeConfig
+
+    config = DecodeConfig(checkpoint="runs/ckpt/checkpoint_best.pt", output="runs/decoded")
+    assert launch.failure_line(config, 2, 9, None) == (
+        "decode failed on 2 processes (torchrun exit 9); re-running the same command decodes again"
     )
