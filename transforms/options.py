@@ -238,8 +238,15 @@ def _kind(annotation: Any) -> tuple[str, bool]:
 @functools.cache
 def options(cls: type) -> tuple[Option, ...]:
     """The option table of config class `cls`, nested configs' options included, in
-    field order."""
-    return tuple(_walk(cls, (), None, {}))
+    field order. A field that several nested configs inherit from one base is one
+    option, at its first place, and sets them all; two fields of one name are refused."""
+    table: dict[str, Option] = {}
+    for opt in _walk(cls, (), None, {}):
+        first = table.setdefault(opt.name, opt)
+        if first.spec is not opt.spec:
+            where = ".".join(first.path), ".".join(opt.path)
+            raise TypeError(f"{cls.__name__}: {where[0]} and {where[1]} are both {opt.flag}")
+    return tuple(table.values())
 
 
 def _walk(cls: type, path: tuple[str, ...], group: str | None, defaults: Mapping) -> list[Option]:

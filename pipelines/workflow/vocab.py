@@ -12,7 +12,6 @@ files first, `manifest.json` last, reused when the same inputs and options come 
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import uuid
 from dataclasses import dataclass
@@ -24,17 +23,17 @@ from nmtpipe.pipelines.workflow.step import Running, Step, Written, run_step
 from nmtpipe.transforms.beam.sample import SampleTrainText
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
-from nmtpipe.transforms.options import comma_list, nested, number_pair, option
+from nmtpipe.transforms.options import option
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, StepOutcome
 from nmtpipe.transforms.storage.manifest import file_entry
 from nmtpipe.transforms.vocab.counts import JOINED
-from nmtpipe.transforms.vocab.kinds.hf import CONFIG_DEFAULTS as HF_DEFAULTS
-from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
-from nmtpipe.transforms.vocab.kinds.registry import FILE_PATTERNS, MODELS, kind_of
-from nmtpipe.transforms.vocab.kinds.spm import CONFIG_DEFAULTS as SPM_DEFAULTS
-from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
-from nmtpipe.transforms.vocab.kinds.subword import RESERVED_TOKENS, check_reserved
+from nmtpipe.transforms.vocab.kinds.registry import (
+    FILE_PATTERNS,
+    MODELS,
+    kind_of,
+    with_kind_configs,
+)
 from nmtpipe.transforms.vocab.sample import (
     BudgetSample,
     IdSample,
@@ -48,16 +47,16 @@ from nmtpipe.transforms.vocab.vocabulary import KIND
 if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
 
-T2T = "Tensor2Tensor subwords (--model t2t)"
-SPM = "SentencePiece (--model unigram|bpe)"
-HF = "Hugging Face tokenizers (--model wordpiece|bpe-hf|unigram-hf)"
 # every kind's files and the fairseq dictionaries
 _OURS = re.compile("^(" + "|".join([*FILE_PATTERNS, r"dict\.[^/]+\.txt"]) + ")$")
 
 
+@with_kind_configs
 @dataclass(frozen=True)
 class VocabConfig:
-    """What `nmtpipe vocab` was asked to build."""
+    """What `nmtpipe vocab` was asked to build: the options every kind builds with and,
+    from the registry, each kind's config in the field named as the kind (`t2t`, `spm`,
+    `hf`)."""
 
     prepared: str = option(metavar="URL", help="a committed `nmtpipe prepare` output")
     output: str = option(metavar="URL", help="where to write the vocabulary")
@@ -68,77 +67,19 @@ class VocabConfig:
         aliases=("--joined-dictionary",),
         help="one vocabulary for both languages (--joined-dictionary: fairseq's name)",
     )
-    # Tensor2Tensor's options.
-    max_subtoken_length: int | None = option(
-        None,
-        metavar="L",
-        group=T2T,
-        help="T2T's max_subtoken_length (subtokens up to L-1 characters); bounds the cost "
-        "of long unspaced tokens",
-    )
-    file_byte_budget: float | None = option(
-        None,
-        metavar="B",
-        group=T2T,
-        help="build from T2T's generate_lines_for_vocab sample of B characters per language "
-        "instead of all token counts",
-    )
-    max_characters: int = option(
-        6_000_000,
-        metavar="N",
-        group=T2T,
-        help="build from a weighted sample of the token counts whose tokens hold at most N "
-        "characters (about 150 bytes each on the driver); frequent tokens are always "
-        "kept, and every token while they fit; 0: every token, however many",
-    )
-    reserved_tokens: tuple[str, ...] = option(
-        RESERVED_TOKENS,
-        parse=comma_list,
-        metavar="T,...",
-        group=T2T,
-        help="reserved tokens, which must start with T2T's <pad>,<EOS>",
-    )
-    min_count_bounds: tuple[int, int] = option(
-        (1, 1000),
-        name="min_count_range",
-        parse=number_pair(int, "1,1000"),
-        metavar="LO,HI",
-        group=T2T,
-        help="bisection bounds for min_count (T2T: 1,1000)",
-    )
-    # SentencePiece's and `tokenizers`' options (both train on a sample).
-    sample_sentences: int = option(
-        1_000_000,
-        metavar="N",
-        group=SPM,
-        help="train on about N pairs' sentences, drawn by hash (SentencePiece and tokenizers)",
-    )
-    # the SentencePiece model type is --model's (unigram for the others)
-    spm: SpmConfig = nested(SpmConfig, group=SPM, defaults=SPM_DEFAULTS)
-    hf: HfConfig = nested(HfConfig, group=HF, defaults=HF_DEFAULTS)
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
             raise ConfigError(f"unknown --model {self.model!r}; choose from {', '.join(MODELS)}")
         if self.vocab_size < 1:
             raise ConfigError("--vocab-size must be positive")
-        if self.max_subtoken_length is not None and self.max_subtoken_length < 1:
-            raise ConfigError("--max-subtoken-length must be at least 1")
-        if self.file_byte_budget is not None and self.file_byte_budget <= 0:
-            raise ConfigError("--file-byte-budget must be positive")
-        if self.max_characters < 0:
-            raise ConfigError("--max-characters must be 0 (no limit) or more")
-        if self.sample_sentences < 1:
-            raise ConfigError("--sample-sentences must be at least 1")
-        try:
-            check_reserved(self.reserved_tokens)
-        except ValueError as e:
-            raise ConfigError(str(e)) from e
 
     def options(self) -> dict[str, Any]:
-        """The options that shape the output (fingerprinted, recorded in the manifest)."""
-        keep = {"model", "vocab_size", "joined", *kind_of(self.model).OPTIONS}
-        return {k: v for k, v in dataclasses.asdict(self).items() if k in keep}
+        """The options that shape the output (fingerprinted, recorded in the manifest):
+        the shared ones and the model's kind's."""
+        kind = kind_of(self.model)
+        shared = {"model": self.model, "vocab_size": self.vocab_size, "joined": self.joined}
+        return {**shared, **kind.options(kind.config(self))}
 
 
 class _Build:

@@ -26,6 +26,7 @@ import yaml
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.transforms.storage import versions
+from nmtpipe.transforms.vocab.kinds.t2t import T2tConfig
 from tests.clusters.conftest import Cluster, find_cluster, local_cluster
 from tests.helpers import IN_MEMORY, command_result, example_lines
 
@@ -46,7 +47,8 @@ BAD = [
     ("This is a sentence about cats.", "Ceci est une phrase sur les chats et les chiens."),
     (" ".join(["word"] * 600), "很长。"),  # too long
 ]
-T2T = {"vocab_size": 1000, "joined": True, "file_byte_budget": 20000}  # a sampled (Beam) t2t
+# a sampled (Beam) t2t
+T2T = {"vocab_size": 1000, "joined": True, "t2t": T2tConfig(file_byte_budget=20000)}
 
 
 def write_corpus(prefix: Path) -> Path:

@@ -76,3 +76,41 @@ def test_build_fills_defaults_nested_configs_and_inverted_switches():
     config = build(Outer, {"source": "en", "keep": True, "mode": "y", "check": None})
     assert config == Outer(source="en", mode="y", inner=Inner(drop=False, kind="yy"))
     assert build(Outer, {"source": "en", "keep": False}).inner == Inner(kind="xx")
+
+
+@dataclass(frozen=True)
+class Sampled:
+    size: int = option(4, help="shared by the configs derived from this one")
+
+
+@dataclass(frozen=True)
+class Left(Sampled):
+    left: int = option(1, help="the left's own")
+
+
+@dataclass(frozen=True)
+class Right(Sampled):
+    right: int = option(2, help="the right's own")
+
+
+@dataclass(frozen=True)
+class Both:
+    left: Left = nested(Left, group="left")
+    right: Right = nested(Right, group="right")
+
+
+def test_a_field_nested_configs_inherit_is_one_option_that_sets_each():
+    assert [(o.name, o.group) for o in options(Both)] == [
+        ("size", "left"), ("left", "left"), ("right", "right"),
+    ]  # fmt: skip
+    assert build(Both, {"size": 9}) == Both(Left(size=9), Right(size=9))
+
+
+def test_two_options_of_one_name_are_refused():
+    @dataclass(frozen=True)
+    class Clash:
+        size: int = option(3, help="not the nested one's")
+        left: Left = nested(Left)
+
+    with pytest.raises(TypeError, match=r"^Clash: size and left.size are both --size$"):
+        options(Clash)

@@ -49,6 +49,7 @@ from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.transforms.beam.prepare_fns import PlanChunksFn
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
+from nmtpipe.transforms.vocab.kinds.t2t import T2tConfig
 from tests.helpers import IN_MEMORY, example_lines
 
 try:  # what DataflowRunner imports when it builds a job: Google's clients
@@ -400,7 +401,7 @@ def test_prepare_job(gcs, dataflow_job, tmp_path):
 @needs_gcp
 @pytest.mark.parametrize(
     ("model", "options", "sizes"),
-    [("unigram", {}, False), ("t2t", {"file_byte_budget": 1e5}, True)],
+    [("unigram", {}, False), ("t2t", {"t2t": T2tConfig(file_byte_budget=1e5)}, True)],
     ids=["sample", "byte-budget"],
 )
 def test_vocab_job(gcs, dataflow_job, tmp_path, model, options, sizes):

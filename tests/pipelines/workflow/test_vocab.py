@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
+from nmtpipe.pipelines.cli import flags
+from nmtpipe.pipelines.cli.main import build_parser
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from nmtpipe.transforms.errors import ConfigError, InputError, IntegrityError, OutputError
 from nmtpipe.transforms.storage import fsio, manifest
@@ -19,6 +21,7 @@ from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
 from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
 from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
 from nmtpipe.transforms.vocab.kinds.subword_build import SubwordBuilder
+from nmtpipe.transforms.vocab.kinds.t2t import T2tConfig
 from nmtpipe.transforms.vocab.vocabulary import open_vocabulary
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, prepare_example
 
@@ -85,7 +88,11 @@ def test_per_language_vocabularies_cache_and_force(prepared, tmp_path):
 
 def test_byte_budget_sample(prepared, tmp_path):
     outcome = vocab(
-        prepared, tmp_path / "v", vocab_size=300, file_byte_budget=3000, beam_args=MULTI_PROCESS
+        prepared,
+        tmp_path / "v",
+        vocab_size=300,
+        t2t=T2tConfig(file_byte_budget=3000),
+        beam_args=MULTI_PROCESS,
     )
     info = outcome.manifest["vocabularies"]["en"]
     assert 0 < info["sampled_lines"] < 500
@@ -97,7 +104,7 @@ def test_a_character_budget_samples_the_counts_and_keeps_the_alphabet(prepared, 
     whole = full.manifest["vocabularies"]["zh"]
     assert "pruned" not in whole and whole["distinct_tokens_used"] == whole["distinct_tokens"]
     budget = whole["characters"] // 4
-    capped = vocab(prepared, tmp_path / "c", vocab_size=1000, max_characters=budget)
+    capped = vocab(prepared, tmp_path / "c", vocab_size=1000, t2t=T2tConfig(max_characters=budget))
     info = capped.manifest["vocabularies"]["zh"]
     assert capped.manifest["options"]["max_characters"] == budget
     assert info["pruned"]["characters_kept"] <= budget
@@ -122,33 +129,30 @@ def test_a_build_that_cannot_fit_is_refused_before_it_starts(prepared, tmp_path,
 
 
 @pytest.mark.parametrize(
-    ("model", "trainer"), [("unigram", "SentencePiece"), ("bpe-hf", "tokenizers")]
+    ("model", "trainer", "sampled"),
+    [
+        ("unigram", "SentencePiece", {"spm": SpmConfig(sample_sentences=2000)}),
+        ("bpe-hf", "tokenizers", {"hf": HfConfig(sample_sentences=2000)}),
+    ],
 )
 def test_a_sample_too_large_to_train_on_is_refused_before_training(
-    prepared, tmp_path, monkeypatch, model, trainer
+    prepared, tmp_path, monkeypatch, model, trainer, sampled
 ):
     from nmtpipe.transforms.vocab import memory
 
     monkeypatch.setattr(memory, "available_bytes", lambda: memory.BASE_BYTES + 100_000)
     # 2,000 pairs' sentences need more than 100 kB: the message says how many fit
     with pytest.raises(ConfigError, match=rf"^{trainer} on .* set --sample-sentences \d+ or less$"):
-        vocab(prepared, tmp_path / "v", model=model, vocab_size=1000, sample_sentences=2000)
+        vocab(prepared, tmp_path / "v", model=model, vocab_size=1000, **sampled)
     assert not (tmp_path / "v" / "manifest.json").exists()
 
 
 def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):
-    spm_config = SpmConfig(num_threads=2, character_coverage=0.98)
-    a = vocab(
-        prepared,
-        tmp_path / "a",
-        model="unigram",
-        vocab_size=1500,
-        spm=spm_config,
-        sample_sentences=2000,
-    )
+    spm_config = SpmConfig(num_threads=2, character_coverage=0.98, sample_sentences=2000)
+    a = vocab(prepared, tmp_path / "a", model="unigram", vocab_size=1500, spm=spm_config)
     vocab(
         prepared, tmp_path / "b", model="unigram", vocab_size=1500, spm=spm_config,
-        sample_sentences=2000, beam_args=MULTI_PROCESS,
+        beam_args=MULTI_PROCESS,
     )  # fmt: skip
     for lang in ("en", "zh"):
         model_a = fsio.read_bytes(str(tmp_path / "a" / f"spm.{lang}.model"))
@@ -168,6 +172,7 @@ def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):
         "unk": 3,
         "first_symbol": 4,
     }
+    spm_config = SpmConfig(num_threads=2, character_coverage=0.98)
     joined = vocab(
         prepared, tmp_path / "j", model="bpe", vocab_size=2500, spm=spm_config, joined=True
     )
@@ -192,9 +197,11 @@ def test_sentencepiece_is_deterministic_across_runners(prepared, tmp_path):
 def test_tokenizers_vocabularies(prepared, tmp_path, kind, pre_tokenizer, joined):
     """One tokenizer.json per side, ids = fairseq ids, deterministic across runners,
     encoding and decoding through the committed vocabulary as every step does."""
-    config = HfConfig(pre_tokenizer=pre_tokenizer, isolate_cjk=kind == "wordpiece")
+    config = HfConfig(
+        pre_tokenizer=pre_tokenizer, isolate_cjk=kind == "wordpiece", sample_sentences=3000
+    )
     size = 2500 if kind == "unigram-hf" else 1200  # Unigram holds every character
-    options = dict(model=kind, vocab_size=size, joined=joined, hf=config, sample_sentences=3000)
+    options = dict(model=kind, vocab_size=size, joined=joined, hf=config)
     a = vocab(prepared, tmp_path / "a", **options)
     b = vocab(prepared, tmp_path / "b", beam_args=MULTI_PROCESS, **options)
     sides = {"": "joined"} if joined else {".en": "en", ".zh": "zh"}
@@ -242,7 +249,10 @@ def test_bad_inputs(prepared, tmp_path):
     ):
         vocab(prepared, tmp_path / "v", vocab_size=10**6)
     with pytest.raises(ConfigError, match="could not train a unigram-hf vocabulary of 300 for"):
-        vocab(prepared, tmp_path / "u", model="unigram-hf", vocab_size=300, sample_sentences=500)
+        vocab(
+            prepared, tmp_path / "u", model="unigram-hf", vocab_size=300,
+            hf=HfConfig(sample_sentences=500),
+        )  # fmt: skip
     with pytest.raises(ConfigError, match="unknown --model"):
         VocabConfig(prepared, str(tmp_path / "v"), model="word-piece")
 
@@ -264,3 +274,85 @@ def test_encoders_are_parsed_once_per_process_by_their_files(prepared, tmp_path)
     damaged.write_bytes(damaged.read_bytes().replace(b"'", b'"', 1))
     with pytest.raises(IntegrityError, match=r"vocab\.subwords is corrupted"):
         open_vocabulary(str(tmp_path / "copy")).encoder("en")
+
+
+# Every option of `nmtpipe vocab` set away from its default.
+CUSTOM = {
+    "vocab_size": 500, "joined": True, "max_subtoken_length": 7, "file_byte_budget": 3000,
+    "max_characters": 99, "reserved_tokens": "<pad>,<EOS>,<x>", "min_count_range": "2,50",
+    "sample_sentences": 1234, "character_coverage": 0.98, "normalization_rule": "nfkc",
+    "user_defined_symbols": ["a", "b"], "spm_threads": 2, "seed": 3, "byte_fallback": True,
+    "hf_normalizer": "nfc", "hf_pre_tokenizer": "byte-level", "isolate_cjk": True,
+    "min_frequency": 3, "max_piece_length": 8,
+}  # fmt: skip
+SPM_DEFAULTS = {
+    "character_coverage": 0.9995, "normalization_rule_name": "nmt_nfkc_cf",
+    "user_defined_symbols": (), "num_threads": 4, "seed": 0, "max_sentence_length": 4192,
+    "byte_fallback": False,
+}  # fmt: skip
+SPM_CUSTOM = {
+    "character_coverage": 0.98, "normalization_rule_name": "nfkc",
+    "user_defined_symbols": ("a", "b"), "num_threads": 2, "seed": 3,
+    "max_sentence_length": 4192, "byte_fallback": True,
+}  # fmt: skip
+# The options each model's manifests record and fingerprint, as the committed outputs
+# have them: a change here rebuilds every vocabulary instead of reusing it.
+RECORDED = {
+    ("t2t", False): {
+        "model": "t2t", "vocab_size": 8192, "joined": False, "max_subtoken_length": None,
+        "file_byte_budget": None, "max_characters": 6000000,
+        "reserved_tokens": ("<pad>", "<EOS>"), "min_count_bounds": (1, 1000),
+    },
+    ("t2t", True): {
+        "model": "t2t", "vocab_size": 500, "joined": True, "max_subtoken_length": 7,
+        "file_byte_budget": 3000.0, "max_characters": 99,
+        "reserved_tokens": ("<pad>", "<EOS>", "<x>"), "min_count_bounds": (2, 50),
+    },
+    ("unigram", False): {
+        "model": "unigram", "vocab_size": 8192, "joined": False, "sample_sentences": 1000000,
+        "spm": {"model_type": "unigram", **SPM_DEFAULTS},
+    },
+    ("unigram", True): {
+        "model": "unigram", "vocab_size": 500, "joined": True, "sample_sentences": 1234,
+        "spm": {"model_type": "unigram", **SPM_CUSTOM},
+    },
+    ("bpe", True): {
+        "model": "bpe", "vocab_size": 500, "joined": True, "sample_sentences": 1234,
+        "spm": {"model_type": "bpe", **SPM_CUSTOM},
+    },
+    ("bpe-hf", False): {
+        "model": "bpe-hf", "vocab_size": 8192, "joined": False, "sample_sentences": 1000000,
+        "hf": {"normalizer": "nfkc", "pre_tokenizer": "byte-level", "isolate_cjk": False,
+               "min_frequency": 2, "max_piece_length": 16},
+    },
+    ("bpe-hf", True): {
+        "model": "bpe-hf", "vocab_size": 500, "joined": True, "sample_sentences": 1234,
+        "hf": {"normalizer": "nfc", "pre_tokenizer": "byte-level", "isolate_cjk": True,
+               "min_frequency": 3, "max_piece_length": 8},
+    },
+    ("wordpiece", False): {
+        "model": "wordpiece", "vocab_size": 8192, "joined": False, "sample_sentences": 1000000,
+        "hf": {"normalizer": "nfkc", "pre_tokenizer": "metaspace", "isolate_cjk": True,
+               "min_frequency": 2, "max_piece_length": 16},
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("model", "custom"), list(RECORDED))
+def test_the_recorded_options_are_the_committed_outputs(model, custom):
+    """Flags and a YAML section give the same config, whose recorded options (and so
+    fingerprint) are those of the vocabularies already committed."""
+    section = {"model": model, **(CUSTOM if custom else {})}
+    argv = ["vocab", "--prepared", "p", "--output", "o"]
+    for key, value in section.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        else:
+            argv += [flag, ",".join(value) if isinstance(value, list) else str(value)]
+    from_flags = flags.from_args(VocabConfig, build_parser("vocab").parse_args(argv))
+    values, _ = flags.from_mapping(VocabConfig, section, "f.yaml: vocab", "vocab", {})
+    from_yaml = flags.make(VocabConfig, {**values, "prepared": "p", "output": "o"})
+    assert from_flags == from_yaml
+    assert from_flags.options() == RECORDED[model, custom]
+    assert list(from_flags.options()) == list(RECORDED[model, custom])

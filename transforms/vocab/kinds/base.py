@@ -6,20 +6,23 @@ export needs.
 (`pipelines/workflow/vocab.py`) draws samples in Beam and writes and commits what the kind
 builds; `vocabulary.py` opens a committed vocabulary through the same kind. The shape is
 seqio's `Vocabulary` (one class per kind, the special ids a property of the class) and
-fairseq's `data/encoders` registry; a new kind is a module here and a line in the registry.
+fairseq's `data/encoders` registry; a new kind is a module here (its class and its config)
+and a line in the registry, which gives the command its config's options.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.options import option
 from nmtpipe.transforms.vocab.counts import JOINED
 from nmtpipe.transforms.vocab.id_layout import FAIRSEQ, IdLayout
 from nmtpipe.transforms.vocab.memory import check_fits
@@ -28,18 +31,15 @@ from nmtpipe.transforms.vocab.tokenizer_json import NotExpressible
 
 
 class Options(Protocol):
-    """The options of `nmtpipe vocab` a kind builds with (`VocabConfig`'s fields)."""
+    """The options of `nmtpipe vocab` every kind builds with (`VocabConfig`'s own); a
+    kind's own options are its config, in the field named as the kind (`VocabKind.config`)."""
 
     model: str
     vocab_size: int
-    max_subtoken_length: int | None
-    file_byte_budget: float | None
-    max_characters: int
-    reserved_tokens: tuple[str, ...]
-    min_count_bounds: tuple[int, int]
-    sample_sentences: int
-    spm: Any
-    hf: Any
+
+
+# a config's fields whose defaults depend on the command's option values (by name)
+Defaults = Mapping[str, Callable[[Mapping[str, Any]], Any]]
 
 
 class Source(Protocol):
@@ -106,11 +106,16 @@ class VocabKind(ABC):
     """A kind of vocabulary, for one `--model` name (an instance per name: `bpe` and
     `unigram` are one SentencePiece class)."""
 
+    NAME: str  # its config's field in `VocabConfig`
+    TITLE: str  # what it is, its options' help group before the `--model` names
     MODELS: tuple[str, ...]  # the `--model` names this class serves
     # a regular expression of the file names it writes (side infix included)
     FILE_PATTERN: str
-    # the `VocabConfig` fields that shape its output, beside model, vocab_size and joined
-    OPTIONS: tuple[str, ...]
+    # its options, beside model, vocab_size and joined: a frozen dataclass of `option()`
+    # fields (and fields set from them by CONFIG_DEFAULTS)
+    Config: type
+    # the Config fields whose defaults depend on the command's other options (`nested`)
+    CONFIG_DEFAULTS: ClassVar[Defaults] = {}
     layout: IdLayout = FAIRSEQ  # the special ids of the vocabulary's own id space
     # whether it encodes in native code that releases the GIL, so that threads of one
     # process encode on several cores
@@ -120,6 +125,20 @@ class VocabKind(ABC):
 
     def __init__(self, model: str) -> None:
         self.model = model
+
+    @classmethod
+    def group(cls) -> str:
+        """Its options' help group: `SentencePiece (--model unigram|bpe)`."""
+        return f"{cls.TITLE} (--model {'|'.join(cls.MODELS)})"
+
+    def config(self, options: Options) -> Any:
+        """Its own options (a `Config`) among the command's."""
+        return getattr(options, self.NAME)
+
+    def options(self, config: Any) -> dict[str, Any]:
+        """The options of `config` that shape the output, as the manifest records and
+        the fingerprint hashes them."""
+        return dataclasses.asdict(config)
 
     @abstractmethod
     def files(self, side: str) -> list[str]:
@@ -149,28 +168,59 @@ def infix(side: str) -> str:
     return "" if side == JOINED else f".{side}"
 
 
-def sample_sentences(
-    source: Source, side: str, report: dict[str, Any], trainer: str, bytes_per_character: float
-) -> list[str]:
-    """About `sample_sentences` pairs' sentences of `side`, chosen by pair id; refused
-    in one line, before `trainer` starts, where they would need more memory than this
-    machine has (`bytes_per_character` of the sample's text, as measured)."""
-    pairs = sum(doc["splits"]["train"]["pairs"] for _, doc in source.parts)
-    fraction = min(1.0, source.options.sample_sentences / max(pairs, 1))
-    sentences = source.sample(IdSample(fraction), side)
-    characters = sum(map(len, sentences))
-    report["sample_sentences"] = len(sentences)
-    report["sample_characters"] = characters
-    if not sentences:
-        raise InputError(f"the training split has no sentences for {side}")
-    per_pair = characters * bytes_per_character / (fraction * pairs)
-    check_fits(
-        f"{trainer} on {len(sentences):,} sentences of {side} ({characters:,} characters)",
-        int(characters * bytes_per_character),
-        per_pair,
-        "--sample-sentences",
+@dataclass(frozen=True)
+class SampledConfig:
+    """The options of the kinds trained on a sample of the training split's sentences
+    (each kind's config derives from it, so that they share the one option)."""
+
+    sample_sentences: int = option(
+        1_000_000,
+        metavar="N",
+        help="train on about N pairs' sentences, drawn by hash (SentencePiece and tokenizers)",
     )
-    return sentences
+
+    def __post_init__(self) -> None:
+        if self.sample_sentences < 1:
+            raise ConfigError("--sample-sentences must be at least 1")
+
+
+class SampledKind(VocabKind):
+    """A kind trained on a sample of sentences; its config is a `SampledConfig`."""
+
+    def options(self, config: Any) -> dict[str, Any]:
+        """The sample's options, then the kind's own under its name: the layout its
+        manifests have always had, so that their fingerprints hold."""
+        own = dataclasses.asdict(config)
+        shared = {f.name: own.pop(f.name) for f in dataclasses.fields(SampledConfig)}
+        return {**shared, self.NAME: own}
+
+    def sample_sentences(
+        self,
+        source: Source,
+        side: str,
+        report: dict[str, Any],
+        trainer: str,
+        bytes_per_character: float,
+    ) -> list[str]:
+        """About `sample_sentences` pairs' sentences of `side`, chosen by pair id; refused
+        in one line, before `trainer` starts, where they would need more memory than this
+        machine has (`bytes_per_character` of the sample's text, as measured)."""
+        pairs = sum(doc["splits"]["train"]["pairs"] for _, doc in source.parts)
+        fraction = min(1.0, self.config(source.options).sample_sentences / max(pairs, 1))
+        sentences = source.sample(IdSample(fraction), side)
+        characters = sum(map(len, sentences))
+        report["sample_sentences"] = len(sentences)
+        report["sample_characters"] = characters
+        if not sentences:
+            raise InputError(f"the training split has no sentences for {side}")
+        per_pair = characters * bytes_per_character / (fraction * pairs)
+        check_fits(
+            f"{trainer} on {len(sentences):,} sentences of {side} ({characters:,} characters)",
+            int(characters * bytes_per_character),
+            per_pair,
+            "--sample-sentences",
+        )
+        return sentences
 
 
 def flat_ids(encoded: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:

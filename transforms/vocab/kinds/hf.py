@@ -9,7 +9,7 @@ ids throughout, and export ships it as it is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from tokenizers import Tokenizer
@@ -20,22 +20,30 @@ from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, dict_text
 from nmtpipe.transforms.vocab.id_layout import FAIRSEQ
 from nmtpipe.transforms.vocab.kinds import base, hf_vocab
 from nmtpipe.transforms.vocab.kinds.base import BuiltSide, SideEncoder, Source, infix
+from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
 
 # `tokenizers`' peak memory per character of the text it trains on (measured:
 # benchmarks/RESULTS.md).
 TRAINER_BYTES_PER_CHARACTER = 32
 
 
-class HfKind(base.VocabKind):
+class HfKind(base.SampledKind):
+    NAME = "hf"
+    TITLE = "Hugging Face tokenizers"
     MODELS = hf_vocab.KINDS
     FILE_PATTERN = r"tokenizer(\.[^/]+)?\.json"
-    OPTIONS = ("sample_sentences", "hf")
+    Config = HfConfig
+    # the defaults that depend on `--model`
+    CONFIG_DEFAULTS: ClassVar[base.Defaults] = {
+        "pre_tokenizer": lambda o: "byte-level" if o["model"] == "bpe-hf" else "metaspace",
+        "isolate_cjk": lambda o: o["model"] == "wordpiece",
+    }
 
     def files(self, side: str) -> list[str]:
         return [f"tokenizer{infix(side)}.json"]
 
     def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
-        tok, piece_counts = _train(self.model, source, side, report)
+        tok, piece_counts = _train(self, source, side, report)
         pieces = hf_vocab.pieces(tok)
         text = dict_text(pieces[len(SPECIALS) :], piece_counts[len(SPECIALS) :])
         # padded to the dictionary's size: tokenizer ids are fairseq ids throughout
@@ -49,31 +57,25 @@ class HfKind(base.VocabKind):
         return hf_vocab.padded(Tokenizer.from_str(data.decode("utf-8")), size)
 
 
-# The `hf` options' defaults that depend on `--model` (option values by name).
-CONFIG_DEFAULTS = {
-    "pre_tokenizer": lambda o: "byte-level" if o["model"] == "bpe-hf" else "metaspace",
-    "isolate_cjk": lambda o: o["model"] == "wordpiece",
-}
-
-
 def _train(
-    model: str, source: Source, side: str, report: dict[str, Any]
+    kind: HfKind, source: Source, side: str, report: dict[str, Any]
 ) -> tuple[Tokenizer, list[int]]:
     """A `tokenizers` vocabulary of `side` and its piece counts over the sample."""
-    options = source.options
-    sentences = base.sample_sentences(
+    model, options = kind.model, source.options
+    config: HfConfig = kind.config(options)
+    sentences = kind.sample_sentences(
         source, side, report, "tokenizers", TRAINER_BYTES_PER_CHARACTER
     )
     try:
         with heartbeat(f"{model} {side} on {len(sentences):,} sentences"):
-            tok = hf_vocab.train(sentences, model, options.vocab_size, options.hf)
+            tok = hf_vocab.train(sentences, model, options.vocab_size, config)
     except Exception as e:  # `tokenizers` raises bare Exceptions
         raise ConfigError(
             f"tokenizers could not train a {model} vocabulary of "
             f"{options.vocab_size} for {side}: {e} (raise --vocab-size, or use "
             "--hf-pre-tokenizer byte-level, whose alphabet is 256 bytes)"
         ) from e
-    report["pipeline"] = hf_vocab.pipeline(model, options.hf)
+    report["pipeline"] = hf_vocab.pipeline(model, config)
     size = tok.get_vocab_size(with_added_tokens=False)
     why = hf_vocab.describe_size(model, options.vocab_size, size)
     if why:

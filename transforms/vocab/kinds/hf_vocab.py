@@ -52,6 +52,7 @@ from tokenizers import pre_tokenizers as pre
 from nmtpipe.transforms.options import option
 from nmtpipe.transforms.vocab import tokenizer_json
 from nmtpipe.transforms.vocab.fairseq_dict import BOS, EOS, PAD, SPECIALS, UNK, id_counts
+from nmtpipe.transforms.vocab.kinds.base import SampledConfig
 
 KINDS = ("wordpiece", "bpe-hf", "unigram-hf")
 NORMALIZERS = ("none", "nfc", "nfkc", "nfkc-lowercase")
@@ -63,8 +64,9 @@ _BATCH = 10_000
 
 
 @dataclass(frozen=True)
-class HfConfig:
-    """The pipeline of a `tokenizers` vocabulary (recorded in the manifest)."""
+class HfConfig(SampledConfig):
+    """The pipeline of a `tokenizers` vocabulary (recorded in the manifest), trained on
+    a sample of `sample_sentences`."""
 
     normalizer: str = option(
         "nfkc",
@@ -94,6 +96,7 @@ class HfConfig:
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.normalizer not in NORMALIZERS:
             raise ValueError(
                 f"unknown normaliser {self.normalizer!r}; choose from {', '.join(NORMALIZERS)}"

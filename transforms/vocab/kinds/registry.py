@@ -1,18 +1,55 @@
 """The vocabulary kinds by `--model` name, fairseq's `register_bpe` table made explicit:
-a new kind is its module in this folder and its class in `_CLASSES`."""
+a new kind is its module in this folder and its `register` line here, which also gives
+`nmtpipe vocab` its config's options (`with_kind_configs`)."""
 
 from __future__ import annotations
 
+import dataclasses
+
+from nmtpipe.transforms.options import nested
 from nmtpipe.transforms.vocab.kinds.base import VocabKind
 from nmtpipe.transforms.vocab.kinds.hf import HfKind
 from nmtpipe.transforms.vocab.kinds.spm import SpmKind
 from nmtpipe.transforms.vocab.kinds.t2t import T2tKind
 
-_CLASSES: tuple[type[VocabKind], ...] = (T2tKind, SpmKind, HfKind)
-KINDS: dict[str, VocabKind] = {model: cls(model) for cls in _CLASSES for model in cls.MODELS}
-MODELS = tuple(KINDS)  # `--model`'s choices, in this order
+CLASSES: tuple[type[VocabKind], ...] = ()  # in registration order: the help's order
+KINDS: dict[str, VocabKind] = {}
+MODELS: tuple[str, ...] = ()  # `--model`'s choices, in this order
 # what each kind may write, for the driver's pattern of the files it owns
-FILE_PATTERNS = tuple(dict.fromkeys(cls.FILE_PATTERN for cls in _CLASSES))
+FILE_PATTERNS: tuple[str, ...] = ()
+
+
+def register(cls: type[VocabKind]) -> None:
+    """Serve `cls`'s `--model` names with it. The driver's module reads the kinds when
+    it is imported (`VocabConfig`, `MODELS`): a kind registers before that."""
+    global CLASSES, MODELS, FILE_PATTERNS
+    taken = [model for model in cls.MODELS if model in KINDS]
+    taken += [cls.NAME] if cls.NAME in {c.NAME for c in CLASSES} else []
+    if taken:
+        raise ValueError(f"{cls.__name__}: {', '.join(taken)} already registered")
+    CLASSES += (cls,)
+    KINDS.update({model: cls(model) for model in cls.MODELS})
+    MODELS = tuple(KINDS)
+    FILE_PATTERNS = tuple(dict.fromkeys(c.FILE_PATTERN for c in CLASSES))
+
+
+register(T2tKind)
+register(SpmKind)
+register(HfKind)
+
+
+def with_kind_configs(shared: type) -> type:
+    """The config class `shared` (the options every kind builds with) with a field per
+    registered kind holding its config, named as the kind: the kinds' options are the
+    command's own, each kind's in its help group."""
+    fields = [
+        (cls.NAME, cls.Config, nested(cls.Config, group=cls.group(), defaults=cls.CONFIG_DEFAULTS))
+        for cls in CLASSES
+    ]
+    namespace = {"__module__": shared.__module__, "__doc__": shared.__doc__}
+    return dataclasses.make_dataclass(
+        shared.__name__, fields, bases=(shared,), namespace=namespace, frozen=True
+    )
 
 
 def kind_of(model: str) -> VocabKind:

@@ -9,7 +9,7 @@ special ids, so SentencePiece ids are fairseq ids. Each side is `spm.model` and 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import sentencepiece as spm
@@ -21,28 +21,35 @@ from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, dict_text
 from nmtpipe.transforms.vocab.id_layout import FAIRSEQ
 from nmtpipe.transforms.vocab.kinds import base, spm_vocab
 from nmtpipe.transforms.vocab.kinds.base import BuiltSide, SideEncoder, Source, infix
+from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
 
 # spm_train's peak memory per character of the text it trains on (its suffix array and
 # piece candidates; measured: benchmarks/RESULTS.md).
 TRAINER_BYTES_PER_CHARACTER = 32
 
 
-class SpmKind(base.VocabKind):
+class SpmKind(base.SampledKind):
+    NAME = "spm"
+    TITLE = "SentencePiece"
     MODELS = spm_vocab.MODEL_TYPES
     FILE_PATTERN = r"spm(\.[^/]+)?\.(model|vocab)|tokenizer(\.[^/]+)?\.json"
-    OPTIONS = ("sample_sentences", "spm")
+    Config = SpmConfig
+    # the model type is `--model`'s (unigram for the other kinds, whose options these are not)
+    CONFIG_DEFAULTS: ClassVar[base.Defaults] = {
+        "model_type": lambda o: o["model"] if o["model"] in SpmKind.MODELS else "unigram",
+    }
 
     def files(self, side: str) -> list[str]:
         return [f"spm{infix(side)}.model", f"spm{infix(side)}.vocab"]
 
     def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
-        sentences = base.sample_sentences(
+        sentences = self.sample_sentences(
             source, side, report, "SentencePiece", TRAINER_BYTES_PER_CHARACTER
         )
-        options = source.options
+        config: SpmConfig = self.config(source.options)
         try:
             with heartbeat(f"SentencePiece {side} on {len(sentences):,} sentences"):
-                model = spm_vocab.train(sentences, options.spm, options.vocab_size)
+                model = spm_vocab.train(sentences, config, source.options.vocab_size)
         except RuntimeError as e:
             raise ConfigError(f"SentencePiece could not train on {side}: {e}") from e
         piece_counts = spm_vocab.piece_counts(model, sentences)
@@ -59,13 +66,6 @@ class SpmKind(base.VocabKind):
 
     def tokenizer(self, data: bytes, size: int) -> Any:
         return tokenizer_json.spm_tokenizer(data, size)
-
-
-# The `spm` options' defaults that depend on `--model` (option values by name): the
-# model type is `--model`'s (unigram for the other kinds, whose options these are not).
-CONFIG_DEFAULTS = {
-    "model_type": lambda o: o["model"] if o["model"] in SpmKind.MODELS else "unigram",
-}
 
 
 def _tokenizer_json(

@@ -18,13 +18,15 @@ import sentencepiece as spm
 
 from nmtpipe.transforms.options import comma_list, option
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, id_counts
+from nmtpipe.transforms.vocab.kinds.base import SampledConfig
 
 MODEL_TYPES = ("unigram", "bpe")
 
 
 @dataclass(frozen=True)
-class SpmConfig:
-    """SentencePiece training options (spm_train's flags of the same names)."""
+class SpmConfig(SampledConfig):
+    """SentencePiece training options (spm_train's flags of the same names), trained on
+    a sample of `sample_sentences`."""
 
     model_type: str = "unigram"
     character_coverage: float = option(0.9995, metavar="F", help="spm_train's character_coverage")
@@ -51,6 +53,7 @@ class SpmConfig:
     )
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.model_type not in MODEL_TYPES:
             raise ValueError(f"unknown SentencePiece model type {self.model_type!r}")
         if not 0 < self.character_coverage <= 1:

@@ -10,12 +10,14 @@ reproduces its escaping, so export refuses it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.options import comma_list, number_pair, option
 from nmtpipe.transforms.progress import Progress, heartbeat
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.vocab import counts as counts_lib
@@ -29,23 +31,73 @@ from nmtpipe.transforms.vocab.kinds.base import (
     VocabKind,
     infix,
 )
-from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
+from nmtpipe.transforms.vocab.kinds.subword import (
+    RESERVED_TOKENS,
+    SubwordTextEncoder,
+    check_reserved,
+)
 from nmtpipe.transforms.vocab.kinds.subword_build import SubwordBuilder
 from nmtpipe.transforms.vocab.memory import check_fits
 from nmtpipe.transforms.vocab.sample import BudgetSample
 from nmtpipe.transforms.vocab.token_sample import sample_counts
 
 
+@dataclass(frozen=True)
+class T2tConfig:
+    """How Tensor2Tensor's builder is run: on what sample, with what bounds."""
+
+    max_subtoken_length: int | None = option(
+        None,
+        metavar="L",
+        help="T2T's max_subtoken_length (subtokens up to L-1 characters); bounds the cost "
+        "of long unspaced tokens",
+    )
+    file_byte_budget: float | None = option(
+        None,
+        metavar="B",
+        help="build from T2T's generate_lines_for_vocab sample of B characters per language "
+        "instead of all token counts",
+    )
+    max_characters: int = option(
+        6_000_000,
+        metavar="N",
+        help="build from a weighted sample of the token counts whose tokens hold at most N "
+        "characters (about 150 bytes each on the driver); frequent tokens are always "
+        "kept, and every token while they fit; 0: every token, however many",
+    )
+    reserved_tokens: tuple[str, ...] = option(
+        RESERVED_TOKENS,
+        parse=comma_list,
+        metavar="T,...",
+        help="reserved tokens, which must start with T2T's <pad>,<EOS>",
+    )
+    min_count_bounds: tuple[int, int] = option(
+        (1, 1000),
+        name="min_count_range",
+        parse=number_pair(int, "1,1000"),
+        metavar="LO,HI",
+        help="bisection bounds for min_count (T2T: 1,1000)",
+    )
+
+    def __post_init__(self) -> None:
+        if self.max_subtoken_length is not None and self.max_subtoken_length < 1:
+            raise ConfigError("--max-subtoken-length must be at least 1")
+        if self.file_byte_budget is not None and self.file_byte_budget <= 0:
+            raise ConfigError("--file-byte-budget must be positive")
+        if self.max_characters < 0:
+            raise ConfigError("--max-characters must be 0 (no limit) or more")
+        try:
+            check_reserved(self.reserved_tokens)
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
+
+
 class T2tKind(VocabKind):
+    NAME = "t2t"
+    TITLE = "Tensor2Tensor subwords"
     MODELS = ("t2t",)
     FILE_PATTERN = r"vocab(\.[^/]+)?\.subwords"
-    OPTIONS = (
-        "max_subtoken_length",
-        "file_byte_budget",
-        "max_characters",
-        "reserved_tokens",
-        "min_count_bounds",
-    )
+    Config = T2tConfig
     layout = T2T
     encodes_outside_gil = False
     export_refusal = (
@@ -59,11 +111,15 @@ class T2tKind(VocabKind):
 
     def special_ids(self, options: Options) -> dict[str, Any]:
         """Also the names of T2T's reserved tokens."""
-        return {**super().special_ids(options), "reserved_tokens": list(options.reserved_tokens)}
+        reserved = self.config(options).reserved_tokens
+        return {**super().special_ids(options), "reserved_tokens": list(reserved)}
 
     def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
-        tokens, counts, characters = _counts(source, side, report)
-        builder, vocab = _build(source.options, tokens, counts, characters, side, report)
+        config: T2tConfig = self.config(source.options)
+        tokens, counts, characters = _counts(source, config, side, report)
+        builder, vocab = _build(
+            config, source.options.vocab_size, tokens, counts, characters, side, report
+        )
         encoder = SubwordTextEncoder(vocab)
         used = builder.subtoken_counts(vocab)
         first = T2T.first_symbol  # fairseq id = T2T id + 2 throughout
@@ -74,14 +130,15 @@ class T2tKind(VocabKind):
         return T2tEncoder(SubwordTextEncoder.from_text(data.decode("utf-8")), dictionary_size)
 
 
-def _counts(source: Source, side: str, report: dict[str, Any]) -> tuple[pa.Array, np.ndarray, str]:
+def _counts(
+    source: Source, config: T2tConfig, side: str, report: dict[str, Any]
+) -> tuple[pa.Array, np.ndarray, str]:
     """The tokens T2T builds from, their counts, and the characters of the alphabet: a
     priority sample of prepare's counts within the character budget (`token_sample.py`;
     all of them where they fit) and every character prepare counted, or T2T's
     byte-budget line sample and its own characters."""
-    options = source.options
-    if options.file_byte_budget is not None:
-        lines = source.sample(BudgetSample(options.file_byte_budget), side)
+    if config.file_byte_budget is not None:
+        lines = source.sample(BudgetSample(config.file_byte_budget), side)
         report["sampled_lines"] = len(lines)
         counted = t2t_tokenizer.count_tokens(lines)
         report["distinct_tokens"] = report["distinct_tokens_used"] = len(counted)
@@ -92,21 +149,22 @@ def _counts(source: Source, side: str, report: dict[str, Any]) -> tuple[pa.Array
         for root, doc in source.parts
     ]
     with heartbeat(f"vocab {side}: reading the token counts"):
-        sample = sample_counts(datasets, options.max_characters)
+        sample = sample_counts(datasets, config.max_characters)
     report.update(sample.report())
     if sample.pruned:
         kept = report["pruned"]
         source.log(
             f"{side}: {kept['rows_kept']:,} of {sample.rows_read:,} distinct tokens "
             f"({kept['token_mass_kept']:.1%} of the token mass) fit --max-characters "
-            f"{options.max_characters:,}; the rest is represented by their sample"
+            f"{config.max_characters:,}; the rest is represented by their sample"
         )
     alphabet = {c for root, doc in source.parts for c in counts_lib.read_alphabet(root, doc, side)}
     return sample.tokens, sample.counts, "".join(sorted(alphabet))
 
 
 def _build(
-    options: Options,
+    config: T2tConfig,
+    vocab_size: int,
     tokens: pa.Array,
     counts: np.ndarray,
     characters: str,
@@ -125,22 +183,22 @@ def _build(
         "--max-characters",
     )
     builder = SubwordBuilder(
-        (tokens, counts), options.max_subtoken_length, options.reserved_tokens, characters
+        (tokens, counts), config.max_subtoken_length, config.reserved_tokens, characters
     )
-    lo, hi = options.min_count_bounds
+    lo, hi = config.min_count_bounds
     # A bisection over [lo, hi] builds at most this many times.
     with Progress(f"vocab {side}", (hi - lo + 1).bit_length(), "build") as shown:
         vocab, trace = builder.build_to_target_size(
-            options.vocab_size, lo, hi, lambda m, n: shown.update(1, min_count=m, size=n)
+            vocab_size, lo, hi, lambda m, n: shown.update(1, min_count=m, size=n)
         )
     report["bisection"] = [{"min_count": m, "vocab_size": n} for m, n in trace.steps]
     report["min_count"] = trace.chosen
     largest = max(n for _, n in trace.steps)
-    if largest * 100 < options.vocab_size * 99:
+    if largest * 100 < vocab_size * 99:
         raise ConfigError(
-            f"--vocab-size {options.vocab_size} is more than this data supports for {side}: "
+            f"--vocab-size {vocab_size} is more than this data supports for {side}: "
             f"the largest vocabulary it gives is {largest} subtokens (min_count "
-            f"{options.min_count_bounds[0]}); choose --vocab-size {largest} or less"
+            f"{config.min_count_bounds[0]}); choose --vocab-size {largest} or less"
         )
     return builder, vocab
 
