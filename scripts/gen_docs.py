@@ -19,6 +19,7 @@ fixed width and no default depends on the machine it runs on.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -38,9 +39,7 @@ from nmtpipe.pipelines.cli.main import (  # noqa: E402
     command_module,
     takes_beam,
 )
-from nmtpipe.pipelines.workflow.refresh import DEFAULTS as REFRESH_DEFAULTS  # noqa: E402
-from nmtpipe.pipelines.workflow.refresh import SETTINGS as REFRESH_SETTINGS  # noqa: E402
-from nmtpipe.pipelines.workflow.run_config import STEPS, WIRING  # noqa: E402
+from nmtpipe.pipelines.workflow.run_config import STEPS, WIRING, RefreshSettings  # noqa: E402
 from nmtpipe.transforms.options import Option, options  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +48,8 @@ CLI = REFERENCE / "cli"
 CONFIG_PAGE = REFERENCE / "config.md"
 NOTE = "<!-- Written by scripts/gen_docs.py from {what}; do not edit: run the script. -->\n"
 
-# The `refresh:` section's settings are a table of types in the code
-# (pipelines/workflow/refresh.py: SETTINGS, DEFAULTS); what each one means is said here.
+# The `refresh:` section's settings are a typed dataclass in the code
+# (pipelines/workflow/run_config.py: RefreshSettings); what each one means is said here.
 # The keys must be exactly the code's: a setting added there fails the script until it is
 # described here.
 REFRESH_HELP = {
@@ -300,17 +299,19 @@ def step_section(step: str) -> str:
 
 
 def refresh_section() -> str:
-    if set(REFRESH_HELP) != set(REFRESH_SETTINGS):
+    types = RefreshSettings.types()
+    if set(REFRESH_HELP) != set(types):
         raise SystemExit(
             "scripts/gen_docs.py: the refresh settings changed in pipelines/workflow/"
-            f"refresh.py ({', '.join(sorted(REFRESH_SETTINGS))}); describe each in REFRESH_HELP"
+            f"run_config.py ({', '.join(sorted(types))}); describe each in REFRESH_HELP"
         )
     names = {bool: "true/false", int: "integer", float: "number"}
+    defaults = dataclasses.asdict(RefreshSettings())
     rows = []
-    for key, kind in REFRESH_SETTINGS.items():
+    for key, kind in types.items():
         facts = [names[kind]]
-        if key in REFRESH_DEFAULTS:
-            facts.append(f"default {code(yaml_value(REFRESH_DEFAULTS[key]))}")
+        if defaults[key] is not None:
+            facts.append(f"default {code(yaml_value(defaults[key]))}")
         rows.append(f"- {code(key)} ({'; '.join(facts)}): {text(REFRESH_HELP[key])}")
     return "\n".join(
         [

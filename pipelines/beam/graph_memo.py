@@ -4,7 +4,7 @@ Building and running one pipeline, Beam inspects each DoFn's methods for state a
 timer parameters about eight times (`userstate.get_dofn_specs`, `inspect.signature` of
 every method each time), and every `PipelineOptions.view_as` builds a new argparse
 parser to parse the same flags again. A refresh of one small input did this 458 and
-641 times, about a second of its six (benchmarks/RESULTS.md, issue 19); a local run
+641 times, about a second of its six (benchmarks/RESULTS.md); a local run
 pays it whatever its size. Beam's PR #9925 memoized the same two, and was closed
 unmerged.
 

@@ -45,7 +45,7 @@ DEFAULT_RUNNER = "FnApiRunner"
 # Up to this much input a local run stays in the driver's process: starting, feeding and
 # stopping one worker process per core costs about 5 s, more than a second core saves on
 # less input than this (prepare: about 9 µs a pair on two cores, 18 on one, 107 bytes a
-# pair; benchmarks/RESULTS.md, issue 19).
+# pair; benchmarks/RESULTS.md).
 IN_PROCESS_BYTES = 48 << 20
 LOCAL_RUNNERS = {"FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner"}
 PACKAGED_RUNNERS = {"DataflowRunner", "FlinkRunner", "SparkRunner"}

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
 
 # Encoding threads per worker where the vocabulary encodes outside the GIL: a worker's
-# own Python (reading, writing) keeps two busy (benchmarks/RESULTS.md, issue 19).
+# own Python (reading, writing) keeps two busy (benchmarks/RESULTS.md).
 _THREADS = 2
 _OURS = re.compile(r"^(arrow/[^/]+\.arrow|fairseq/[^/]+\.(bin|idx)|fairseq/dict\.[^/]+\.txt)$")
 

@@ -125,7 +125,7 @@ class PrepareConfig:
         group=SPLITTING,
         help="what the split hash covers; 'src' keeps all translations of a sentence in one split",
     )
-    seed: int = option(0, group=SPLITTING, help="salt of the split and shard hash")
+    seed: int = option(0, metavar="N", group=SPLITTING, help="salt of the split and shard hash")
     normalize: NormalizeConfig = nested(NormalizeConfig, group=CLEANING)
     src_normalize: Form | None = _side_form("source")
     tgt_normalize: Form | None = _side_form("target")

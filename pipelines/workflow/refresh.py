@@ -104,9 +104,8 @@ class Refresh:
 
     Every output is identified as the steps identify theirs, by the fingerprint of its
     typed config and inputs: a part's folder is keyed by its prepared output's
-    fingerprint, and an output the last version lists is kept wherever its committed
-    fingerprint is the one planned now (so a root written under other keys refreshes
-    without redoing its work)."""
+    fingerprint, an encoding's by the encode options' (a written-out default is the
+    same config as one left out)."""
 
     def __init__(self, config: RunConfig, log: Callable[[str], None], quiet: bool) -> None:
         self.config, self.log, self.quiet = config, log, quiet
@@ -175,23 +174,13 @@ class Refresh:
         prepare = dataclasses.replace(self.config.prepare, output=self.root)
         inputs = resolve_inputs(prepare)
         roles = frozenset(i.role for i in inputs)
-        known = self._listed_prepared()
         parts = []
         for inp in inputs:
             plan = make_plan(prepare, (inp,), roles, checksum=self.settings.checksum)
-            key = known.get(plan.fingerprint, plan.fingerprint[:16])
+            key = plan.fingerprint[:16]
             plan = plan.at(fsio.join(self.root, f"parts/{key}/prepared"))
             parts.append(Part(key, PrepareStep(plan), inp.origin, inp.role, plan.identities[0]))
         return sorted(parts, key=lambda p: (p.origin, p.key))
-
-    def _listed_prepared(self) -> dict[str, str]:
-        """The last version's parts by their prepared output's committed fingerprint."""
-        found = {}
-        for key, listed in self.listed.items():
-            doc = manifest.read_manifest(fsio.join(self.root, listed["prepared"]), prepared.KIND)
-            if doc is not None:
-                found[doc["fingerprint"]] = key
-        return found
 
     def _changes(self, parts: list[Part]) -> RefreshResult:
         before = {key: listed["origin"] for key, listed in self.listed.items()}
@@ -287,20 +276,13 @@ class Refresh:
         return drift
 
     def _encode_step(self, part: Part, vocab: str) -> EncodeStep:
-        """`part` encoded with `vocab`: where the last version has it, if its committed
-        fingerprint is the one planned now, else in a folder of its own."""
+        """`part` encoded with `vocab`, in a folder of its own."""
         config = dataclasses.replace(
             self.config.encode,
             prepared=fsio.join(self.root, part.prepared),
             vocab=fsio.join(self.root, vocab),
             output=fsio.join(self.root, part.encoded(vocab, self.encode_key)),
         )
-        listed = self.listed.get(part.key, {}).get("encoded")
-        if listed is not None and listed != part.encoded(vocab, self.encode_key):
-            step = EncodeStep(dataclasses.replace(config, output=fsio.join(self.root, listed)))
-            doc = manifest.read_manifest(step.output, encoded_dataset.KIND)
-            if doc is not None and doc["fingerprint"] == step.fingerprint:
-                return step
         return EncodeStep(config)
 
     def _exclusions(self, parts: list[Part], listed: list[dict[str, Any]]) -> dict[str, Any]:

@@ -57,20 +57,26 @@ class RefreshSettings:
     in_process_bytes: int = 16 << 20  # local runners: work up to this size in this process
 
     @classmethod
+    def types(cls) -> dict[str, type]:
+        """Each setting's type (`int | None`: int)."""
+        return {
+            key: next(t for t in typing.get_args(hint) or (hint,) if t is not type(None))
+            for key, hint in typing.get_type_hints(cls).items()
+        }
+
+    @classmethod
     def checked(cls, section: Any, url: str) -> RefreshSettings:
         """The section as written, checked; each error names the key."""
         section = section or {}
         if not isinstance(section, dict):
             raise ConfigError(f"{url}: refresh is a mapping of its settings")
-        hints = typing.get_type_hints(cls)
+        types = cls.types()
         for key, value in section.items():
-            if key not in hints:
+            if key not in types:
                 raise ConfigError(
-                    f"{url}: refresh.{key}: not a refresh setting; known: {', '.join(hints)}"
+                    f"{url}: refresh.{key}: not a refresh setting; known: {', '.join(types)}"
                 )
-            kind = next(
-                t for t in typing.get_args(hints[key]) or (hints[key],) if t is not type(None)
-            )
+            kind = types[key]
             numeric = kind is float and isinstance(value, int)
             if isinstance(value, bool) != (kind is bool) or not (
                 isinstance(value, kind) or numeric

@@ -1,6 +1,6 @@
 """nmtpipe's Beam steps on real Flink and Spark clusters (`scripts/local-cluster`): the
 same bytes and counts as the FnApiRunner, every job run by the engine itself, and a
-worker lost in the middle of a step (issue 33, items 2 and 3).
+worker lost in the middle of a step.
 
 The clusters are found, never started (conftest.py): without one these tests skip.
 Each Beam job costs ~15-20 s on Flink and ~10 s on Spark whatever its size (mostly

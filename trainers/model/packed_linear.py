@@ -4,7 +4,7 @@ A decoder step is a few small matrix products ([hypotheses, d_model] x [d_model,
 the same weights every step. PyTorch's CPU `linear` sends them to MKL's sgemm, which
 repacks the weight on every call and, on AMD processors, runs a generic code path;
 oneDNN's inner product on a weight reordered once into its blocked layout runs
-1.1-1.5x faster at these shapes (benchmarks/RESULTS.md, issue 17); CTranslate2's
+1.1-1.5x faster at these shapes (benchmarks/RESULTS.md); CTranslate2's
 library carries the same oneDNN kernels. The results are the same products in another
 summation order: equal to float32 rounding, not bit for bit.
 

@@ -112,9 +112,9 @@ def _attend_by_matmul(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | 
     products over (row, head) pairs.
 
     For a decode step's few queries per row over a short cache, PyTorch's fused CPU
-    kernel, blocked for long sequences, costs 1.3-3x these calls (benchmarks/RESULTS.md,
-    issue 17); the result is the same to float32 rounding. The keys and values are read
-    in place where their layout allows (a `GrowingCache`'s, a contiguous memory's)."""
+    kernel, blocked for long sequences, costs 1.3-3x these calls (benchmarks/RESULTS.md);
+    the result is the same to float32 rounding. The keys and values are read in place
+    where their layout allows (a `GrowingCache`'s, a contiguous memory's)."""
     batch, heads, length, head_dim = query.shape
     q, k, v = (t.flatten(0, 1) for t in (query, key, value))
     scores = torch.bmm(q, k.transpose(1, 2)).mul_(head_dim**-0.5)

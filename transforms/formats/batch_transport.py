@@ -16,8 +16,7 @@ Python objects that grow with the corpus travel the same two ways (`ship_object`
 what the valid and test pairs protect, as the partial results of its combine and as the
 side input every shard writer reads (once per worker process). The FnApiRunner moves
 both through its own process, copying a side input to every bundle that asks for it: at
-4M pairs (a 15 MB set) that process held about 250 MB more (benchmarks/RESULTS.md,
-issue 19).
+4M pairs (a 15 MB set) that process held about 250 MB more (benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations

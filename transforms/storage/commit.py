@@ -56,7 +56,7 @@ def reuse_committed(
         elif existing["fingerprint"] != fingerprint:
             raise OutputError(
                 f"{out} already holds a {kind} result from other inputs or options "
-                f"(fingerprint {existing['fingerprint'][:12]}); use --force to replace it "
+                f"(fingerprint {existing['fingerprint'][:12]}); use --replace to replace it "
                 "or choose another --output"
             )
         else:

@@ -62,9 +62,8 @@ class FilterConfig:
     max_chars: int = option(
         1024, metavar="N", help="too-long: a side of more than N characters (after normalisation)"
     )
-    max_tokens: int = option(
+    max_t2t_tokens: int = option(
         256,
-        name="max_t2t_tokens",
         metavar="N",
         help="too-long: a side of more than N Tensor2Tensor tokens",
     )
@@ -83,7 +82,7 @@ class FilterConfig:
     )
 
     def __post_init__(self) -> None:
-        if self.max_chars < 1 or self.max_tokens < 1:
+        if self.max_chars < 1 or self.max_t2t_tokens < 1:
             raise ValueError("length limits must be at least 1")
         if self.max_length_ratio < 1:
             raise ValueError("the length ratio limit must be at least 1")
@@ -93,10 +92,10 @@ def _too_long(text: str, config: FilterConfig) -> str | None:
     if len(text) > config.max_chars:
         return f"{len(text)} characters (limit {config.max_chars})"
     # A token has at least one character, so only long lines can have too many.
-    if len(text) > config.max_tokens:
+    if len(text) > config.max_t2t_tokens:
         n = len(t2t_tokenizer.encode(text))
-        if n > config.max_tokens:
-            return f"{n} tokens (limit {config.max_tokens})"
+        if n > config.max_t2t_tokens:
+            return f"{n} tokens (limit {config.max_t2t_tokens})"
     return None
 
 
@@ -117,7 +116,7 @@ def check_pairs(src: SideText, tgt: SideText, config: FilterConfig) -> dict[int,
     for i in np.flatnonzero((ls == 0) | (lt == 0)).tolist():
         sides = [name for name, length in (("src", ls[i]), ("tgt", lt[i])) if length == 0]
         verdicts[i] = Verdict(EMPTY, f"{' and '.join(sides)} empty after normalisation")
-    limit = min(config.max_chars, config.max_tokens)
+    limit = min(config.max_chars, config.max_t2t_tokens)
     for i in np.flatnonzero((ls > limit) | (lt > limit)).tolist():
         if i in verdicts:
             continue

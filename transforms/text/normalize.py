@@ -83,7 +83,9 @@ _SEPARATOR = "\ufdef"
 
 @dataclass(frozen=True)
 class NormalizeConfig:
-    """How lines are normalised; the defaults are SentencePiece's `nmt_nfkc`."""
+    """How lines are normalised; the defaults are SentencePiece's `nmt_nfkc`. The form
+    is flagged `--normalize FORM` (what it does), and whitespace is kept by a switch,
+    `--keep-whitespace`, since collapsing it is the default."""
 
     form: Form = option(
         "nmt_nfkc",

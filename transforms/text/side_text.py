@@ -2,10 +2,9 @@
 T2T tokens from a single pass over its code points.
 
 The filters need each line's length and script counts, language identification the
-script counts and the words, the vocabulary the T2T tokens of the training lines. Each
-used to join the lines and decode them to code points on its own; here that is done
-once per side (ASCII lines one byte per character, the others four), and every measure
-comes from the same arrays.
+script counts and the words, the vocabulary the T2T tokens of the training lines. The
+lines are joined and decoded to code points once per side (ASCII lines one byte per
+character, the others four), and every measure comes from the same arrays.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from nmtpipe.pipelines.cli.config_file import example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
 from nmtpipe.pipelines.workflow.refresh import UNTIL, RefreshResult, refresh
-from nmtpipe.pipelines.workflow.version_jobs import decode_latest, train_latest
+from nmtpipe.pipelines.workflow.version_jobs import on_latest
 from nmtpipe.transforms.errors import ConfigError
 
 TAKES_BEAM = True  # options it does not know go to Beam (main.py)
@@ -131,9 +131,9 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     result = refresh(config, args.until, args.break_lock, logs.progress, not args.verbose)
     logs.show("refresh", dataclasses.asdict(result), report(result, config.root))
     if args.train:
-        train_latest(config, logs.progress, show_step, args.verbose, RANK_MODULE)
+        on_latest("train", config, logs.progress, show_step, args.verbose, RANK_MODULE)
     if args.decode:
-        decode_latest(config, logs.progress, show_step, args.verbose, RANK_MODULE)
+        on_latest("decode", config, logs.progress, show_step, args.verbose, RANK_MODULE)
     return 0
 
 

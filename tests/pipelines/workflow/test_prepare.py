@@ -116,7 +116,8 @@ def test_rerun_is_cached_and_other_options_need_force(small_corpus, tmp_path):
     first = prepare(small_corpus, out)
     again = prepare(small_corpus, out)
     assert again.cached and again.manifest == first.manifest
-    with pytest.raises(OutputError, match=r"already holds a nmtpipe.prepare result .* use --force"):
+    refused = r"already holds a nmtpipe.prepare result .* use --replace"
+    with pytest.raises(OutputError, match=refused):
         prepare(small_corpus, out, seed=1)
     forced = prepare(small_corpus, out, seed=1, force=True)
     assert not forced.cached and forced.manifest["fingerprint"] != first.manifest["fingerprint"]

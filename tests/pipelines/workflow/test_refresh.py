@@ -525,9 +525,10 @@ def spy(function, calls: list):
 
 
 def old_layout(root: Path, path: Path) -> dict[str, str]:
-    """Move a published root into the layout of the refreshes that keyed a part by the
-    YAML of its prepare section as written and the encode options the same way (no
-    typed configs): folders renamed, the version rewritten. The old keys, by new key."""
+    """Move a published root into the layout the refreshes before typed fingerprints
+    wrote (a part keyed by the YAML of its prepare section as written, the encode
+    options the same way, the version recording those keys): folders renamed, the
+    version rewritten. The old keys, by new key."""
     written = yaml.safe_load(path.read_text())
     doc = versions.read_version(str(root), 1)
     roles = sorted({p["role"] for p in doc["parts"]})
@@ -553,18 +554,20 @@ def old_layout(root: Path, path: Path) -> dict[str, str]:
     return renamed
 
 
-def test_a_root_in_the_old_layout_refreshes_without_redoing_its_work(tmp_path, capsys):
+def test_a_root_in_the_old_layout_is_read_and_refreshed_into_the_new_one(tmp_path, capsys):
+    """Its parts, keyed otherwise, count as changed: prepared again under their
+    fingerprints, the new version holds the same pairs, the old one still reads."""
     raw = tmp_path / "raw"
     raw.mkdir()
     slice_input(raw, 0), slice_input(raw, 1)
     path, root = config(tmp_path), tmp_path / "root"
     refresh(path, capsys)
-    before = texts(str(root / "versions/000001"))
+    first = open_dataset(str(root / "versions/000001"))
     renamed = old_layout(root, path)
-    assert "unchanged: no input changed since version 000001" in refresh(path, capsys)
-    slice_input(raw, 2)
     out = refresh(path, capsys)
-    assert "added    1: " in out and "prepared 1 part(s), encoded 1" in out
+    assert "changed  2: " in out and "prepared 2 part(s), encoded 2" in out
     doc = versions.read_version(str(root), 2)
-    assert {p["key"] for p in doc["parts"]} > set(renamed.values())  # kept where they were
-    assert len(texts(str(root / "versions/000002"))["train"]) > len(before["train"])
+    assert {p["key"] for p in doc["parts"]} == set(renamed)
+    assert texts(str(root / "versions/000002")) == texts(str(root / "versions/000001"))
+    again = open_dataset(str(root / "versions/000001"))
+    np.testing.assert_array_equal(again["train"][3][0], first["train"][3][0])

@@ -159,7 +159,8 @@ def test_broken_files_and_the_bundled_example(tmp_path, capsys, monkeypatch):
     assert "no such config" in capsys.readouterr().err
     assert main(["run"]) == 2 and "give a CONFIG file or --example" in capsys.readouterr().err
     example = load_config(example_config())
-    assert example.root == "runs/example" and example.options["prepare"]["example"] is True
+    assert example.root == "runs/example"
+    assert [p.rsplit("/", 1)[-1] for p in example.prepare.trainpref] == ["tatoeba-cmn"]
     encode = example.encode
     assert (encode.prepared, encode.vocab, encode.output) == (
         "runs/example/prepared", "runs/example/vocab", "runs/example/encoded",

@@ -301,12 +301,12 @@ RECORDED = {
     ("t2t", False): {
         "model": "t2t", "vocab_size": 8192, "joined": False, "max_subtoken_length": None,
         "file_byte_budget": None, "max_characters": 6000000,
-        "reserved_tokens": ("<pad>", "<EOS>"), "min_count_bounds": (1, 1000),
+        "reserved_tokens": ("<pad>", "<EOS>"), "min_count_range": (1, 1000),
     },
     ("t2t", True): {
         "model": "t2t", "vocab_size": 500, "joined": True, "max_subtoken_length": 7,
         "file_byte_budget": 3000.0, "max_characters": 99,
-        "reserved_tokens": ("<pad>", "<EOS>", "<x>"), "min_count_bounds": (2, 50),
+        "reserved_tokens": ("<pad>", "<EOS>", "<x>"), "min_count_range": (2, 50),
     },
     ("unigram", False): {
         "model": "unigram", "vocab_size": 8192, "joined": False, "sample_sentences": 1000000,

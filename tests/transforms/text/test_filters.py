@@ -41,7 +41,7 @@ def test_each_reason():
         ("OK", "ok"),
         ("long " * 30, "长" * 150),
     ]
-    assert verdicts(pairs, max_chars=100, max_tokens=50, max_length_ratio=9) == {
+    assert verdicts(pairs, max_chars=100, max_t2t_tokens=50, max_length_ratio=9) == {
         1: EMPTY,
         2: LENGTH_RATIO,
         3: TOO_LONG,  # 60 characters but 60 tokens
@@ -66,11 +66,13 @@ def test_empty_wins_over_everything_and_copies_can_be_kept():
 
 def test_token_limit_counts_t2t_tokens():
     # 5 characters but 5 tokens: "a", ",", "b", ",", "c" (no spaces to drop)
-    assert verdicts([("a,b,c", "x")], max_tokens=4, max_length_ratio=10) == {0: TOO_LONG}
-    assert verdicts([("a,b,c", "x")], max_tokens=5, max_length_ratio=10) == {}
+    assert verdicts([("a,b,c", "x")], max_t2t_tokens=4, max_length_ratio=10) == {0: TOO_LONG}
+    assert verdicts([("a,b,c", "x")], max_t2t_tokens=5, max_length_ratio=10) == {}
 
 
-@pytest.mark.parametrize("kwargs", [{"max_chars": 0}, {"max_tokens": 0}, {"max_length_ratio": 0.5}])
+@pytest.mark.parametrize(
+    "kwargs", [{"max_chars": 0}, {"max_t2t_tokens": 0}, {"max_length_ratio": 0.5}]
+)
 def test_bad_limits(kwargs):
     with pytest.raises(ValueError):
         FilterConfig(**kwargs)

@@ -66,7 +66,9 @@ _BATCH = 10_000
 @dataclass(frozen=True)
 class HfConfig(SampledConfig):
     """The pipeline of a `tokenizers` vocabulary (recorded in the manifest), trained on
-    a sample of `sample_sentences`."""
+    a sample of `sample_sentences`. Its normaliser and pre-tokeniser are flagged
+    `--hf-normalizer` and `--hf-pre-tokenizer`: vocab's flags are one flat list, and
+    prepare's `--normalize` happens before them."""
 
     normalizer: str = option(
         "nfkc",

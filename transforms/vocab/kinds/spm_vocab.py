@@ -26,7 +26,9 @@ MODEL_TYPES = ("unigram", "bpe")
 @dataclass(frozen=True)
 class SpmConfig(SampledConfig):
     """SentencePiece training options (spm_train's flags of the same names), trained on
-    a sample of `sample_sentences`."""
+    a sample of `sample_sentences`. Two flags differ from their fields, since vocab's
+    flags are one flat list: `--normalization-rule` (prepare has `--normalize`) and
+    `--spm-threads` (a thread count that is part of the result, not a speed setting)."""
 
     model_type: str = "unigram"
     character_coverage: float = option(0.9995, metavar="F", help="spm_train's character_coverage")
@@ -42,7 +44,7 @@ class SpmConfig(SampledConfig):
     num_threads: int = option(
         4, name="spm_threads", metavar="N", help="training threads; part of the result, so fixed"
     )
-    seed: int = option(0, help="SentencePiece's random seed")
+    seed: int = option(0, metavar="N", help="SentencePiece's random seed")
     max_sentence_length: int = 4192
     # Characters the pieces do not cover become their UTF-8 bytes (<0xE4> ...), so any
     # text encodes and decodes without `<unk>` (256 byte pieces join the vocabulary).

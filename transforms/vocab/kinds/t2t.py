@@ -71,9 +71,8 @@ class T2tConfig:
         metavar="T,...",
         help="reserved tokens, which must start with T2T's <pad>,<EOS>",
     )
-    min_count_bounds: tuple[int, int] = option(
+    min_count_range: tuple[int, int] = option(
         (1, 1000),
-        name="min_count_range",
         parse=number_pair(int, "1,1000"),
         metavar="LO,HI",
         help="bisection bounds for min_count (T2T: 1,1000)",
@@ -185,7 +184,7 @@ def _build(
     builder = SubwordBuilder(
         (tokens, counts), config.max_subtoken_length, config.reserved_tokens, characters
     )
-    lo, hi = config.min_count_bounds
+    lo, hi = config.min_count_range
     # A bisection over [lo, hi] builds at most this many times.
     with Progress(f"vocab {side}", (hi - lo + 1).bit_length(), "build") as shown:
         vocab, trace = builder.build_to_target_size(
@@ -198,7 +197,7 @@ def _build(
         raise ConfigError(
             f"--vocab-size {vocab_size} is more than this data supports for {side}: "
             f"the largest vocabulary it gives is {largest} subtokens (min_count "
-            f"{config.min_count_bounds[0]}); choose --vocab-size {largest} or less"
+            f"{config.min_count_range[0]}); choose --vocab-size {largest} or less"
         )
     return builder, vocab
 
