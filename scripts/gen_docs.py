@@ -7,7 +7,9 @@
 - docs/reference/cli/index.md: the commands and their one-line summaries;
 - docs/reference/config.md: the workflow config (YAML) of `nmtpipe run` and `nmtpipe
   refresh`, from each step's typed config (its `option()` fields: key, type, default,
-  choices, help) and the workflow's own keys.
+  choices, help) and the workflow's own keys;
+- README.md's results table, from benchmarks/RESULTS.md's "Latest figures"
+  (`figures.py`).
 
     python scripts/gen_docs.py           # rewrite the pages
     python scripts/gen_docs.py --check   # write nothing; exit 1 naming each stale page
@@ -31,6 +33,8 @@ from typing import Any
 # argparse lays usage out for the terminal's width: fix it before any parser exists.
 WIDTH = 100
 os.environ["COLUMNS"] = str(WIDTH)
+
+from figures import README, readme_page  # noqa: E402  (beside this script)
 
 from nmtpipe.pipelines.cli.main import (  # noqa: E402
     COMMANDS,
@@ -367,9 +371,9 @@ def config_page() -> str:
 # --- Writing and checking ---------------------------------------------------------------
 
 
-def pages() -> dict[Path, str]:
+def pages(root: Path = ROOT) -> dict[Path, str]:
     """Every generated page by its path from the top of the repository."""
-    found = {CLI / "index.md": cli_index(), CONFIG_PAGE: config_page()}
+    found = {CLI / "index.md": cli_index(), CONFIG_PAGE: config_page(), README: readme_page(root)}
     for name in COMMANDS:
         found[CLI / f"{name}.md"] = command_page(name)
     return {path: content.rstrip("\n") + "\n" for path, content in found.items()}
@@ -397,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--root", type=Path, default=ROOT, help="the repository's top folder")
     args = parser.parse_args(argv)
-    wanted = pages()
+    wanted = pages(args.root)
     if args.check:
         problems = stale(wanted, args.root)
         for problem in problems:
@@ -410,7 +414,9 @@ def main(argv: list[str] | None = None) -> int:
     for extra in sorted((args.root / CLI).glob("*.md")):
         if extra.relative_to(args.root) not in wanted:
             extra.unlink()
-    print(f"wrote {len(wanted)} pages under {REFERENCE}/", file=sys.stderr)
+    print(
+        f"wrote {len(wanted) - 1} pages under {REFERENCE}/ and {README}'s figures", file=sys.stderr
+    )
     return 0
 
 
