@@ -2,7 +2,8 @@
 
 `open_page(path)` loads a local file, collects console messages and uncaught errors,
 evaluates a script in the page, and saves a screenshot: what a person would see, checked
-by a test.
+by a test. `Browser` does the same for many pages in one browser, at a set window size,
+and records every URL a page fetched.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def find_browser() -> str | None:
 class Page:
     errors: list[str] = field(default_factory=list)  # console errors and exceptions
     value: Any = None  # what the evaluated script returned
+    fetched: list[str] = field(default_factory=list)  # every URL requested (with Browser)
 
 
 def _high(fd: int) -> int:
@@ -43,12 +45,12 @@ def _high(fd: int) -> int:
 class _Pipe:
     """One CDP session over --remote-debugging-pipe (fd 3: commands, fd 4: replies)."""
 
-    def __init__(self, browser: str, profile: str) -> None:
+    def __init__(self, browser: str, profile: str, size: tuple[int, int] = (1200, 900)) -> None:
         to_browser, self._write = (_high(fd) for fd in os.pipe())
         self._read, from_browser = (_high(fd) for fd in os.pipe())
         args = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                 "--remote-debugging-pipe", f"--user-data-dir={profile}",
-                "--window-size=1200,900", "about:blank"]  # fmt: skip
+                f"--window-size={size[0]},{size[1]}", "about:blank"]  # fmt: skip
         # The browser reads fd 3 and writes fd 4: bash puts the pipes there (dash takes
         # only one-digit fds).
         shell = f'exec "$@" 3<&{to_browser} 4>&{from_browser}'
@@ -81,6 +83,18 @@ class _Pipe:
             self.events.append(reply)
         raise TimeoutError(f"no reply to {method}")
 
+    def wait_for(self, method: str, session: str, seconds: float = 60) -> None:
+        """Read until the event `method` of `session` comes (kept in `events` too)."""
+        if any(e.get("method") == method and e.get("sessionId") == session for e in self.events):
+            return
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            event = self._receive()
+            self.events.append(event)
+            if event.get("method") == method and event.get("sessionId") == session:
+                return
+        raise TimeoutError(f"no {method}")
+
     def _receive(self) -> dict[str, Any]:
         while b"\0" not in self._buffer:
             chunk = os.read(self._read, 1 << 16)
@@ -99,6 +113,19 @@ class _Pipe:
             self.proc.kill()
         os.close(self._write)
         os.close(self._read)
+
+
+def _errors(events: list[dict[str, Any]]) -> list[str]:
+    errors = []
+    for event in events:
+        params = event.get("params", {})
+        if event.get("method") == "Runtime.exceptionThrown":
+            errors.append(json.dumps(params["exceptionDetails"])[:300])
+        elif event.get("method") == "Runtime.consoleAPICalled" and params["type"] == "error":
+            errors.append(json.dumps(params["args"])[:300])
+        elif event.get("method") == "Log.entryAdded" and params["entry"]["level"] == "error":
+            errors.append(params["entry"]["text"])
+    return errors
 
 
 def open_page(browser: str, path: Path, script: str, screenshot: Path | None = None) -> Page:
@@ -123,18 +150,79 @@ def open_page(browser: str, path: Path, script: str, screenshot: Path | None = N
             if screenshot is not None:
                 shot = pipe.send("Page.captureScreenshot", session, captureBeyondViewport=True)
                 screenshot.write_bytes(base64.b64decode(shot["data"]))
-            for event in pipe.events:
-                params = event.get("params", {})
-                if event.get("method") == "Runtime.exceptionThrown":
-                    page.errors.append(json.dumps(params["exceptionDetails"])[:300])
-                elif (
-                    event.get("method") == "Runtime.consoleAPICalled" and params["type"] == "error"
-                ):
-                    page.errors.append(json.dumps(params["args"])[:300])
-                elif (
-                    event.get("method") == "Log.entryAdded" and params["entry"]["level"] == "error"
-                ):
-                    page.errors.append(params["entry"]["text"])
+            page.errors = _errors(pipe.events)
             return page
         finally:
             pipe.close()
+
+
+class Browser:
+    """One headless Chromium with one tab, `width` x `height`, for many pages in turn."""
+
+    def __init__(self, browser: str, width: int = 1280, height: int = 800) -> None:
+        self._profile = tempfile.TemporaryDirectory()
+        self._pipe = _Pipe(browser, self._profile.name, (width, height))
+        try:
+            target = self._pipe.send("Target.createTarget", url="about:blank")["targetId"]
+            self._session = self._pipe.send("Target.attachToTarget", targetId=target, flatten=True)[
+                "sessionId"
+            ]
+            for domain in ("Runtime", "Log", "Page", "Network"):
+                self._pipe.send(f"{domain}.enable", self._session)
+            # The layout viewport exactly this size, whatever the window's frame takes.
+            self._pipe.send(
+                "Emulation.setDeviceMetricsOverride",
+                self._session,
+                width=width,
+                height=height,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Browser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._pipe.close()
+        self._profile.cleanup()
+
+    def evaluate(self, script: str, wait: bool = False) -> Any:
+        """`script`'s value; with `wait`, the value of the promise it returns."""
+        result = self._pipe.send(
+            "Runtime.evaluate",
+            self._session,
+            expression=script,
+            returnByValue=True,
+            awaitPromise=wait,
+        )
+        if "exceptionDetails" in result:
+            raise RuntimeError(json.dumps(result["exceptionDetails"])[:500])
+        return result["result"].get("value")
+
+    def screenshot(self, path: Path) -> None:
+        """The viewport as it is now into `path`, a PNG."""
+        shot = self._pipe.send("Page.captureScreenshot", self._session)
+        path.write_bytes(base64.b64decode(shot["data"]))
+
+    def open(self, url: str, script: str, screenshot: Path | None = None) -> Page:
+        """Load `url` (waiting for its load event), evaluate `script`, screenshot the
+        viewport; the errors and fetches are this page's alone."""
+        self._pipe.events.clear()
+        self._pipe.send("Page.navigate", self._session, url=url)
+        self._pipe.wait_for("Page.loadEventFired", self._session)
+        page = Page(value=self.evaluate(script))
+        if screenshot is not None:
+            self.screenshot(screenshot)
+        page.errors = _errors(self._pipe.events)
+        page.fetched = [
+            event["params"]["request"]["url"]
+            for event in self._pipe.events
+            if event.get("method") == "Network.requestWillBeSent"
+        ]
+        return page
