@@ -83,6 +83,36 @@ def s3(s3_server: str) -> Iterator[str]:
     s3fs.S3FileSystem.clear_instance_cache()
 
 
+@pytest.fixture
+def s3_unreachable(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """S3 at an endpoint that refuses connections: a port on 127.0.0.1 held, unlistened."""
+    import s3fs
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{held.getsockname()[1]}"
+        monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+        monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # botocore's own retries take seconds
+        s3fs.S3FileSystem.clear_instance_cache()
+        yield endpoint
+        s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.fixture
+def s3_denied(s3: str, s3_server: str) -> Iterator[str]:
+    """A bucket `s3://nmtpipe-denied` that the server then refuses (403) to everyone:
+    moto checks credentials, and knows none."""
+    import requests
+    import s3fs
+
+    s3fs.S3FileSystem().mkdir("nmtpipe-denied")
+    requests.post(f"{s3_server}/moto-api/reset-auth", data=b"0", timeout=10)
+    try:
+        yield "s3://nmtpipe-denied"
+    finally:
+        requests.post(f"{s3_server}/moto-api/reset-auth", data=b"inf", timeout=10)
+
+
 def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -89,3 +89,16 @@ def split_ids(flat, lengths) -> list[list[int]]:
     """Concatenated lines' ids (an encoder's `encode_batch`) back into lines."""
     ends = lengths.cumsum()
     return [flat[end - n : end].tolist() for end, n in zip(ends, lengths, strict=True)]
+
+
+class NotWeights:
+    """A class of a user's own, which loading only weights refuses to unpickle."""
+
+
+def write_foreign_checkpoint(path: Path) -> str:
+    """A checkpoint nmtpipe did not write, pickling a `NotWeights`; the name torch gives
+    that class."""
+    import torch  # here: tests/airflow import this module without torch
+
+    torch.save({"model": {"w": torch.ones(2)}, "args": NotWeights()}, path)
+    return f"{NotWeights.__module__}.{NotWeights.__qualname__}"

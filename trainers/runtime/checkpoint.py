@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import io
+import pickle
 import random
+import re
 from typing import Any
 
 import torch
@@ -103,8 +105,30 @@ def load(url: str) -> dict[str, Any]:
     try:
         return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as e:
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise InputError(f"{url} is not a readable nmtpipe checkpoint: {reason}") from e
+        raise InputError(_why_not_loaded(url, e)) from e
+
+
+# How torch's message begins when `weights_only` refuses an object, and where it names it.
+_REFUSED = "Weights only load failed."
+_REFUSED_GLOBAL = re.compile(r"GLOBAL (\S+)")
+
+
+def _why_not_loaded(url: str, error: Exception) -> str:
+    """Why `torch.load` failed, in one line. A refusal of `weights_only` loading says what
+    the file holds and what to do, in place of torch's colours and its advice to load the
+    file unsafely, which nmtpipe does not offer."""
+    text = str(error).strip()
+    if isinstance(error, pickle.UnpicklingError) and text.startswith(_REFUSED):
+        named = _REFUSED_GLOBAL.search(text)
+        return (
+            f"{url} holds Python objects beyond tensors and plain values"
+            f"{f' ({named.group(1)})' if named else ''}, which nmtpipe does not load: "
+            "unpickling them could run any code. nmtpipe's own checkpoints hold none, so "
+            "this one was not written by nmtpipe: use one that was (a --save-dir's "
+            "checkpoint_best.pt, checkpoint_last.pt or a numbered one)"
+        )
+    reason = text.splitlines()[0] if text else type(error).__name__
+    return f"{url} is not a readable nmtpipe checkpoint: {reason}"
 
 
 def model_from(state: dict[str, Any]) -> Seq2Seq:

@@ -71,27 +71,28 @@ def run_job(
     (the job then spans the ranks torchrun started). `echo_records`: training's JSON
     records go to stdout as well as to its log file. On several processes, each runs
     `python -m {rank_module} FILE`, which reads its job (`read_job`), runs it
-    (`run_here`), shows its failure and ends (`finish`)."""
-    fsio.require_output_folder(config.output)
-    if nproc <= 1 or "LOCAL_RANK" in os.environ:
-        return run_here(config, echo_records)
-    if rank_module is None:
-        raise ValueError(f"{config.name} on {nproc} processes needs a rank_module")
-    with tempfile.TemporaryDirectory(prefix="nmtpipe-job-") as folder:
-        payload = os.path.join(folder, "job.pickle")
-        failure = os.path.join(folder, "failure.json")
-        with open(payload, "wb") as f:
-            pickle.dump(RankJob(config, verbose, echo_records, progress.installed()), f)
-        torchrun = [sys.executable, "-m", __name__, "--torchrun", failure, str(verbose)]
-        ranks = ["--standalone", f"--nproc_per_node={nproc}", "-m", rank_module, payload]
-        # One thread per rank unless the user says otherwise (torchrun's own default,
-        # set here so that it does not print a banner about it).
-        env = {"OMP_NUM_THREADS": "1", **os.environ}
-        code = subprocess.run([*torchrun, *ranks], check=False, env=env).returncode
-        if code != 0:
-            died = json.loads(Path(failure).read_text()) if os.path.exists(failure) else None
-            raise NmtpipeError(failure_line(config, nproc, code, died))
-    return result_of(config)
+    (`run_here`), shows its failure and ends (`finish`). A job that fails leaves no
+    output folder it made empty (`fsio.output_folder`)."""
+    with fsio.output_folder(config.output):
+        if nproc <= 1 or "LOCAL_RANK" in os.environ:
+            return run_here(config, echo_records)
+        if rank_module is None:
+            raise ValueError(f"{config.name} on {nproc} processes needs a rank_module")
+        with tempfile.TemporaryDirectory(prefix="nmtpipe-job-") as folder:
+            payload = os.path.join(folder, "job.pickle")
+            failure = os.path.join(folder, "failure.json")
+            with open(payload, "wb") as f:
+                pickle.dump(RankJob(config, verbose, echo_records, progress.installed()), f)
+            torchrun = [sys.executable, "-m", __name__, "--torchrun", failure, str(verbose)]
+            ranks = ["--standalone", f"--nproc_per_node={nproc}", "-m", rank_module, payload]
+            # One thread per rank unless the user says otherwise (torchrun's own default,
+            # set here so that it does not print a banner about it).
+            env = {"OMP_NUM_THREADS": "1", **os.environ}
+            code = subprocess.run([*torchrun, *ranks], check=False, env=env).returncode
+            if code != 0:
+                died = json.loads(Path(failure).read_text()) if os.path.exists(failure) else None
+                raise NmtpipeError(failure_line(config, nproc, code, died))
+        return result_of(config)
 
 
 def failure_line(config: Job, nproc: int, code: int, died: dict[str, Any] | None) -> str:

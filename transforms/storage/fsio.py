@@ -28,8 +28,8 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
-from nmtpipe.transforms.errors import OutputError
-from nmtpipe.transforms.storage.retry import policy_for, retrying
+from nmtpipe.transforms.errors import OutputError, StorageError
+from nmtpipe.transforms.storage.retry import failure, policy_for, retrying
 
 _COPY_BLOCK = 8 << 20
 
@@ -86,32 +86,47 @@ def on_object_store(fs: fsspec.AbstractFileSystem) -> bool:
 
 
 @functools.cache
-def _bucket_exists(fs: fsspec.AbstractFileSystem, bucket: str) -> bool:
-    return bool(retrying(lambda: fs.exists(bucket), f"look for {bucket}", policy_for(fs)))
+def _look_for_bucket(fs: fsspec.AbstractFileSystem, bucket: str, what: str) -> None:
+    """Return if `bucket` is there, else raise what its store answered. Exceptions are
+    not cached: only a bucket found is not looked for again in this process."""
+    retrying(lambda: fs.info(bucket), what, policy_for(fs))
 
 
 def require_bucket(url: str) -> None:
-    """Stop with one line when `url` is on an object store whose bucket does not exist.
+    """Stop with one line when `url` is on an object store whose bucket cannot be
+    written: it does not exist, access to it is denied, or its store does not answer.
 
     nmtpipe never creates a bucket: s3fs's `makedirs` would create a missing one
-    silently, so a typo in a bucket name would make (and bill) a new bucket. A bucket
-    found once is not looked for again in this process."""
+    silently, so a typo in a bucket name would make (and bill) a new bucket. The bucket
+    is looked at itself (`info`, not `exists`, which s3fs answers False to any error:
+    an unreachable endpoint would read as a missing bucket)."""
     fs, path = url_to_fs(url)
     if not on_object_store(fs):
         return
     bucket = path.split("/", 1)[0]
-    if not _bucket_exists(fs, bucket):
-        _bucket_exists.cache_clear()  # it may be created before the next look
+    what = f"look for the bucket {bucket}"
+    try:
+        _look_for_bucket(fs, bucket, what)
+    except FileNotFoundError:
         raise OutputError(
             f"{url}: the bucket {bucket} does not exist; nmtpipe creates no buckets: "
             "create it, or correct its name"
-        )
+        ) from None
+    except PermissionError as e:
+        raise OutputError(
+            f"{url}: access to the bucket {bucket} is denied ({e}): use credentials that "
+            "may list and write it, or correct its name"
+        ) from None
+    except StorageError as e:  # transient errors that lasted
+        raise StorageError(f"{url}: {e}") from e
+    except OSError as e:
+        raise StorageError(f"{url}: {failure(what, e)}") from e
 
 
 def require_output_folder(url: str) -> None:
     """Make the folder `url` (a step's output) or stop with one line saying why it
     cannot be one: a file is in the way, a parent cannot be written, or, on an object
-    store, the bucket does not exist."""
+    store, the bucket cannot be written (`require_bucket`)."""
     fs, path = url_to_fs(url)
     if on_object_store(fs):
         require_bucket(url)
@@ -125,6 +140,25 @@ def require_output_folder(url: str) -> None:
             raise OutputError(f"{what} is a file, not a folder; choose another output") from None
         where = f" ({e.filename})" if e.filename and e.filename != path else ""
         raise OutputError(f"{url} cannot be made a folder: {e.strerror}{where}") from None
+
+
+@contextlib.contextmanager
+def output_folder(url: str) -> Iterator[None]:
+    """`require_output_folder` around a job that may fail: if it does, the folders made
+    here are removed again unless the job left files in them (a folder that was there
+    before is never removed), so that a failed command leaves no empty output behind."""
+    fs, path = url_to_fs(url)
+    made = None
+    if not on_object_store(fs):
+        made = next((p for p in reversed(_ancestors(path)) if not fs.exists(p)), None)
+    require_output_folder(url)
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):  # the job's error is the one to tell
+            if made is not None and not fs.find(made):
+                fs.rm(made, recursive=True)
+        raise
 
 
 def _ancestors(path: str) -> list[str]:

@@ -88,6 +88,11 @@ def policy_for(fs: Any) -> RetryPolicy:
     return dataclasses.replace(DEFAULT_POLICY, attempts=attempts)
 
 
+def failure(what: str, error: BaseException) -> str:
+    """How a storage operation's failure reads: `could not read s3://b/x: Error: text`."""
+    return f"could not {what}: {type(error).__name__}: {error}"
+
+
 def retrying(operation: Callable[[], T], what: str, policy: RetryPolicy | None = None) -> T:
     """Run `operation`, retrying transient errors; `what` names it in the final error
     ("write s3://bucket/x.bin"). Non-transient errors are raised unchanged."""
@@ -102,7 +107,6 @@ def retrying(operation: Callable[[], T], what: str, policy: RetryPolicy | None =
             delay = next(delays, None)
             if delay is None:
                 raise StorageError(
-                    f"could not {what}: {type(error).__name__}: {error} "
-                    f"(gave up after {policy.attempts} attempts)"
+                    f"{failure(what, error)} (gave up after {policy.attempts} attempts)"
                 ) from error
             time.sleep(delay)

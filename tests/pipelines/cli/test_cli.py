@@ -256,6 +256,32 @@ def test_an_output_on_a_missing_bucket_is_one_line_and_makes_no_bucket(capsys, s
     assert s3fs.S3FileSystem().ls("") == [s3.removeprefix("s3://")]
 
 
+def test_an_output_on_an_unreachable_store_says_so(capsys, small_corpus, s3_unreachable):
+    code, out, err = run_cli(capsys, *prepare_args(small_corpus, "s3://nmtpipe-test/p", *IN_MEMORY))
+    assert (code, out, err.strip().splitlines()) == (
+        1,
+        "",
+        [
+            "nmtpipe prepare: error: s3://nmtpipe-test/p: could not look for the bucket "
+            "nmtpipe-test: EndpointConnectionError: Could not connect to the endpoint URL: "
+            f'"{s3_unreachable}/nmtpipe-test" (gave up after 2 attempts)'
+        ],
+    )
+
+
+def test_an_output_on_a_bucket_denied_says_so(capsys, small_corpus, s3_denied):
+    output = f"{s3_denied}/prepared"
+    code, out, err = run_cli(capsys, *prepare_args(small_corpus, output, *IN_MEMORY))
+    assert (code, out, err.strip().splitlines()) == (
+        1,
+        "",
+        [
+            f"nmtpipe prepare: error: {output}: access to the bucket nmtpipe-denied is denied "
+            "(Forbidden): use credentials that may list and write it, or correct its name"
+        ],
+    )
+
+
 @pytest.mark.parametrize("runner", [IN_MEMORY, MULTI_PROCESS], ids=["in-memory", "processes"])
 @pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gz"])
 def test_misaligned_corpus_is_one_line_and_commits_nothing(capsys, tmp_path, runner, compressed):

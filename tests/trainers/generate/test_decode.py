@@ -20,7 +20,7 @@ from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.search_config import SearchConfig
 from nmtpipe.trainers.runtime import checkpoint, run_files
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
-from tests.helpers import IN_MEMORY, prepare_example
+from tests.helpers import IN_MEMORY, prepare_example, write_foreign_checkpoint
 
 NMTPIPE = [sys.executable, "-m", "nmtpipe"]
 SHORT = ["--max-len-a", "1", "--max-len-b", "5"]  # keeps an untrained model's beams short
@@ -155,7 +155,7 @@ def test_bad_input_is_refused_with_the_file_named(trained, tmp_path, capsys):
     good.write_text("a\nb\n", encoding="utf-8")
     assert decode(trained, tmp_path / "o", "--input", str(good), "--reference", str(ref)) == 1
     assert "one reference line is needed per input line" in capsys.readouterr().err
-    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+    assert not (tmp_path / "o").exists()
     # A checkpoint of another vocabulary.
     state = checkpoint.load(trained["checkpoint"])
     state["vocab_fingerprint"] = "0" * 64
@@ -166,6 +166,23 @@ def test_bad_input_is_refused_with_the_file_named(trained, tmp_path, capsys):
     assert decode(trained, tmp_path / "o", "--split", "nope") == 1
     assert "has no split 'nope'" in capsys.readouterr().err
     assert decode(trained, tmp_path / "o", "--beam", "2", "--nbest", "3") == 2
+
+
+def test_an_unsafe_checkpoint_is_one_line_and_leaves_no_output(tmp_path, capsys):
+    foreign = tmp_path / "foreign.pt"
+    named = write_foreign_checkpoint(foreign)
+    (tmp_path / "there").mkdir()
+    (tmp_path / "there" / "notes.txt").write_text("mine")
+    for output in (tmp_path / "new" / "out", tmp_path / "there"):
+        assert main(["decode", "--checkpoint", str(foreign), "--output", str(output)]) == 1
+        [line] = capsys.readouterr().err.splitlines()
+        assert line.startswith(
+            f"nmtpipe decode: error: {foreign} holds Python objects beyond tensors and plain "
+            f"values ({named}), which nmtpipe does not load"
+        )
+        assert "\x1b" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["foreign.pt", "there"]
+    assert [p.name for p in (tmp_path / "there").iterdir()] == ["notes.txt"]
 
 
 def test_a_failed_run_leaves_no_outputs_and_a_rerun_replaces_them(trained, tmp_path, monkeypatch):

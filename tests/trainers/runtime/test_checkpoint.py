@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from nmtpipe.trainers.runtime import checkpoint
-from nmtpipe.transforms.errors import IntegrityError
+from nmtpipe.transforms.errors import InputError, IntegrityError
+from tests.helpers import write_foreign_checkpoint
 
 
 def _saved(tmp_path) -> tuple[str, dict]:
@@ -41,3 +42,16 @@ def test_a_checkpoint_without_a_digest_loads_as_before(tmp_path):
     torch.save({"x": torch.ones(3)}, buffer)
     (tmp_path / "old.pt").write_bytes(buffer.getvalue())
     assert torch.equal(checkpoint.load(str(tmp_path / "old.pt"))["x"], torch.ones(3))
+
+
+def test_a_checkpoint_holding_other_objects_is_refused_in_nmtpipe_words(tmp_path):
+    named = write_foreign_checkpoint(tmp_path / "foreign.pt")
+    url = str(tmp_path / "foreign.pt")
+    with pytest.raises(InputError) as refused:
+        checkpoint.load(url)
+    assert str(refused.value) == (
+        f"{url} holds Python objects beyond tensors and plain values ({named}), which "
+        "nmtpipe does not load: unpickling them could run any code. nmtpipe's own "
+        "checkpoints hold none, so this one was not written by nmtpipe: use one that was "
+        "(a --save-dir's checkpoint_best.pt, checkpoint_last.pt or a numbered one)"
+    )

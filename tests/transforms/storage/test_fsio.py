@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 
 import fsspec
 import pytest
 
-from nmtpipe.transforms.errors import OutputError
+from nmtpipe.transforms.errors import OutputError, StorageError
 from nmtpipe.transforms.storage import fsio
 
 
@@ -66,6 +67,51 @@ def test_a_missing_bucket_is_an_error_never_created(s3):
     assert "nmtpipe-tset" not in s3fs.S3FileSystem().ls("")
     fsio.require_bucket(f"{s3}/out")  # an existing bucket passes
     fsio.require_bucket("memory://anything/at/all")  # as do stores without buckets
+
+
+@pytest.mark.parametrize(
+    ("error", "cause"),
+    [
+        (
+            OSError(errno.EIO, "Bad Gateway"),
+            "OSError: [Errno 5] Bad Gateway (gave up after 2 attempts)",
+        ),
+        (OSError(errno.EINVAL, "Bad Request"), "OSError: [Errno 22] Bad Request"),
+    ],
+    ids=["lasting-server-error", "other-answer"],
+)
+def test_a_bucket_store_that_fails_is_named_with_its_answer(monkeypatch, error, cause):
+    class Store:
+        """A bucket store whose every look at a bucket fails (s3fs's translated errors)."""
+
+        protocol, retries = "s3", 6  # nmtpipe's own tries: 2
+
+        def info(self, path: str) -> dict:
+            raise error
+
+    monkeypatch.setattr(fsio, "url_to_fs", lambda url: (Store(), url.removeprefix("s3://")))
+    with pytest.raises(StorageError) as raised:
+        fsio.require_bucket("s3://b/out")
+    assert str(raised.value) == f"s3://b/out: could not look for the bucket b: {cause}"
+
+
+def test_a_failed_job_leaves_no_output_folder_it_made_empty(tmp_path):
+    (tmp_path / "there").mkdir()
+    (tmp_path / "there" / "other.txt").write_text("x")
+    for output in (tmp_path / "new" / "out", tmp_path / "there" / "out", tmp_path / "there"):
+        with pytest.raises(Boom), fsio.output_folder(str(output)):
+            assert output.is_dir()
+            raise Boom
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["there"]
+    assert [p.name for p in (tmp_path / "there").iterdir()] == ["other.txt"]
+    # What the job wrote stays, in the folders it needs (a run's checkpoints, say).
+    with pytest.raises(Boom), fsio.output_folder(str(tmp_path / "new" / "out")):
+        (tmp_path / "new" / "out" / "checkpoint_last.pt").write_bytes(b"x")
+        raise Boom
+    assert (tmp_path / "new" / "out" / "checkpoint_last.pt").exists()
+    with fsio.output_folder(str(tmp_path / "kept")):
+        pass
+    assert (tmp_path / "kept").is_dir()
 
 
 def test_an_output_folder_is_made_or_the_line_says_what_is_in_the_way(tmp_path):
