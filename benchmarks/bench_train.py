@@ -34,9 +34,7 @@ def run(args: argparse.Namespace, nproc: int) -> dict:
         started = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, check=True)
         wall = time.perf_counter() - started
-    summary = next(
-        json.loads(line)["summary"] for line in proc.stdout.splitlines() if '"summary"' in line
-    )
+    summary = json.loads(proc.stdout)["result"]
     return {
         "nproc": nproc,
         "wall_seconds": round(wall, 1),

@@ -24,9 +24,14 @@ MULTI_PROCESS = [
 
 
 def command_result(stdout: str) -> dict:
-    """The result a command printed: the last of its JSON lines on stdout."""
-    last = [line for line in stdout.splitlines() if line.startswith("{")][-1]
-    return json.loads(last)["result"]
+    """The result a command printed: stdout is its one JSON document."""
+    return json.loads(stdout)["result"]
+
+
+def train_records(save_dir: Path | str) -> list[dict]:
+    """The records a training run kept beside its checkpoints (train_log.jsonl)."""
+    lines = (Path(save_dir) / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines]
 
 
 def example_lines(name: str, lang: str, limit: int | None = None) -> list[str]:

@@ -6,7 +6,7 @@ a scheduler's log) one plain line per interval with the same figures, so logs st
 readable; nothing at all with `--quiet`. Notes (one-off lines such as "preparing 3
 inputs on FnApiRunner") follow the same switch. `main` installs it once per command;
 torch jobs carry it to their ranks (`rank.py`). stdout is never written here: it
-carries each command's machine-readable result.
+carries each command's result.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ class Terminal(progress.Display):
     interval: float = 30.0
 
     def note(self, message: str) -> None:
-        if not self.quiet:
-            print(message, file=sys.stderr, flush=True)
+        if not self.quiet:  # above a bar, which is drawn again below it
+            tqdm.write(message, file=sys.stderr)
 
     def bar(
         self, what: str, total: int | None, unit: str, initial: int, stream: TextIO | None

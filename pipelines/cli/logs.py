@@ -1,5 +1,5 @@
 """What nmtpipe's command line shows of Beam's logging and of its worker processes, of a
-command's result, and of its failure (`error_line`).
+command's result and report (`show`), and of its failure (`error_line`).
 
 By default a run shows nmtpipe's own progress and, on failure, one line. Beam logs at
 length (every worker failure comes with two tracebacks), its local worker processes
@@ -37,13 +37,32 @@ def progress(message: str) -> None:
     note(message)
 
 
-def show(command: str, result: dict[str, Any], report: str) -> None:
-    """A command's result, by the one contract of every command: stdout carries JSON
-    lines only, the last `{"command": ..., "result": ...}`; the report for people goes
-    to stderr (with progress and errors)."""
-    line = json.dumps({"command": command, "result": result}, ensure_ascii=False, default=str)
-    print(line, flush=True)
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """What a command shows of what it did: `result` for programs, `report` for people."""
+
+    result: dict[str, Any]
+    report: str
+
+
+def show(args: argparse.Namespace, shown: Shown) -> None:
+    """A command's report on stderr, then its result on stdout (`result`)."""
+    tell(shown.report)
+    result(args, shown.result)
+
+
+def tell(report: str) -> None:
+    """A report for people, on stderr (with progress and errors)."""
     print(report, file=sys.stderr, flush=True)
+
+
+def result(args: argparse.Namespace, found: dict[str, Any]) -> None:
+    """The result of `nmtpipe {args.command}` on stdout, one JSON document on one line,
+    `{"command": ..., "result": ...}`, when a program reads it: stdout is a pipe or a
+    file, or `--json` asks. A terminal gets none: its person has read the report."""
+    if args.json or not sys.stdout.isatty():
+        document = {"command": args.command, "result": found}
+        print(json.dumps(document, ensure_ascii=False, default=str), flush=True)
 
 
 def error_line(command: str, exc: BaseException, verbose: bool) -> tuple[str, int]:

@@ -80,8 +80,9 @@ prepare, vocab, encode and refresh also take Beam's pipeline options (--runner,
 --direct_num_workers, --direct_running_mode, Dataflow's --project/--region/
 --temp_location, Flink's --flink_master, ...); `nmtpipe STEP --help-beam` lists them.
 
-Every command prints its result as JSON on stdout and everything meant for people
-(progress, its report, errors) on stderr.
+Everything meant for people (progress, a command's report, errors) goes to stderr. A
+command's result goes to stdout as one JSON document when stdout is a pipe or a file,
+or with --json (translate's stdout is its translations).
 """
 
 
@@ -134,11 +135,27 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         shown.add_argument(
             "--quiet", "-q", action="store_true", help="no progress display: results and errors"
         )
+        if not getattr(module, "STREAMS", False):
+            common.add_argument(
+                "--json",
+                action="store_true",
+                help="print the JSON result on stdout on a terminal too (a pipe or a file always "
+                "gets it)",
+            )
         if takes_beam(name):
             common.add_argument(
                 "--help-beam", action="store_true", help="list every Beam pipeline option and exit"
             )
     return parser
+
+
+def overview() -> str:
+    """What bare `nmtpipe` says: every command with its summary, as `git` lists its own."""
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {summary}" for name, (_, summary) in COMMANDS.items()]
+    usage = "usage: nmtpipe STEP [options]"
+    more = "`nmtpipe STEP --help` lists a command's options; `nmtpipe --help` says more."
+    return "\n".join([usage, "", "commands:", *lines, "", more])
 
 
 def command_module(command: str) -> ModuleType:
@@ -156,9 +173,12 @@ def _option_strings(parser: argparse.ArgumentParser, command: str) -> list[str]:
     return [flag for action in sub.choices[command]._actions for flag in action.option_strings]
 
 
-def show_step(step: str, result: Any) -> None:
-    """Show what step `step` did as its own command shows it (for `run` and `refresh`)."""
-    command_module(step).show(result)
+def show_step(step: str, outcome: Any) -> dict[str, Any]:
+    """Show what step `step` did as its own command reports it, on stderr; its result,
+    for the command that ran it (`run`, `refresh`) to put in its own."""
+    shown = command_module(step).shown(outcome)
+    logs.tell(shown.report)
+    return shown.result
 
 
 def _start_beam() -> None:
@@ -179,14 +199,18 @@ def _start_beam() -> None:
 def main(argv: list[str] | None = None) -> int:
     """The command line's one entry point. Conventions: unknown options are errors with
     the nearest known option (Beam's too, for the commands that take Beam options);
-    results go to stdout as JSON, everything for people (progress, reports, errors) to
-    stderr; errors are one line (tracebacks with --verbose)."""
+    a result goes to stdout as one JSON document (`logs.result`), everything for people
+    (progress, reports, errors) to stderr; errors are one line (tracebacks with
+    --verbose). Without a command, the commands (exit status 2)."""
     argv = sys.argv[1:] if argv is None else argv
     verbose = "-v" in argv or "--verbose" in argv
     logs.configure(verbose=verbose)
     display.install(quiet="-q" in argv or "--quiet" in argv)
     # The command is the first word (the only options before it are --help and --version).
     named = next((word for word in argv if not word.startswith("-")), None)
+    if named is None and not {"-h", "--help", "--version"} & set(argv):
+        print(overview(), file=sys.stderr)
+        return 2
     if named not in COMMANDS or named in RUNS_BEAM:  # (every command's help loads them all)
         _start_beam()
     parser = build_parser(named if named in COMMANDS else None)

@@ -22,7 +22,7 @@ def main(payload: str) -> int:
     job = read_job(payload)
     progress.install(job.display)
     try:
-        run_here(job.config, job.echo_records)
+        run_here(job.config)
     except Exception as exc:
         line, code = error_line(job.config.name, exc, job.verbose)
         print(line, file=sys.stderr, flush=True)

@@ -98,8 +98,7 @@ def _run_one(
     nproc = config.nproc.get(step, 1)
     on = {"verbose": not quiet, "rank_module": rank_module}
     if step == "train":
-        # Training's per-update records go to train_log.jsonl only: stdout is the steps'.
-        show(step, run_job(config.train, nproc, echo_records=False, **on))
+        show(step, run_job(config.train, nproc, **on))
     else:
         job = dataclasses.replace(config.decode, checkpoint=config.decode_checkpoint())
         show(step, run_job(job, nproc, **on))

@@ -24,7 +24,7 @@ class ExportConfig:
         None, choices=QUANTIZATIONS, help="CTranslate2 weights; none: float32"
     )
     # the position table's length
-    max_positions: int = option(1024, help="longest input or output, in tokens")
+    max_positions: int = option(1024, metavar="N", help="longest input or output, in tokens")
     scores: str | None = option(None, metavar="URL", help="a decode's scores.json for the card")
 
     def __post_init__(self) -> None:

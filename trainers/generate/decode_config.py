@@ -29,12 +29,12 @@ def text_files(name: str, help: str) -> Any:
 
 def batch_tokens_option() -> Any:
     """--max-tokens of decode and translate: padded source tokens per batch."""
-    return option(MAX_TOKENS, group=JOB, help="source tokens per batch")
+    return option(MAX_TOKENS, metavar="N", group=JOB, help="source tokens per batch")
 
 
 def source_positions_option() -> Any:
     """--max-source-positions of decode and translate (EOS kept)."""
-    return option(1024, group=JOB, help="longer inputs are truncated")
+    return option(1024, metavar="N", group=JOB, help="longer inputs are truncated")
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class DecodeConfig:
     search: SearchConfig = nested(SearchConfig, group="search")
     max_tokens: int = batch_tokens_option()
     # sentences read, sorted and decoded together
-    buffer_size: int = option(10_000, group=JOB, help="sentences per window")
+    buffer_size: int = option(10_000, metavar="N", group=JOB, help="sentences per window")
     max_source_positions: int = source_positions_option()  # or skipped
     skip_invalid_size_inputs: bool = option(
         False, group=JOB, help="skip longer inputs (an empty line in hypotheses.txt)"
@@ -87,8 +87,7 @@ class DecodeConfig:
             raise ConfigError("--reference goes with --input")
         check_batching(self.max_tokens, self.buffer_size, self.max_source_positions)
 
-    def run(self, echo_records: bool) -> dict[str, Any]:
-        """Decoding's records are its output files: `echo_records` has nothing to echo."""
+    def run(self) -> dict[str, Any]:
         from nmtpipe.trainers.generate.decode import decode
 
         return decode(self)

@@ -33,10 +33,10 @@ class TranslateConfig:
     search: SearchConfig = nested(SearchConfig, group="search")
     max_tokens: int = batch_tokens_option()
     # sentences read ahead at most, sorted and decoded together
-    buffer_size: int = option(1000, group=JOB, help="sentences read ahead at most")
+    buffer_size: int = option(1000, metavar="N", group=JOB, help="sentences read ahead at most")
     max_source_positions: int = source_positions_option()
     # intra-op threads
-    threads: int = option(0, group=JOB, help="CPU threads; 0: every core")
+    threads: int = option(0, metavar="N", group=JOB, help="CPU threads; 0: every core")
     # engine nmtpipe: the encoded data, if not where training read it
     data: str | None = option(None, metavar="URL", help="the encoded data")
 

@@ -21,21 +21,21 @@ class SearchConfig:
 
     beam: int = option(4, metavar="N", help="beam size (1: greedy)")
     nbest: int = option(1, metavar="N", help="hypotheses kept per sentence")
-    alpha: float = option(0.6, metavar="N", help="T2T's GNMT length penalty exponent")
+    alpha: float = option(0.6, metavar="ALPHA", help="T2T's GNMT length penalty exponent")
     # fairseq's; when set, the fairseq convention is used
     lenpen: float | None = option(
-        None, help="fairseq's length penalty and stopping rule (default: T2T's)"
+        None, metavar="L", help="fairseq's length penalty and stopping rule (default: T2T's)"
     )
     max_len_a: float | None = option(
-        None, help="longest output a*src_len+b (default: T2T 1, fairseq 0)"
+        None, metavar="A", help="longest output a*src_len+b (default: T2T 1, fairseq 0)"
     )
-    max_len_b: int | None = option(None, help="(default: T2T 50, fairseq 200)")
+    max_len_b: int | None = option(None, metavar="B", help="(default: T2T 50, fairseq 200)")
     # tokens before EOS at least
     min_len: int = option(0, metavar="N", help="shortest translation, in tokens")
     no_repeat_ngram_size: int = option(
         0, metavar="N", help="forbid repeating n-grams of this size (0: off)"
     )
-    unk_penalty: float = option(0.0, metavar="N", help="subtracted from <unk>'s score")
+    unk_penalty: float = option(0.0, metavar="P", help="subtracted from <unk>'s score")
 
     def __post_init__(self) -> None:
         if self.beam < 1 or not 1 <= self.nbest <= self.beam:

@@ -42,10 +42,10 @@ class Job(Protocol):
     def rerun(self) -> str:
         """What re-running the same command does ("decodes again"), told when it fails."""
 
-    def run(self, echo_records: bool) -> dict[str, Any]:
+    def run(self) -> dict[str, Any]:
         """Run the job in this process (this rank's share under torchrun); its summary.
-        `echo_records`: its JSON records go to stdout too, where it has any. Its torch
-        code is imported here, not with the config, which is read before any job starts."""
+        Its torch code is imported here, not with the config, which is read before any
+        job starts."""
 
 
 @dataclass
@@ -54,7 +54,6 @@ class RankJob:
 
     config: Job
     verbose: bool
-    echo_records: bool
     display: progress.Display  # the starting process's, so the ranks show as it does
 
 
@@ -62,27 +61,25 @@ def run_job(
     config: Job,
     nproc: int = 1,
     verbose: bool = False,
-    echo_records: bool = True,
     rank_module: str | None = None,
 ) -> dict[str, Any]:
     """Run the job `config` describes on `nproc` local processes; its summary.
 
     In this process when `nproc` is 1 or when this process is already a torchrun rank
-    (the job then spans the ranks torchrun started). `echo_records`: training's JSON
-    records go to stdout as well as to its log file. On several processes, each runs
+    (the job then spans the ranks torchrun started). On several processes, each runs
     `python -m {rank_module} FILE`, which reads its job (`read_job`), runs it
     (`run_here`), shows its failure and ends (`finish`). A job that fails leaves no
     output folder it made empty (`fsio.output_folder`)."""
     with fsio.output_folder(config.output):
         if nproc <= 1 or "LOCAL_RANK" in os.environ:
-            return run_here(config, echo_records)
+            return run_here(config)
         if rank_module is None:
             raise ValueError(f"{config.name} on {nproc} processes needs a rank_module")
         with tempfile.TemporaryDirectory(prefix="nmtpipe-job-") as folder:
             payload = os.path.join(folder, "job.pickle")
             failure = os.path.join(folder, "failure.json")
             with open(payload, "wb") as f:
-                pickle.dump(RankJob(config, verbose, echo_records, progress.installed()), f)
+                pickle.dump(RankJob(config, verbose, progress.installed()), f)
             torchrun = [sys.executable, "-m", __name__, "--torchrun", failure, str(verbose)]
             ranks = ["--standalone", f"--nproc_per_node={nproc}", "-m", rank_module, payload]
             # One thread per rank unless the user says otherwise (torchrun's own default,
@@ -147,12 +144,12 @@ def read_job(payload: str) -> RankJob:
         return pickle.load(f)
 
 
-def run_here(config: Job, echo_records: bool = True) -> dict[str, Any]:
+def run_here(config: Job) -> dict[str, Any]:
     """Run the job in this process (on this rank's share, under torchrun)."""
     from nmtpipe.trainers.runtime.distributed import peer_failure
 
     try:
-        return config.run(echo_records)
+        return config.run()
     except RuntimeError as exc:
         # Another rank gone (on another machine, its torchrun cannot say which or why),
         # or the ranks never connected: the network's word for it, not an internal error.

@@ -2,12 +2,12 @@
 
 JSON lines are the record (one object per log interval, per validation, per warning).
 They go to `train_log.jsonl` beside the checkpoints, rewritten with each checkpoint so
-that the file matches the state a resumed run starts from (a resumed run appends), and,
-for `nmtpipe train`, to stdout as well; `nmtpipe run` keeps them off its stdout, which
-carries the steps' results. TensorBoard gets every number of those records under its
-key; progress goes to the display installed (`transforms/progress.py`; the command
-line's draws a bar on a terminal, a line per interval otherwise, nothing with --quiet)
-on stderr, so stdout stays JSON.
+that the file matches the state a resumed run starts from (a resumed run appends), never
+to stdout, which carries the command's one result. TensorBoard gets every number of
+those records under its key. People see the display installed (`transforms/progress.py`;
+the command line's, on stderr, draws a bar with the loss on a terminal, a line per
+interval otherwise, nothing with --quiet) and, through it, a line per validation,
+warning and average.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ class Progress:
         initial: int,
         tensorboard_dir: str | None,
         log_url: str,
-        echo: bool = True,
     ) -> None:
-        self.main, self.echo, self._log_url = main, echo, log_url
+        self.main, self._log_url = main, log_url
         self._writer = self._bar = None
         if not main:
             return
@@ -53,10 +52,10 @@ class Progress:
     def record(self, record: dict[str, Any]) -> None:
         if not self.main:
             return
-        line = json.dumps(record)
-        self._lines += line.encode("utf-8") + b"\n"
-        if self.echo:
-            print(line, flush=True)
+        self._lines += json.dumps(record).encode("utf-8") + b"\n"
+        said = _said(record)
+        if said is not None:
+            display.note(said)
         if self._writer is not None and "update" in record:
             prefix = "valid" if any(k.startswith("valid_") for k in record) else "train"
             for key, value in record.items():
@@ -73,3 +72,19 @@ class Progress:
             self._bar.close()
         if self._writer is not None:
             self._writer.close()
+
+
+def _said(record: dict[str, Any]) -> str | None:
+    """A record as people read it; None for a log interval's (the bar shows the loss)."""
+    if "warning" in record:
+        return f"warning: {record['warning']}"
+    if "averaged" in record:
+        return f"averaged {', '.join(record['averaged'])} into {record['into']}"
+    if "valid_loss" not in record:
+        return None
+    scores = ", ".join(
+        f"{key.removeprefix('valid_')} {value:.3f}"
+        for key, value in record.items()
+        if key.startswith("valid_")
+    )
+    return f"validation at update {record['update']} (epoch {record['epoch']}): {scores}"

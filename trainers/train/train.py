@@ -72,8 +72,8 @@ def _model_config(config: TrainConfig, data: EncodedDataset) -> dict[str, Any]:
 
 
 class Trainer:
-    def __init__(self, config: TrainConfig, ranks: Ranks, echo_records: bool = True) -> None:
-        self.config, self.ranks, self.echo_records = config, ranks, echo_records
+    def __init__(self, config: TrainConfig, ranks: Ranks) -> None:
+        self.config, self.ranks = config, ranks
         self.data = open_on_ranks(ranks, config.data, config.format, config.cache_dir)
         self.train_split, self.valid_split = self.data["train"], self.data["valid"]
         self.pad, self.eos = self.data.layout.pad, self.data.layout.eos
@@ -321,7 +321,7 @@ class Trainer:
         resumed = self.resume()
         self.progress = Progress(
             self.ranks.main, self.config.max_update, self.position.update,
-            self.config.tensorboard_logdir, self._url(run_files.LOG), self.echo_records,
+            self.config.tensorboard_logdir, self._url(run_files.LOG),
         )  # fmt: skip
         for warning in self._warnings:
             self.log({"warning": warning})
@@ -408,12 +408,11 @@ def _memory(device: torch.device) -> dict[str, float]:
     return {"gpu_memory_gb": round(torch.cuda.max_memory_allocated(device) / 2**30, 2)}
 
 
-def train(config: TrainConfig, echo_records: bool = True) -> dict[str, Any]:
-    """Train on this process's rank; returns the summary (the same on every rank).
-    `echo_records`: print the JSON records on stdout too, not only to train_log.jsonl."""
+def train(config: TrainConfig) -> dict[str, Any]:
+    """Train on this process's rank; returns the summary (the same on every rank)."""
     ranks = Ranks()
     try:
-        summary = Trainer(config, ranks, echo_records).run()
+        summary = Trainer(config, ranks).run()
         if ranks.main:  # what the run ended with, beside its checkpoints
             text = json.dumps(summary, indent=2) + "\n"
             fsio.write_bytes(fsio.join(config.save_dir, SUMMARY), text.encode("utf-8"))

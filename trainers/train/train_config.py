@@ -33,20 +33,23 @@ class TrainConfig:
     max_epoch: int = option(0, metavar="N", help="stop after this many epochs (0: no limit)")
     update_freq: int = option(1, metavar="N", help="batches per update (gradient accumulation)")
     lr: float = option(
-        5e-4, metavar="N", help="peak learning rate (inverse_sqrt) or T2T's constant (rsqrt)"
+        5e-4, metavar="LR", help="peak learning rate (inverse_sqrt) or T2T's constant (rsqrt)"
     )
     lr_scheduler: str = option(
         "inverse_sqrt", choices=SCHEDULES, help="warm-up then 1/sqrt(step): fairseq's or T2T's"
     )
     warmup_updates: int = option(4000, metavar="N", help="linear warm-up updates")
-    label_smoothing: float = option(0.1, metavar="N", help="label smoothing of the cross entropy")
-    clip_norm: float = option(0.0, metavar="N", help="clip gradients to this norm (0: off)")
+    label_smoothing: float = option(0.1, metavar="EPS", help="label smoothing of the cross entropy")
+    clip_norm: float = option(0.0, metavar="NORM", help="clip gradients to this norm (0: off)")
     adam_betas: tuple[float, float] = option(
-        (0.9, 0.98), parse=number_pair(float, "(0.9, 0.98)"), help="Adam's betas"
+        (0.9, 0.98),
+        parse=number_pair(float, "(0.9, 0.98)"),
+        metavar="B1,B2",
+        help="Adam's betas",
     )
-    adam_eps: float = option(1e-8, metavar="N", help="Adam's epsilon")
-    weight_decay: float = option(0.0, metavar="N", help="Adam's weight decay")
-    dropout: float | None = option(None, help="dropout (default: the preset's)")
+    adam_eps: float = option(1e-8, metavar="EPS", help="Adam's epsilon")
+    weight_decay: float = option(0.0, metavar="WD", help="Adam's weight decay")
+    dropout: float | None = option(None, metavar="P", help="dropout (default: the preset's)")
     pre_norm: bool = option(False, help="layer norm before each block")
     seed: int = option(
         1, metavar="N", help="seed of the model's initialisation, dropout and batch order"
@@ -75,7 +78,7 @@ class TrainConfig:
     patience: int = option(
         0, metavar="N", help="stop after N validations without improvement (0: never)"
     )
-    log_interval: int = option(50, metavar="N", help="a JSON line on stdout every N updates")
+    log_interval: int = option(50, metavar="N", help="a record in train_log.jsonl every N updates")
     format: str | None = option(
         None, choices=("arrow", "fairseq"), help="shards to read (default: the first the data has)"
     )
@@ -123,7 +126,7 @@ class TrainConfig:
     def rerun(self) -> str:
         return f"resumes from the last checkpoint in {self.save_dir}"
 
-    def run(self, echo_records: bool) -> dict[str, Any]:
+    def run(self) -> dict[str, Any]:
         from nmtpipe.trainers.train.train import train
 
-        return train(self, echo_records)
+        return train(self)

@@ -52,5 +52,5 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
             raise ConfigError("--last must be at least 1")
         out, urls = write_average(args.save_dir, args.last, args.output)
     report = f"averaged {len(urls)} checkpoint(s) into {out}: " + ", ".join(urls)
-    logs.show("average", {"output": out, "averaged": list(urls)}, report)
+    logs.show(args, logs.Shown({"output": out, "averaged": list(urls)}, report))
     return 0

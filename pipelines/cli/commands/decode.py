@@ -43,13 +43,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_nproc(flags.add_options(parser, CONFIG, "input and output")[JOB])
 
 
+# What the counts of inputs and translations out of the ordinary mean, said beside them.
+COUNTED = {
+    "truncated": "longer than --max-source-positions: cut to it",
+    "skipped": "longer than --max-source-positions: an empty line",
+    "unfinished": "no EOS within --max-len-a * source length + --max-len-b tokens: cut there",
+}
+
+
 def report(summary: dict) -> str:
     done = (
         f"translated {summary['sentences']:,} sentences in {summary['seconds']} s "
         f"({summary['sentences_per_s']:,.1f} sentences/s, "
         f"{summary['target_tokens_per_s']:,.0f} target tokens/s, {summary['world']} rank(s))"
     )
-    notes = [f"{summary[k]} {k}" for k in ("truncated", "skipped", "unfinished") if summary[k]]
+    notes = [f"{summary[k]:,} {k} ({why})" for k, why in COUNTED.items() if summary[k]]
     if notes:
         done += "; " + ", ".join(notes)
     lines = [done]
@@ -59,9 +67,9 @@ def report(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def show(summary: dict[str, Any]) -> None:
-    logs.show("decode", summary, report(summary))
+def shown(summary: dict[str, Any]) -> logs.Shown:
+    return logs.Shown(summary, report(summary))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    return run_torch_job(flags.from_args(CONFIG, args), args, beam_args, show)
+    return run_torch_job(flags.from_args(CONFIG, args), args, shown)

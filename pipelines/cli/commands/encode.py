@@ -65,10 +65,11 @@ def report(outcome: StepOutcome) -> str:
     return "\n".join(lines)
 
 
-def show(outcome: StepOutcome) -> None:
-    logs.show("encode", logs.outcome_result(outcome), report(outcome))
+def shown(outcome: StepOutcome) -> logs.Shown:
+    return logs.Shown(logs.outcome_result(outcome), report(outcome))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    show(run_encode(flags.from_args(CONFIG, args), beam_args, **logs.step_options(args)))
+    outcome = run_encode(flags.from_args(CONFIG, args), beam_args, **logs.step_options(args))
+    logs.show(args, shown(outcome))
     return 0

@@ -39,12 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--force", action="store_true", help="export again even if cached")
 
 
-def show(result: dict[str, Any]) -> None:
+def shown(result: dict[str, Any]) -> logs.Shown:
     """The manifest as the command's JSON result, one line for the user on stderr."""
     what = "cached: already exported" if result["cached"] else f"exported in {result['seconds']} s"
     files = ", ".join(f["path"] for f in result["files"])
     report = f"{what}: {result['format']} model in {result['options']['checkpoint']} → {files}"
-    logs.show("export", result, report)
+    return logs.Shown(result, report)
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
@@ -55,5 +55,5 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         from nmtpipe.trainers.export.export import run_export  # transformers: only here
     except ImportError as e:
         raise ConfigError(f"export needs pip install 'nmtpipe[export]' ({e})") from None
-    show(run_export(config, force=args.force, log=logs.progress))
+    logs.show(args, shown(run_export(config, force=args.force, log=logs.progress)))
     return 0

@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import os
 import sys
+from typing import Any
 
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.config_file import example_config, load_config
@@ -128,12 +129,19 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         os.chdir(args.workdir)
     config = load_config(path)
     config = dataclasses.replace(config, beam=(*config.beam, *beam_args))
-    result = refresh(config, args.until, args.break_lock, logs.progress, not args.verbose)
-    logs.show("refresh", dataclasses.asdict(result), report(result, config.root))
-    if args.train:
-        on_latest("train", config, logs.progress, show_step, args.verbose, RANK_MODULE)
-    if args.decode:
-        on_latest("decode", config, logs.progress, show_step, args.verbose, RANK_MODULE)
+    done = refresh(config, args.until, args.break_lock, logs.progress, not args.verbose)
+    logs.tell(report(done, config.root))
+    result = dataclasses.asdict(done)  # and the results of --train and --decode, as they end
+
+    def show(step: str, summary: dict[str, Any]) -> None:
+        result[step] = show_step(step, summary)
+
+    try:
+        for step in ("train", "decode"):
+            if getattr(args, step):
+                on_latest(step, config, logs.progress, show, args.verbose, RANK_MODULE)
+    finally:  # what was published is a result even when training on it fails
+        logs.result(args, result)
     return 0
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.workflow.report import REPORT, write_report
 from nmtpipe.transforms.errors import ConfigError
 
@@ -33,5 +34,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
-    print(write_report(args.target, args.output), flush=True)
+    page = write_report(args.target, args.output)
+    logs.show(args, logs.Shown({"report": page}, f"report: {page}"))
     return 0

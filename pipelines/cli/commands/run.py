@@ -21,8 +21,9 @@ holds the options of its command (`nmtpipe STEP --help`, with underscores); the
 workflow connects the steps under `root` ({root}/prepared, vocab, encoded, checkpoints,
 decoded). A step whose result is already there with the same inputs and options is
 reported as cached and not run again; a changed option runs that step and those after
-it. Ends with a table of what each step did and the path of the dataset's report
-(report.html beside the encoded data, see `nmtpipe report`).
+it. Ends with a table of what each step did and the path of the dataset's report,
+{root}/encoded/report.html ({root}/prepared/report.html when it stops before encode;
+see `nmtpipe report`).
 """
 EPILOG = """\
 examples:
@@ -52,11 +53,22 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if STEPS.index(args.first) > STEPS.index(args.last):
         raise ConfigError(f"--from {args.first} comes after --until {args.last}")
     config = load_config(example_config(args.example) if args.example else args.config)
+    shown: dict[str, list[dict[str, Any]]] = {}  # step → the results it showed
+
+    def show(step: str, outcome: Any) -> None:
+        shown.setdefault(step, []).append(show_step(step, outcome))
+
     results = run_workflow(
-        config, args.first, args.last, logs.progress, show_step, not args.verbose, RANK_MODULE
+        config, args.first, args.last, logs.progress, show, not args.verbose, RANK_MODULE
     )
     steps = [
-        {"step": r.step, "status": r.status, "seconds": round(r.seconds, 1), "figures": r.figures}
+        {
+            "step": r.step,
+            "status": r.status,
+            "seconds": round(r.seconds, 1),
+            "figures": r.figures,
+            "results": shown.get(r.step, []),
+        }
         for r in results
     ]
     result: dict = {"steps": steps}
@@ -69,7 +81,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if page is not None:
         result["report"] = page
         report += f"\nreport: {page}"
-    logs.show("run", result, report)
+    logs.show(args, logs.Shown(result, report))
     failed = results[-1]
     if failed.error is not None:
         line, code = logs.error_line(failed.step, failed.error, args.verbose)

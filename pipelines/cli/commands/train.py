@@ -23,8 +23,9 @@ checkpoints in --save-dir (any fsspec URL): checkpoint_last.pt, checkpoint_best.
 --average-last N), and learning_curve.svg at the end. Re-running the same command
 resumes from checkpoint_last.pt at the exact batch it stopped at.
 
-Progress is printed as JSON lines on stdout (update, loss, nll_loss, lr, tokens/s,
-validation), the last one the result; a progress bar (or a line per interval) on stderr.
+Records go to train_log.jsonl beside the checkpoints, one JSON line per --log-interval
+updates (update, loss, nll_loss, lr, tokens/s) and per validation; stderr shows a
+progress bar with the loss (or a line per interval) and a line per validation.
 
 Integrity: every shard is checked against the sha256 its manifest records once per file
 and machine, when the data is opened (the first rank of each machine reads each file
@@ -66,9 +67,9 @@ def report(summary: dict[str, Any]) -> str:
     )
 
 
-def show(summary: dict[str, Any]) -> None:
-    logs.show("train", summary, report(summary))
+def shown(summary: dict[str, Any]) -> logs.Shown:
+    return logs.Shown(summary, report(summary))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    return run_torch_job(flags.from_args(CONFIG, args), args, beam_args, show)
+    return run_torch_job(flags.from_args(CONFIG, args), args, shown)

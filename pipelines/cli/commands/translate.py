@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from nmtpipe.pipelines.cli import flags, logs
@@ -30,6 +29,7 @@ examples:
 
 
 CONFIG = TranslateConfig
+STREAMS = True  # stdout carries its translations, not a JSON result: no --json (main.py)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,5 +43,5 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     from nmtpipe.trainers.generate.translate import translate  # torch: only now
 
     done = translate(config, sys.stdout, logs.progress if args.verbose else lambda _: None)
-    print(json.dumps({"translated": done}), file=sys.stderr, flush=True)
+    logs.tell(f"translated {done['sentences']:,} sentences")
     return 0

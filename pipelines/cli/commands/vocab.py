@@ -62,14 +62,15 @@ def report(outcome: StepOutcome) -> str:
     return "\n".join(lines)
 
 
-def show(outcome: StepOutcome) -> None:
+def shown(outcome: StepOutcome) -> logs.Shown:
     sides = {
         side: {"vocab_size": info["vocab_size"], "files": info["files"]}
         for side, info in outcome.manifest["vocabularies"].items()
     }
-    logs.show("vocab", logs.outcome_result(outcome, vocabularies=sides), report(outcome))
+    return logs.Shown(logs.outcome_result(outcome, vocabularies=sides), report(outcome))
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    show(run_vocab(flags.from_args(CONFIG, args), beam_args, **logs.step_options(args)))
+    outcome = run_vocab(flags.from_args(CONFIG, args), beam_args, **logs.step_options(args))
+    logs.show(args, shown(outcome))
     return 0

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from nmtpipe.pipelines.cli.main import entry, main
-from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
+from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, train_records, write_pair
 
 NMTPIPE = [sys.executable, "-m", "nmtpipe"]
 
@@ -349,10 +349,10 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
         return proc
 
     def results(proc: subprocess.CompletedProcess) -> dict:
-        # One contract for every command: stdout holds JSON lines only, the result last.
-        lines = [json.loads(line) for line in proc.stdout.splitlines()]
-        assert lines[-1]["command"] == proc.args[len(NMTPIPE)]
-        return lines[-1]["result"]
+        # One contract for every command: stdout holds one JSON document, its result.
+        document = json.loads(proc.stdout)
+        assert document["command"] == proc.args[len(NMTPIPE)]
+        return document["result"]
 
     prepare = ["prepare", "--example", "--split-key", "src", "--test-fraction", "0.02",
                "--output", str(tmp_path / "prepared")]  # fmt: skip
@@ -391,7 +391,8 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
         "train", "--data", str(tmp_path / "encoded"), "--save-dir", str(tmp_path / "ckpt"),
         "--max-tokens", "2048", "--max-update", "10", "--log-interval", "5",
     )  # fmt: skip
-    assert '"update": 10' in train.stdout and "trained to update 10" in train.stderr
+    assert "trained to update 10" in train.stderr
+    assert [r["update"] for r in train_records(tmp_path / "ckpt") if "loss" in r] == [5, 10]
     assert results(train)["updates"] == 10
     assert (tmp_path / "ckpt" / "checkpoint_last.pt").exists()
     # Short hypotheses: a model of 10 updates would babble to the length limit.
@@ -505,3 +506,15 @@ def test_encode_errors_are_one_line(capsys, tmp_path):
         capsys, "encode", "--prepared", "p", "--vocab", "v", "--output", "o", "--formats", "csv"
     )
     assert code == 2 and "--formats takes one or more of arrow,fairseq, not csv" in err
+
+
+def test_decode_says_what_its_counts_out_of_the_ordinary_mean():
+    from nmtpipe.pipelines.cli.commands.decode import report
+
+    speed = {"seconds": 5.0, "sentences_per_s": 126.0, "target_tokens_per_s": 900.0}
+    counts = {"sentences": 630, "world": 1, "truncated": 0, "skipped": 2, "unfinished": 128}
+    summary = {**speed, **counts}
+    assert report(summary).endswith(
+        "; 2 skipped (longer than --max-source-positions: an empty line), 128 unfinished "
+        "(no EOS within --max-len-a * source length + --max-len-b tokens: cut there)"
+    )

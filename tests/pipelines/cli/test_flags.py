@@ -71,3 +71,11 @@ def test_every_command_option_is_its_config_field(command):
     config = own(args) if own else flags.from_args(module.CONFIG, args)
     fields = {**values, **({"trainpref": ("t",)} if command == "prepare" else {})}
     assert config == module.CONFIG(**fields)
+
+
+@pytest.mark.parametrize("command", CONFIGURED)
+def test_a_decimal_says_what_it_is(command):
+    """N is a whole number: a decimal's metavar names it (`--lr LR`, `--valid-fraction F`)."""
+    for opt in options(command_module(command).CONFIG):
+        if opt.kind == "float":
+            assert opt.spec.metavar not in (None, "N"), opt.flag

@@ -31,7 +31,7 @@ from nmtpipe.transforms.formats.prepared import read_prepared
 from nmtpipe.transforms.storage import fsio, manifest, versions
 from nmtpipe.transforms.text.t2t_tokenizer import count_tokens
 from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
-from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
+from tests.helpers import IN_MEMORY, MULTI_PROCESS, command_result, example_lines, write_pair
 
 EN, ZH = example_lines("tatoeba-cmn", "en")[::20], example_lines("tatoeba-cmn", "zh")[::20]
 THIRD = len(EN) // 3
@@ -61,9 +61,11 @@ def config(tmp_path: Path, root: str | None = None, prepare=None, **refresh) -> 
 
 
 def refresh(path: Path, capsys, *args: str) -> str:
-    """The report a refresh printed for people (on stderr; stdout holds its JSON)."""
+    """The report a refresh printed for people (on stderr; stdout is its JSON document)."""
     assert main(["refresh", str(path), *args]) == 0
-    return capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "status" in command_result(out)
+    return err
 
 
 def texts(url: str) -> dict[str, set[tuple[str, str]]]:

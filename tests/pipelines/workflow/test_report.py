@@ -13,7 +13,7 @@ from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
 from tests.browser import find_browser, open_page
-from tests.helpers import DATA, IN_MEMORY, example_lines, write_pair
+from tests.helpers import DATA, IN_MEMORY, command_result, example_lines, write_pair
 
 # Every plot drawn: an SVG with a size and shapes in it.
 PLOTS = """(() => {
@@ -52,7 +52,7 @@ def encoded(tmp_path_factory):
 
 def test_the_report_says_what_happened(encoded, capsys):
     assert main(["report", str(encoded / "encoded")]) == 0
-    path = capsys.readouterr().out.strip()
+    path = command_result(capsys.readouterr().out)["report"]
     assert path == str(encoded / "encoded" / "report.html")
     page = (encoded / "encoded" / "report.html").read_text(encoding="utf-8")
     for expected in ("wrong-language", "overlap", "duplicate", "&lt;unk&gt; rate", "fertility",

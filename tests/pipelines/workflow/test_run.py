@@ -11,7 +11,7 @@ import yaml
 from nmtpipe.pipelines.cli.config_file import example_config, load_config
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.transforms.errors import ConfigError
-from tests.helpers import IN_MEMORY, command_result, example_lines, write_pair
+from tests.helpers import IN_MEMORY, command_result, example_lines, train_records, write_pair
 
 
 def config(tmp_path: Path, **changes) -> Path:
@@ -48,8 +48,7 @@ def table(stdout: str) -> dict[str, str]:
 
 def updates_logged(root: Path) -> list[int]:
     """The updates of the per-update records in the run's train_log.jsonl."""
-    lines = (root / "checkpoints" / "train_log.jsonl").read_text().splitlines()
-    return [record["update"] for record in map(json.loads, lines) if "loss" in record]
+    return [record["update"] for record in train_records(root / "checkpoints") if "loss" in record]
 
 
 def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
@@ -70,11 +69,12 @@ def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     report = first[first.index("5 translations of the test split:") :].splitlines()[1:16]
     assert [line.split()[0] for line in report] == ["source", "reference", "hypothesis"] * 5
     assert json.loads((root / "checkpoints" / "train_summary.json").read_text())["updates"] == 4
-    # stdout holds the steps' results and the run's, never training's per-update records:
-    # those are in train_log.jsonl beside the checkpoints.
-    assert {json.loads(line)["command"] for line in out.splitlines()} == {
-        "prepare", "vocab", "encode", "train", "decode", "run",
-    }  # fmt: skip
+    # stdout is one document, the run's, with the results each step printed as a command
+    # inside (decode's: the test split's, then the news set's); training's per-update
+    # records are in train_log.jsonl beside the checkpoints.
+    steps = command_result(out)["steps"]
+    assert [len(step["results"]) for step in steps] == [1, 1, 1, 1, 2]
+    assert steps[3]["results"][0]["updates"] == 4 and steps[4]["results"][1]["sentences"] == 5
     assert updates_logged(root) == [1, 2, 3, 4]
     assert main(["run", str(path)]) == 0
     assert set(table(capsys.readouterr().out).values()) == {"cached"}
@@ -189,6 +189,7 @@ def test_the_beam_part_of_the_chain_gives_the_same_bytes_on_the_portable_runner(
     """The path Flink and Spark take: the job service plus an EXTERNAL worker pool."""
     local = config(tmp_path)
     assert main(["run", str(local), "--until", "encode"]) == 0
+    capsys.readouterr()
     portable = config(tmp_path, root=str(tmp_path / "portable"), beam=portable_runner)
     assert main(["run", str(portable), "--until", "encode"]) == 0
     statuses = table(capsys.readouterr().out)

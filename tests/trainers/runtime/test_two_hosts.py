@@ -25,7 +25,7 @@ import pytest
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.trainers.runtime.distributed import peer_failure
 from tests import netns
-from tests.helpers import command_result, encode_example
+from tests.helpers import command_result, encode_example, train_records
 
 UPDATES, SAVE_AT = 8, 2
 TORCHRUN = str(Path(sys.executable).with_name("torchrun"))
@@ -115,12 +115,9 @@ def one_host_env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
-def records(stdout: str) -> list[dict]:
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
-
-
-def losses(stdout: str) -> dict[int, float]:
-    return {r["update"]: r["loss"] for r in records(stdout) if "loss" in r}
+def losses(save_dir: Path) -> list[tuple[int, float]]:
+    """(update, loss) of each update the run in `save_dir` kept in its train_log.jsonl."""
+    return [(r["update"], r["loss"]) for r in train_records(save_dir) if "loss" in r]
 
 
 def rank_pids(host: netns.Host) -> list[int]:
@@ -159,27 +156,29 @@ def runs(encoded, hosts, tmp_path_factory) -> dict:
         killed_at = time.monotonic()
         killed = wait(nodes, timeout=ENDS_WITHIN)
         ended_after = time.monotonic() - killed_at
+        before = losses(save_dir)  # what the killed job kept: up to its last checkpoint
         resumed = ok(wait(start_two_nodes(hosts, train_args(encoded, save_dir))))
     finally:
-        ((_, one_host, _),) = ok(wait([reference]))
+        ok(wait([reference]))
     return {
         "save_dir": save_dir,
-        "reference": one_host,
+        "reference": losses(folder / "one_host"),
         "killed": killed,
         "ended_after": ended_after,
+        "before": before,
         "resumed": resumed,
     }
 
 
 @pytest.mark.slow
 def test_two_hosts_train_with_the_losses_of_one(runs):
-    reference = losses(runs["reference"])
-    assert sorted(reference) == list(range(1, UPDATES + 1))
-    before = losses(runs["killed"][0][1])  # the first host's rank printed the records
-    after = losses(runs["resumed"][0][1])
-    assert SAVE_AT <= max(before) < UPDATES
-    assert set(before) | set(after) == set(reference)
-    for update, loss in [*before.items(), *after.items()]:
+    reference = dict(runs["reference"])
+    assert list(reference) == list(range(1, UPDATES + 1))
+    # The killed job's records up to its checkpoint, then the rerun's from there.
+    kept = losses(runs["save_dir"])
+    assert kept[: len(runs["before"])] == runs["before"]
+    assert [update for update, _ in kept] == list(reference)
+    for update, loss in kept:
         assert loss == pytest.approx(reference[update], rel=1e-6), update
 
 
@@ -197,11 +196,9 @@ def test_a_rank_killed_on_the_second_host_ends_both_with_one_line_and_a_rerun_re
         f"re-running the same command resumes from the last checkpoint in {runs['save_dir']}"
     )
     # The same two commands again: from the last checkpoint to the end.
-    stdout = runs["resumed"][0][1]
-    after = losses(stdout)
-    assert min(after) > 1 and min(after) % SAVE_AT == 1
-    assert sorted(after) == list(range(min(after), UPDATES + 1))
-    summary = command_result(stdout)
+    stopped = len(runs["before"])
+    assert stopped >= SAVE_AT and stopped % SAVE_AT == 0 and stopped < UPDATES
+    summary = command_result(runs["resumed"][0][1])
     assert summary["resumed"] and summary["updates"] == UPDATES
 
 

@@ -27,8 +27,8 @@ class CountJob:
     summary_file: ClassVar[str] = "count.json"
     rerun: ClassVar[str] = "counts again"
 
-    def run(self, echo_records: bool) -> dict[str, Any]:
-        summary = {"count": self.count, "echoed": echo_records}
+    def run(self) -> dict[str, Any]:
+        summary = {"count": self.count}
         fsio.write_bytes(fsio.join(self.output, self.summary_file), json.dumps(summary).encode())
         return summary
 
@@ -36,14 +36,14 @@ class CountJob:
 class LostJob(CountJob):
     """A count whose rank loses another: gloo's error as a rank sees it."""
 
-    def run(self, echo_records: bool) -> dict[str, Any]:
+    def run(self) -> dict[str, Any]:
         raise RuntimeError("[/gloo/transport/tcp/pair.cc:553] Connection closed by peer [::1]:7")
 
 
 def test_launch_runs_a_job_of_any_kind(tmp_path):
     job = CountJob(str(tmp_path / "out"), 3)
-    assert launch.run_job(job, echo_records=False) == {"count": 3, "echoed": False}
-    assert launch.result_of(job) == {"count": 3, "echoed": False}
+    assert launch.run_job(job) == {"count": 3}
+    assert launch.result_of(job) == {"count": 3}
     assert launch.failure_line(job, 2, 1, None) == (
         "count failed on 2 processes (torchrun exit 1); re-running the same command counts again"
     )

@@ -11,7 +11,7 @@ import pytest
 
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.trainers.runtime import checkpoint
-from tests.helpers import command_result, encode_example
+from tests.helpers import command_result, encode_example, train_records
 
 UPDATES, SAVE_AT = 24, 12
 NMTPIPE = [sys.executable, "-m", "nmtpipe"]
@@ -32,12 +32,9 @@ def train_args(data, save_dir, *more) -> list[str]:
     ]  # fmt: skip
 
 
-def records(stdout: str) -> list[dict]:
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
-
-
-def losses(stdout: str) -> dict[int, float]:
-    return {r["update"]: r["loss"] for r in records(stdout) if "loss" in r}
+def losses(save_dir) -> dict[int, float]:
+    """Each update's loss, as the run in `save_dir` kept it in train_log.jsonl."""
+    return {r["update"]: r["loss"] for r in train_records(save_dir) if "loss" in r}
 
 
 def run(cmd: list[str]) -> subprocess.CompletedProcess:
@@ -48,15 +45,18 @@ def run(cmd: list[str]) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def ddp(encoded, tmp_path_factory):
-    """An uninterrupted two-process gloo run (through `--nproc 2`, i.e. torchrun)."""
+    """An uninterrupted two-process gloo run (through `--nproc 2`, i.e. torchrun): its
+    save dir and stdout."""
     save_dir = tmp_path_factory.mktemp("ddp") / "ckpt"
-    return run([*NMTPIPE, *train_args(encoded, save_dir, "--nproc", "2", "--eval-bleu")]).stdout
+    args = train_args(encoded, save_dir, "--nproc", "2", "--eval-bleu")
+    return save_dir, run([*NMTPIPE, *args]).stdout
 
 
 def test_two_process_ddp_learns_and_equals_one_process(encoded, ddp, tmp_path):
-    curve = losses(ddp)
+    save_dir, stdout = ddp
+    curve = losses(save_dir)
     assert sorted(curve) == list(range(1, UPDATES + 1))
-    summary = command_result(ddp)
+    summary = command_result(stdout)
     assert summary["updates"] == UPDATES and summary["valid_loss"] < 0.75 * curve[1]
     # One process with two micro-batches per update sees the same global batches.
     args = train_args(encoded, tmp_path / "single", "--update-freq", "2", "--eval-bleu")
@@ -64,7 +64,7 @@ def test_two_process_ddp_learns_and_equals_one_process(encoded, ddp, tmp_path):
     # BLEU: each rank translates its share of the validation split, the statistics summed.
     single_summary = command_result(single.stdout)
     assert single_summary["valid_bleu"] == pytest.approx(summary["valid_bleu"], abs=1.0)
-    single_curve = losses(single.stdout)
+    single_curve = losses(tmp_path / "single")
     assert sorted(single_curve) == sorted(curve)
     for update, loss in single_curve.items():
         assert loss == pytest.approx(curve[update], rel=2e-3), update
@@ -99,11 +99,11 @@ def test_a_killed_job_resumes_at_the_exact_batch(encoded, ddp, tmp_path):
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert killed.returncode != 0
-    assert max(losses(killed.stdout)) == SAVE_AT
-    resumed = run([*NMTPIPE, *train_args(encoded, save_dir, "--nproc", "2")])
-    after = losses(resumed.stdout)
+    assert checkpoint.load(str(save_dir / "checkpoint_last.pt"))["position"]["update"] == SAVE_AT
+    run([*NMTPIPE, *train_args(encoded, save_dir, "--nproc", "2")])
+    after = losses(save_dir)
     assert sorted(after) == list(range(SAVE_AT + 1, UPDATES + 1))  # nothing repeated or lost
-    reference = losses(ddp)
+    reference = losses(ddp[0])
     for update, loss in after.items():  # the same batches in the same order, same weights
         assert loss == pytest.approx(reference[update], rel=1e-4), update
     assert os.path.exists(save_dir / "checkpoint_best.pt")
@@ -181,9 +181,9 @@ def test_early_stopping_and_checkpoints_on_s3(encoded, tmp_path, capsys, s3):
     args = [*train_args(encoded, f"{s3}/ckpt"), "--lr", "0", "--validate-interval-updates", "1",
             "--patience", "2", "--max-update", "50"]  # fmt: skip
     assert main(args) == 0
-    out = records(capsys.readouterr().out)
-    assert [r["update"] for r in out if "valid_loss" in r] == [1, 2, 3]
-    assert out[-1]["result"]["updates"] == 3
+    out, err = capsys.readouterr()
+    assert command_result(out)["updates"] == 3
+    assert "validation at update 3 (epoch 1): loss " in err  # a line for people per validation
     import s3fs
 
     names = sorted(p.rsplit("/", 1)[-1] for p in s3fs.S3FileSystem().ls("nmtpipe-test/ckpt"))
@@ -191,9 +191,9 @@ def test_early_stopping_and_checkpoints_on_s3(encoded, tmp_path, capsys, s3):
         "checkpoint_best.pt", "checkpoint_last.pt", "learning_curve.json", "learning_curve.svg",
         "train_log.jsonl", "train_summary.json",
     ]  # fmt: skip
-    # The records it printed are kept beside the checkpoints (the result line aside).
+    # The records are kept beside the checkpoints.
     kept = s3fs.S3FileSystem().cat("nmtpipe-test/ckpt/train_log.jsonl").decode().splitlines()
-    assert [json.loads(line) for line in kept] == out[:-1]
+    assert [json.loads(line)["update"] for line in kept if "valid_loss" in line] == [1, 2, 3]
     # Resuming from S3 continues where it stopped (patience already ran out: no update).
     assert main(args) == 0
     summary = command_result(capsys.readouterr().out)
@@ -209,8 +209,7 @@ def test_bleu_picks_the_best_checkpoint_and_the_run_leaves_curves_and_an_average
             "--average-last", "2"]  # fmt: skip
     assert main(args) == 0
     stdout = capsys.readouterr().out
-    out = records(stdout)
-    bleu = {r["update"]: r["valid_bleu"] for r in out if "valid_bleu" in r}
+    bleu = {r["update"]: r["valid_bleu"] for r in train_records(save_dir) if "valid_bleu" in r}
     assert sorted(bleu) == [6, 12] and all(0 <= b <= 100 for b in bleu.values())
     best = checkpoint.load(str(save_dir / "checkpoint_best.pt"))
     assert best["best_metric"] == "bleu" and best["best"] == max(bleu.values())
