@@ -28,6 +28,16 @@ def find_browser() -> str | None:
     return next((path for name in BROWSERS if (path := shutil.which(name))), None)
 
 
+def require_browser() -> str:
+    """The headless Chromium a browser test drives; the test skips, saying why, without."""
+    import pytest
+
+    browser = find_browser()
+    if browser is None:
+        pytest.skip("no headless Chromium here (.ci/run installs Debian's chromium package)")
+    return browser
+
+
 @dataclass
 class Page:
     errors: list[str] = field(default_factory=list)  # console errors and exceptions

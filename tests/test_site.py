@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from tests.browser import Browser, Page, find_browser
+from tests.browser import Browser, Page, require_browser
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1280, 800
@@ -67,8 +67,7 @@ LOCAL = {"file", "data", "blob", "about"}
 def site(tmp_path_factory) -> Path:
     pytest.importorskip("mkdocs", reason="no mkdocs here (pyproject's docs group)")
     pytest.importorskip("material", reason="no mkdocs-material here (pyproject's docs group)")
-    if find_browser() is None:
-        pytest.skip("no headless Chromium here (.ci/run installs Debian's chromium package)")
+    require_browser()
     out = tmp_path_factory.mktemp("site")
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(out)],
@@ -85,7 +84,7 @@ def site(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser(site) -> Iterator[Browser]:
-    with Browser(find_browser(), WIDTH, HEIGHT) as opened:
+    with Browser(require_browser(), WIDTH, HEIGHT) as opened:
         yield opened
 
 

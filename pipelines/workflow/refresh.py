@@ -27,6 +27,7 @@ the version is content-addressed, so a killed refresh loses only its unfinished 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from nmtpipe.transforms.formats import encoded_dataset, prepared
 from nmtpipe.transforms.formats.exclusions import write_exclusions
 from nmtpipe.transforms.formats.overlap_index import VersionPart, index_url
 from nmtpipe.transforms.storage import fsio, manifest, versions
+from nmtpipe.transforms.storage.commit import StepOutcome
 from nmtpipe.transforms.text.split import SPLITS
 from nmtpipe.transforms.vocab import counts, vocabulary
 from nmtpipe.transforms.vocab.counts import JOINED
@@ -127,17 +129,17 @@ class Refresh:
         if self.previous is not None and not changed:
             result.status, result.number = "unchanged", self.latest
             return result
-        result.prepared = self._run([part.step for part in parts], "prepare")
+        result.prepared = self._ran(self._run([part.step for part in parts]), "prepare")
         result.status = "prepare"
         if until != "prepare":
             self._vocab(parts, result)
             result.status = "vocab"
         if until not in ("prepare", "vocab"):
-            steps = {part.key: self._encode_step(part, result.vocab) for part in parts}
-            result.encoded = self._run(list(steps.values()), "encode")
+            encoded = self._run([self._encode_step(part, result.vocab) for part in parts])
+            result.encoded = self._ran(encoded, "encode")
             result.status = "encode"
         if until == "publish":
-            doc = self._version_doc(parts, steps, result)
+            doc = self._version_doc(parts, encoded, result)
             doc["exclusions"] = self._exclusions(parts, doc["parts"])
             for split, n in doc["exclusions"]["pairs"].items():
                 doc["splits"][split] -= n
@@ -149,12 +151,12 @@ class Refresh:
         result.seconds = time.perf_counter() - started
         return result
 
-    def _run(self, steps: list[Step], what: str) -> int:
-        """Run `steps` (their graphs in one pipeline; a committed one is kept); how many
-        ran. On a local runner, work of up to `in_process_bytes` runs in this process,
-        where starting worker processes would cost more than the work (the usual
-        refresh: one new file)."""
-        outcomes = run_steps(
+    def _run(self, steps: list[Step]) -> list[StepOutcome]:
+        """Run `steps` (their graphs in one pipeline; a committed one is kept). On a
+        local runner, work of up to `in_process_bytes` runs in this process, where
+        starting worker processes would cost more than the work (the usual refresh: one
+        new file)."""
+        return run_steps(
             [lambda step=step: step for step in steps],
             list(self.config.beam),
             replace=True,
@@ -162,9 +164,12 @@ class Refresh:
             quiet=self.quiet,
             in_process_bytes=self.settings.in_process_bytes,
         )
+
+    def _ran(self, outcomes: list[StepOutcome], what: str) -> int:
+        """How many of `outcomes` ran rather than being kept; said when some did."""
         ran = sum(not outcome.cached for outcome in outcomes)
         if ran:
-            self.log(f"{what}: {ran} of {len(steps)} part(s) done, the rest kept")
+            self.log(f"{what}: {ran} of {len(outcomes)} part(s) done, the rest kept")
         return ran
 
     # --- what changed --------------------------------------------------------------
@@ -193,14 +198,19 @@ class Refresh:
         result.removed = sorted(set(gone) - set(new))
         result.kept = len(now) - len(new)
         if self.previous is not None:
-            result.options_changed = not self._vocab_current(self.previous["vocab"]["path"]) or (
-                not all(self._encoded_current(listed) for listed in self.listed.values())
+            result.options_changed = not self._vocab_current or not all(
+                self._encoded_current(listed) for listed in self.listed.values()
             )
         return result
 
-    def _vocab_current(self, vocab: str) -> bool:
-        """Whether `vocab` was built with the vocabulary options asked for now."""
-        doc = manifest.read_manifest(fsio.join(self.root, vocab), vocabulary.KIND)
+    @functools.cached_property
+    def _vocab_current(self) -> bool:
+        """Whether the last version's vocabulary was built with the vocabulary options
+        asked for now."""
+        if self.previous is None:
+            return False
+        url = fsio.join(self.root, self.previous["vocab"]["path"])
+        doc = manifest.read_manifest(url, vocabulary.KIND)
         wanted = manifest.fingerprint(self.vocab_config.options())
         return doc is not None and manifest.fingerprint(doc["options"]) == wanted
 
@@ -220,7 +230,7 @@ class Refresh:
         """Keep the last version's vocabulary unless its options changed or the new
         parts' coverage drift passes the threshold; else build one from every part."""
         last = (self.previous or {}).get("vocab")
-        if last is not None and self._vocab_current(last["path"]):
+        if last is not None and self._vocab_current:
             new = [p.prepared for p in parts if p.key not in self.listed]
             result.drift = self._drift(last["path"], new, self.vocab_config.joined)
             worst = max(result.drift.values(), default=0.0)
@@ -308,13 +318,11 @@ class Refresh:
         return {"path": rel, "size": written.size, "sha256": written.sha256, **summary(rows)}
 
     def _version_doc(
-        self, parts: list[Part], encoded: dict[str, EncodeStep], result: RefreshResult
+        self, parts: list[Part], encoded: list[StepOutcome], result: RefreshResult
     ) -> dict[str, Any]:
         listed, splits = [], {}
-        for part in parts:
-            step = encoded[part.key]
-            doc = manifest.read_manifest(step.output, encoded_dataset.KIND)
-            assert doc is not None
+        for part, outcome in zip(parts, encoded, strict=True):
+            doc = outcome.manifest
             pairs = {split: info["pairs"] for split, info in doc["splits"].items()}
             for split, n in pairs.items():
                 splits[split] = splits.get(split, 0) + n
@@ -325,7 +333,7 @@ class Refresh:
                     "role": part.role,
                     "input": part.identity,
                     "prepared": part.prepared,
-                    "encoded": fsio.relative_to(self.root, step.output),
+                    "encoded": part.encoded(result.vocab, self.encode_key),
                     "pairs": pairs,
                 }
             )

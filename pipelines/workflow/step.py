@@ -139,14 +139,13 @@ def _reuse(step: Step, force: bool, replace: bool, log: Log) -> Committed | None
 
 
 def _build(
-    todo: list[Step], beam_args: list[str], log: Log, quiet: bool, in_process_bytes: int | None
+    todo: list[Step], beam_args: list[str], log: Log, quiet: bool, in_process: bool
 ) -> tuple[list[Committed], str]:
-    """Run the graphs of `todo` as one pipeline, then commit each; their commits and
-    the runner's description."""
+    """Run the graphs of `todo` as one pipeline (in this process if `in_process`), then
+    commit each; their commits and the runner's description."""
     size = sum(step.input_bytes for step in todo)
     cores = max(step.cores_per_worker for step in todo)
-    small = in_process_bytes is not None and size <= in_process_bytes
-    if small and runs_locally(pipeline_options(beam_args)):
+    if in_process:
         beam_args = [*beam_args, *IN_PROCESS]
     options = pipeline_options(beam_args, size, cores_per_worker=cores)
     graphs = [step.graph(options) for step in todo]
@@ -182,14 +181,16 @@ def run_steps(
     runner, work of up to `in_process_bytes` runs in this process, whatever mode the
     Beam options name (a refresh's small change)."""
     started = time.perf_counter()
-    pipeline_options(beam_args)  # fail early on bad Beam options
+    local = runs_locally(pipeline_options(beam_args))  # fails early on bad Beam options
     steps = [plan() for plan in plans]
     reused = [_reuse(step, force, replace, log) for step in steps]
     todo = [step for step, done in zip(steps, reused, strict=True) if done is None]
     built = iter(())
     runner = "cached"
     if todo:
-        commits, runner = _build(todo, beam_args, log, quiet, in_process_bytes)
+        size = sum(step.input_bytes for step in todo)
+        small = in_process_bytes is not None and size <= in_process_bytes
+        commits, runner = _build(todo, beam_args, log, quiet, local and small)
         built = iter(commits)
     seconds = time.perf_counter() - started
     outcomes = []

@@ -12,7 +12,7 @@ from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
-from tests.browser import find_browser, open_page
+from tests.browser import open_page, require_browser
 from tests.helpers import DATA, IN_MEMORY, command_result, example_lines, write_pair
 
 # Every plot drawn: an SVG with a size and shapes in it.
@@ -84,9 +84,7 @@ def test_the_length_ratio_plot_draws_every_pair_in_its_bin(encoded, monkeypatch)
 
 
 def test_the_report_opens_in_a_browser_with_every_plot_drawn(encoded, tmp_path):
-    browser = find_browser()
-    if browser is None:
-        pytest.skip("no headless Chromium here (.ci/run installs Debian's chromium package)")
+    browser = require_browser()
     main(["report", str(encoded / "encoded")])
     shot = tmp_path / "report.png"
     page = open_page(browser, encoded / "encoded" / "report.html", PLOTS, shot)
