@@ -36,6 +36,7 @@ os.environ["COLUMNS"] = str(WIDTH)
 
 from figures import README, readme_page  # noqa: E402  (beside this script)
 
+from nmtpipe.pipelines.beam.options import NmtpipeOptions  # noqa: E402
 from nmtpipe.pipelines.cli.main import (  # noqa: E402
     COMMANDS,
     DESCRIPTION,
@@ -215,10 +216,19 @@ def command_page(name: str) -> str:
             "### Beam pipeline options\n\n"
             f"`nmtpipe {name}` also takes Beam's own pipeline options (`--runner`,"
             " `--direct_num_workers`, Dataflow's `--project`, ...): they are checked against"
-            f" Beam's parser and passed to Beam. `nmtpipe {name} --help-beam` lists them.\n"
+            f" Beam's parser and passed to Beam. `nmtpipe {name} --help-beam` lists them,"
+            " and nmtpipe's own, given the same way:\n"
         )
+        parts.append(nmtpipe_beam_options())
     parts += epilog_sections(sub.epilog)
     return "\n".join(parts)
+
+
+def nmtpipe_beam_options() -> str:
+    """nmtpipe's own Beam pipeline options (`NmtpipeOptions`), described as its others."""
+    parser = argparse.ArgumentParser(add_help=False)
+    NmtpipeOptions._add_argparse_args(parser)
+    return "\n".join(describe(parser, a) for a in parser._actions) + "\n"
 
 
 def cli_index() -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass
 from typing import Any
@@ -119,6 +120,30 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise ValueError("must be at least 1")
     return value
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"(\d+(?:\.\d*)?)\s*([smhd]?)")
+
+
+def duration(text: str) -> float:
+    """Seconds of a duration like `90s`, `30m`, `6h`, `2d` or plain seconds (`5400`),
+    more than zero."""
+    found = _DURATION.fullmatch(text.strip().lower())
+    if found is None:
+        raise ValueError(f"wants a duration like 90s, 30m or 6h, not {text!r}")
+    seconds = float(found.group(1)) * _UNITS[found.group(2) or "s"]
+    if seconds <= 0:
+        raise ValueError("must be more than zero")
+    return seconds
+
+
+def duration_text(seconds: float) -> str:
+    """A duration in its largest whole unit (`2h`, `90m`, `45s`), as `duration` reads it."""
+    for unit, size in reversed(_UNITS.items()):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size:.0f}{unit}"
+    return f"{seconds:g}s"
 
 
 def _number(kind: type, text: str) -> Any:

@@ -31,11 +31,12 @@ from apache_beam.options.pipeline_options import (
     WorkerOptions,
     _BeamArgumentParser,
 )
-from apache_beam.runners.runner import PipelineState
+from apache_beam.runners.runner import PipelineResult, PipelineState
 
 from nmtpipe.pipelines.beam.worker_watch import watch_workers
 from nmtpipe.pipelines.usage import unknown_options
 from nmtpipe.transforms.errors import ConfigError, NmtpipeError, RunnerError, find_user_error
+from nmtpipe.transforms.options import duration, duration_text
 from nmtpipe.transforms.progress import heartbeat
 
 # The FnApiRunner is the engine behind Beam's DirectRunner. Naming it directly skips the
@@ -52,6 +53,40 @@ PACKAGED_RUNNERS = {"DataflowRunner", "FlinkRunner", "SparkRunner"}
 # Modules every Beam worker imports at its start, on any runner (`--beam_plugins`): named,
 # not imported, here, since importing one is what it does (`exit_freeze.py`).
 WORKER_PLUGINS = ("nmtpipe.pipelines.beam.exit_freeze",)
+
+
+# How long a step's Beam job on a remote runner may run, unless the user says: the help
+# of `NmtpipeOptions`' --job_deadline says why.
+DEFAULT_JOB_DEADLINE = "12h"
+
+
+def _deadline(text: str) -> float:
+    """`--job_deadline`'s value in seconds; argparse's error says the reason."""
+    try:
+        return duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+class NmtpipeOptions(PipelineOptions):
+    """nmtpipe's own pipeline options, given with Beam's (on the command line, in a
+    config's `beam:` list) since they are about running the job."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--job_deadline",
+            type=_deadline,
+            default=DEFAULT_JOB_DEADLINE,
+            metavar="DURATION",
+            help="how long a step's Beam job on a remote runner (Flink, Spark, Dataflow, any"
+            " portable runner) may run before nmtpipe cancels it and commits nothing, like"
+            " 90s, 30m, 6h or seconds: an engine that lost its workers waits for them"
+            " forever. The default is about ten times the hour a 100M-pair prepare would"
+            " take on Spark through one LOOPBACK process at the rate measured for 1M pairs"
+            " (34 s, benchmarks/RESULTS.md), so only a job that stopped making progress"
+            " meets it. Local runners have none.",
+        )
 
 
 class _Parser(_BeamArgumentParser):
@@ -272,12 +307,15 @@ def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam
     `quiet` silences what local worker processes write to the terminal (their logs and
     the tracebacks of failures, which reach the caller as the exception anyway). While
     it runs, the progress display shows `what` and the time it has taken (Beam reports
-    nothing until a local pipeline ends).
+    nothing until a local pipeline ends). A job on a remote runner still running after
+    `--job_deadline` is cancelled and is an error: an engine that lost its workers waits
+    for new ones rather than failing the job.
     """
     runner = pipeline.options.view_as(StandardOptions).runner
     if runner == "DataflowRunner" and not _installed("google.cloud.storage"):
         raise ConfigError("DataflowRunner needs Beam's GCP extras: pip install 'nmtpipe[dataflow]'")
     local = runner in LOCAL_RUNNERS
+    deadline = None if local else pipeline.options.view_as(NmtpipeOptions).job_deadline
     with (
         quiet_stderr(quiet and local) as terminal,
         heartbeat(f"{what} on {runner}", stream=terminal),
@@ -285,14 +323,42 @@ def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam
     ):
         try:
             result = pipeline.run()
-            state = result.wait_until_finish()
+            # In milliseconds; when they pass first, Beam returns the state then (RUNNING).
+            state = result.wait_until_finish(None if deadline is None else deadline * 1000)
         except Exception as exc:
             failure = None if local else engine_failure(exc)
             if failure is None:
                 raise
             raise RunnerError(f"the Beam job failed on {runner}: {failure}") from exc
+        if deadline is not None and not PipelineState.is_terminal(state):
+            raise RunnerError(_overdue(runner, deadline, _cancel_failure(result)))
     if state != PipelineState.DONE:
         raise NmtpipeError(f"the Beam pipeline ended in state {state}")
+
+
+def _cancel_failure(result: PipelineResult) -> str | None:
+    """Cancel the job `result` follows; None when that worked, else why not (the
+    caller is already failing: it says so, and goes on)."""
+    try:
+        result.cancel()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return None
+
+
+def _overdue(runner: str, deadline: float, cancel_failed: str | None) -> str:
+    """The line of a job that outlived `--job_deadline` (cancelled unless
+    `cancel_failed` says why not)."""
+    cancelled = (
+        "it was cancelled"
+        if cancel_failed is None
+        else f"cancelling it failed ({cancel_failed}), so cancel it on the cluster,"
+    )
+    return (
+        f"the Beam job on {runner} did not finish within {duration_text(deadline)}"
+        f" (--job_deadline); {cancelled} and nothing was committed. A remote engine that"
+        " lost its workers waits for them: check the cluster's workers"
+    )
 
 
 # How the portable runners report a failed job: "Pipeline {job id} failed in state

@@ -7,7 +7,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from nmtpipe.transforms.options import build, missing, nested, option, options, positive_int
+from nmtpipe.transforms.options import (
+    build,
+    duration,
+    duration_text,
+    missing,
+    nested,
+    option,
+    options,
+    positive_int,
+)
 
 
 @dataclass(frozen=True)
@@ -114,3 +123,27 @@ def test_two_options_of_one_name_are_refused():
 
     with pytest.raises(TypeError, match=r"^Clash: size and left.size are both --size$"):
         options(Clash)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds", "shown"),
+    [("90s", 90, "90s"), ("30m", 1800, "30m"), ("6h", 21600, "6h"), ("2d", 172800, "2d"),
+     ("5400", 5400, "90m"), (" 1.5H ", 5400, "90m"), ("0.5", 0.5, "0.5s"),
+     ("43200.0", 43200, "12h")],
+)  # fmt: skip
+def test_a_duration_is_seconds_shown_in_their_largest_whole_unit(text, seconds, shown):
+    assert duration(text) == seconds
+    assert duration_text(duration(text)) == shown
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [("soon", "wants a duration like 90s, 30m or 6h, not 'soon'"),
+     ("6 hours", "wants a duration like 90s, 30m or 6h, not '6 hours'"),
+     ("-1h", "wants a duration like 90s, 30m or 6h, not '-1h'"),
+     ("0m", "must be more than zero")],
+)  # fmt: skip
+def test_a_duration_that_is_none_says_why(text, said):
+    with pytest.raises(ValueError) as bad:
+        duration(text)
+    assert str(bad.value) == said

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tarfile
+import threading
 
 import pytest
 from apache_beam.options.pipeline_options import (
@@ -15,6 +16,7 @@ from apache_beam.options.pipeline_options import (
     StandardOptions,
 )
 from apache_beam.runners.portability.stager import Stager
+from apache_beam.runners.runner import PipelineState
 
 from nmtpipe.pipelines.beam.options import (
     IN_PROCESS_BYTES,
@@ -195,3 +197,134 @@ def test_a_job_that_nmtpipes_code_failed_is_not_blamed_on_the_engine(worker_fail
     with pytest.raises(RuntimeError) as failed:
         run_pipeline(_failing_pipeline(worker_failure))
     assert not isinstance(failed.value, RunnerError)
+
+
+def test_job_deadline_is_a_beam_option_of_nmtpipes_own():
+    from nmtpipe.pipelines.beam.options import NmtpipeOptions
+
+    assert pipeline_options([]).view_as(NmtpipeOptions).job_deadline == 12 * 3600
+    given = pipeline_options(
+        ["--runner=PortableRunner", "--job_endpoint=x:8099", "--job_deadline=90m"]
+    )
+    assert given.view_as(NmtpipeOptions).job_deadline == 5400
+    for value, said in (("soon", "wants a duration like 90s, 30m or 6h, not 'soon'"),
+                        ("0", "must be more than zero")):  # fmt: skip
+        with pytest.raises(ConfigError) as bad:
+            pipeline_options([f"--job_deadline={value}"])
+        assert str(bad.value) == f"Beam option: argument --job_deadline: {said}"
+
+
+class _Unfinished:
+    """A PipelineResult whose job never ends (an engine waiting for its lost workers)."""
+
+    def __init__(self, cancel_error: Exception | None = None) -> None:
+        self.waited: list[float | None] = []
+        self.cancelled = False
+        self.cancel_error = cancel_error
+
+    def wait_until_finish(self, duration: float | None = None) -> str:
+        self.waited.append(duration)
+        return PipelineState.RUNNING
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.cancel_error is not None:
+            raise self.cancel_error
+
+
+def _unfinished_pipeline(result: _Unfinished, *args: str):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(options=pipeline_options(list(args)), run=lambda: result)
+
+
+REMOTE = ["--runner=PortableRunner", "--job_endpoint=localhost:8099"]
+
+
+def test_a_remote_job_past_its_deadline_is_cancelled_and_one_line():
+    """As a job on Spark whose only worker died waits for an executor."""
+    from nmtpipe.pipelines.beam.options import run_pipeline
+    from nmtpipe.pipelines.cli.logs import error_line
+    from nmtpipe.transforms.errors import RunnerError
+
+    result = _Unfinished()
+    with pytest.raises(RunnerError) as late:
+        run_pipeline(_unfinished_pipeline(result, *REMOTE, "--job_deadline=2h"))
+    assert result.waited == [2 * 3600 * 1000] and result.cancelled  # Beam's milliseconds
+    assert error_line("prepare", late.value, verbose=False) == (
+        "nmtpipe prepare: error: the Beam job on PortableRunner did not finish within 2h "
+        "(--job_deadline); it was cancelled and nothing was committed. A remote engine that "
+        "lost its workers waits for them: check the cluster's workers",
+        1,
+    )
+    stuck = _Unfinished(RuntimeError("StatusCode.UNAVAILABLE: failed to connect\nat ..."))
+    with pytest.raises(RunnerError) as late:
+        run_pipeline(_unfinished_pipeline(stuck, *REMOTE, "--job_deadline=90"))
+    assert str(late.value) == (
+        "the Beam job on PortableRunner did not finish within 90s (--job_deadline); cancelling "
+        "it failed (RuntimeError: StatusCode.UNAVAILABLE: failed to connect), so cancel it on "
+        "the cluster, and nothing was committed. A remote engine that lost its workers waits "
+        "for them: check the cluster's workers"
+    )
+
+
+def test_a_local_job_has_no_deadline():
+    from nmtpipe.pipelines.beam.options import run_pipeline
+
+    class Finished(_Unfinished):
+        def wait_until_finish(self, duration: float | None = None) -> str:
+            self.waited.append(duration)
+            return PipelineState.DONE
+
+    result = Finished()
+    run_pipeline(_unfinished_pipeline(result, "--runner=FnApiRunner", "--job_deadline=1s"))
+    assert result.waited == [None] and not result.cancelled
+
+
+_RELEASE = threading.Event()
+
+
+def _held(x: int) -> int:
+    _RELEASE.wait(60)
+    return x
+
+
+def test_a_real_portable_job_past_its_deadline_is_cancelled():
+    """Beam's own PortableRunner (its embedded job service, workers in this process)
+    returns RUNNING when the wait's duration passes, as the fakes above assume."""
+    import apache_beam as beam
+
+    from nmtpipe.pipelines.beam.options import run_pipeline
+    from nmtpipe.transforms.errors import RunnerError
+
+    options = pipeline_options(
+        ["--runner=PortableRunner", "--job_endpoint=embed", "--environment_type=LOOPBACK",
+         "--job_deadline=1s"]
+    )  # fmt: skip
+    pipeline = beam.Pipeline(options=options)
+    _ = pipeline | beam.Create([1]) | beam.Map(_held)
+    try:
+        with pytest.raises(RunnerError, match=r"did not finish within 1s .* it was cancelled"):
+            run_pipeline(pipeline)
+    finally:
+        _RELEASE.set()
+
+
+def test_a_step_past_its_deadline_commits_nothing(tmp_path, monkeypatch, capsys):
+    """The step's commit follows its pipeline's run: a job given up commits nothing."""
+    import apache_beam as beam
+
+    from nmtpipe.pipelines.cli.main import main
+
+    monkeypatch.setattr(beam.Pipeline, "run", lambda self: _Unfinished())
+    output = tmp_path / "prepared"
+    args = ["prepare", "--example", "--output", str(output), *REMOTE, "--job_deadline=5m"]
+    assert main(args) == 1
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .startswith(
+            "nmtpipe prepare: error: the Beam job on PortableRunner did not finish within 5m "
+        )
+    )
+    assert not (output / "manifest.json").exists()
