@@ -74,19 +74,44 @@ class Ranks:
 # Where gloo raised (`[/.../gloo/transport/tcp/pair.cc:537] `) and its boilerplate advice.
 _SOURCE = re.compile(r"\[[^\]]*\.(?:cc|cpp|h):\d+\]\s*")
 _ADVICE = " This is typically caused by"
+# NCCL's words for another rank gone (PyTorch's ProcessGroupNCCL and NCCLUtils): its
+# connection lost (ncclRemoteError), the collective it never joined timed out (the
+# watchdog), or the communicator aborted after either.
+_NCCL_LOST = (
+    "remote process exited or there was a network error",
+    "Watchdog caught collective operation timeout",
+    "NCCL communicator was aborted",
+)
+# Where NCCL failed (`NCCL error in: /pytorch/.../NCCLUtils.cpp:77, `), which process group
+# and rank said it (`[PG ID 0 PG GUID 0(default_pg) Rank 1] `), and NCCL's own detail.
+_NCCL_SOURCE = re.compile(r"NCCL error in: \S+:\d+, ")
+_NCCL_PREFIX = re.compile(r"\[(?:PG [^\]]*)?Rank \d+\]\s*")
+_NCCL_LAST = "\nLast error:\n"
 
 
 def peer_failure(exc: BaseException) -> str | None:
-    """What gloo said when `exc` is the network between the ranks failing (another rank
-    gone: its connection closed, reset or timed out; or the ranks never connecting), in
-    one line without gloo's source locations; None for any other error."""
+    """What gloo or NCCL said when `exc` is the network between the ranks failing (another
+    rank gone: its connection closed, reset or timed out; or the ranks never connecting),
+    in one line without their source locations and advice; None for any other error."""
     text = str(exc).strip()
+    if isinstance(exc, dist.DistBackendError) and any(words in text for words in _NCCL_LOST):
+        return _nccl_line(text)
     if not isinstance(exc, RuntimeError) or not (
         "/gloo/transport/" in text or isinstance(exc, dist.DistNetworkError)
     ):
         return None
     lines = _SOURCE.sub("", text.split(_ADVICE)[0]).strip().splitlines()
     return lines[0].rstrip(".") if lines else type(exc).__name__
+
+
+def _nccl_line(text: str) -> str:
+    """NCCL's first line, then its last error (which peer), if it has one: the paragraph
+    between them only says what ncclRemoteError means."""
+    head, _, last = text.partition(_NCCL_LAST)
+    first = _NCCL_PREFIX.sub("", _NCCL_SOURCE.sub("NCCL error: ", head)).splitlines()[0]
+    line = " ".join(first.split()).rstrip(".")
+    detail = last.strip().splitlines()[:1]
+    return "; ".join([line, *detail])
 
 
 def open_on_ranks(ranks: Ranks, url: str, fmt: str | None, cache_dir: str | None) -> EncodedDataset:

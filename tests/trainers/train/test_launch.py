@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
+from torch.distributed import DistBackendError
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
 from nmtpipe.trainers.train import launch
@@ -51,11 +52,34 @@ def test_launch_runs_a_job_of_any_kind(tmp_path):
         launch.run_job(job, nproc=2)
 
 
-def test_a_lost_rank_says_what_rerunning_its_job_does(tmp_path):
+class NcclLostJob(CountJob):
+    """A count whose rank loses another under NCCL: the collective it waits for times out."""
+
+    def run(self) -> dict[str, Any]:
+        raise DistBackendError(
+            "[PG ID 0 PG GUID 0(default_pg) Rank 0] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, NumelIn=2, NumelOut=2, "
+            "Timeout(ms)=600000) ran for 600004 milliseconds before timing out."
+        )
+
+
+@pytest.mark.parametrize(
+    ("job", "said"),
+    [
+        (LostJob, "Connection closed by peer [::1]:7"),
+        (
+            NcclLostJob,
+            "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE, "
+            "NumelIn=2, NumelOut=2, Timeout(ms)=600000) ran for 600004 milliseconds before "
+            "timing out",
+        ),
+    ],
+)
+def test_a_lost_rank_says_what_rerunning_its_job_does(tmp_path, job, said):
     with pytest.raises(NmtpipeError) as caught:
-        launch.run_job(LostJob(str(tmp_path / "out"), 3))
+        launch.run_job(job(str(tmp_path / "out"), 3))
     assert str(caught.value) == (
-        "lost the connection to another rank of the job (Connection closed by peer [::1]:7); "
+        f"lost the connection to another rank of the job ({said}); "
         "its machine's log says why it stopped; re-running the same command counts again"
     )
 
