@@ -1,14 +1,16 @@
 """What `scripts/local-cluster` runs: its settings, and each cluster's processes.
 
-Flink 1.20 (a JobManager and a TaskManager with 2 slots) and Spark 3.5 (a master and a
-worker with 2 cores) on 127.0.0.1, each with Beam's job server in front; the Beam
-options that submit to them.
+Flink 1.20 (a JobManager and TaskManagers) and Spark 3.5 (a master and workers), each
+with Beam's job server in front; the Beam options that submit to them. A `Layout` says
+which of those run on this host: all of them (one host), or the head (JobManager or
+master, job server) here and the workers on other hosts, each beside a Beam worker pool.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +68,7 @@ ENV = {
     "NMTPIPE_SPARK_UI_PORT": ("8080", "Spark master web UI (/json/)"),
     "NMTPIPE_SPARK_WORKER_UI_PORT": ("8082", "Spark worker web UI"),
     "NMTPIPE_SPARK_JOB_PORT": ("8097", "Beam job service in front of Spark"),
+    "NMTPIPE_POOL_PORT": ("50000", "Beam worker pool beside the workers (EXTERNAL)"),
     "NMTPIPE_FLINK_JM_MEMORY": ("1024m", "Flink JobManager process size"),
     "NMTPIPE_FLINK_TM_MEMORY": ("4096m", "Flink TaskManager process size"),
     "NMTPIPE_SPARK_WORKER_MEMORY": ("2g", "memory the Spark worker gives executors"),
@@ -153,49 +156,81 @@ class Settings:
         )
 
 
-def beam_options(cluster: str, ports: dict[str, int], job_server: bool) -> str:
+@dataclass(frozen=True)
+class Layout:
+    """Which of a cluster's processes run on this host, and where they listen.
+
+    role "all": the head and `workers` workers here (one host); "head": the JobManager or
+    master and the job server; "worker": one TaskManager or Spark worker for the head at
+    `head`. With `pools`, a Beam worker pool runs beside this host's workers and jobs
+    name `--environment_type=EXTERNAL`; without, `LOOPBACK` (the submitting process
+    runs the Python work).
+    """
+
+    role: str = "all"
+    address: str = "localhost"  # this host's, where its processes listen
+    head: str = "localhost"  # where the JobManager or master and the job server listen
+    workers: int = 1  # here ("all"), or the worker hosts there will be ("head")
+    slots: int = SLOTS  # task slots or cores per worker
+    pools: bool = False
+
+    @property
+    def runs_head(self) -> bool:
+        return self.role in ("all", "head")
+
+    @property
+    def local_workers(self) -> int:
+        return {"all": self.workers, "head": 0, "worker": 1}[self.role]
+
+    def spark_host(self, address: str) -> str:
+        """Spark binds IP addresses: `localhost` is 127.0.0.1 to it."""
+        return "127.0.0.1" if address == "localhost" else address
+
+
+def beam_options(cluster: str, ports: dict[str, int], job_server: bool, layout: Layout) -> str:
     """The Beam options that submit to the cluster, on one line.
 
     LOOPBACK: the submitting process hosts the SDK workers, which the TaskManager or
-    executor on this host reaches on localhost. A cluster on several hosts needs workers
-    where the runner runs instead: --environment_type=EXTERNAL with a worker pool
-    (`python -m apache_beam.runners.worker.worker_pool_main`) beside each TaskManager or
-    executor, or DOCKER with the SDK's container image.
+    executor on this host reaches on localhost. EXTERNAL: each TaskManager or executor
+    asks the worker pool on its own host (`localhost:<pool port>` there) for a worker
+    process per slot (`--sdk_worker_parallelism`).
     """
+    head = layout.head if cluster == "flink" else layout.spark_host(layout.head)
+    if job_server:
+        port = ports[f"{cluster}_job"]
+        words = [f"--runner=PortableRunner --job_endpoint={layout.head}:{port}"]
+    elif cluster == "flink":
+        words = [f"--runner=FlinkRunner --flink_master={head}:{ports['flink_rest']}",
+                 f"--flink_version={FLINK_LINE}"]  # fmt: skip
+    else:
+        words = ["--runner=SparkRunner", f"--spark_master_url=spark://{head}:"
+                 f"{ports['spark_master']}", "--spark_version=3"]  # fmt: skip
+    if layout.pools:
+        words += ["--environment_type=EXTERNAL", f"--environment_config=localhost:{ports['pool']}",
+                  f"--sdk_worker_parallelism={layout.slots}"]  # fmt: skip
+    else:
+        words.append("--environment_type=LOOPBACK")
     if cluster == "flink":
-        head = (
-            [f"--runner=PortableRunner --job_endpoint=localhost:{ports['flink_job']}"]
-            if job_server
-            else [
-                f"--runner=FlinkRunner --flink_master=localhost:{ports['flink_rest']}",
-                f"--flink_version={FLINK_LINE}",
-            ]
-        )
-        return " ".join([*head, "--environment_type=LOOPBACK", f"--parallelism={SLOTS}"])
-    head = (
-        [f"--runner=PortableRunner --job_endpoint=localhost:{ports['spark_job']}"]
-        if job_server
-        else [
-            "--runner=SparkRunner",
-            f"--spark_master_url=spark://127.0.0.1:{ports['spark_master']}",
-            "--spark_version=3",
-        ]
-    )
-    return " ".join([*head, "--environment_type=LOOPBACK"])
+        words.append(f"--parallelism={layout.workers * layout.slots}")
+    return " ".join(words)
 
 
-def flink_config(settings: Settings, state: Path) -> str:
-    """conf/config.yaml of the Flink cluster: loopback only, 2 slots, small processes."""
+def flink_config(settings: Settings, state: Path, layout: Layout) -> str:
+    """conf/config.yaml of this host's Flink processes: small, `layout.slots` per worker."""
     ports = settings.ports
+    # One host keeps to loopback; on several, every process listens on all of its host's
+    # addresses: the JobManager's REST handler hands jobs to its blob server at
+    # localhost, whatever address the JobManager binds.
+    bind = layout.address if layout.role == "all" else "0.0.0.0"
     values = {
-        "jobmanager.rpc.address": "localhost",
+        "jobmanager.rpc.address": layout.head,
         "jobmanager.rpc.port": ports["flink_rpc"],
-        "jobmanager.bind-host": "localhost",
+        "jobmanager.bind-host": bind,
         "jobmanager.memory.process.size": settings.memory["jm"],
         "jobmanager.execution.failover-strategy": "region",
-        "taskmanager.host": "localhost",
-        "taskmanager.bind-host": "localhost",
-        "taskmanager.numberOfTaskSlots": SLOTS,
+        "taskmanager.host": layout.address,
+        "taskmanager.bind-host": bind,
+        "taskmanager.numberOfTaskSlots": layout.slots,
         "taskmanager.memory.process.size": settings.memory["tm"],
         # A Beam batch job holds a network buffer pool per shuffle edge and slot:
         # prepare's graph asked for 512 more buffers than the default 10% (166 MB) had.
@@ -207,9 +242,9 @@ def flink_config(settings: Settings, state: Path) -> str:
         "taskmanager.memory.task.off-heap.size": "768m",
         "taskmanager.memory.framework.off-heap.size": "256m",
         "taskmanager.memory.managed.fraction": 0.25,
-        "parallelism.default": SLOTS,
-        "rest.address": "localhost",
-        "rest.bind-address": "localhost",
+        "parallelism.default": layout.workers * layout.slots,
+        "rest.address": layout.head,
+        "rest.bind-address": bind,
         "rest.port": ports["flink_rest"],
         "io.tmp.dirs": str(state / "tmp"),
         "web.tmpdir": str(state / "tmp" / "web"),
@@ -241,30 +276,48 @@ def spark_master(url: str) -> dict:
 
 
 def _job_server(
-    cluster: str, jar: Path, state: Path, settings: Settings, master_args: list[str], port: int
-) -> Component:
+    cluster: str, jar: Path, state: Path, settings: Settings, master_args: list[str],
+    layout: Layout,
+) -> Component:  # fmt: skip
+    port = settings.ports[f"{cluster}_job"]
     argv = [shutil.which("java") or "java", *JAVA_FLAGS, f"-Xmx{settings.memory['job_server']}"]
     argv.append(f"-Djava.io.tmpdir={state / 'tmp'}")
     if cluster == "spark":  # as Spark's launcher sets it for a driver on Java 17+
         argv.append("-Djdk.reflect.useDirectMethodHandle=false")
-    argv += ["-jar", str(jar), *master_args, "--job-host", "localhost", "--job-port", str(port)]
+    argv += ["-jar", str(jar), *master_args, "--job-host", layout.head, "--job-port", str(port)]
     argv += ["--artifact-port", "0", "--expansion-port", "0"]
     argv += ["--artifacts-dir", str(state / "artifacts")]
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    env = dict(os.environ, SPARK_LOCAL_IP=layout.spark_host(layout.head))
     env.pop("JDK_JAVA_OPTIONS", None)
     return Component(
         "job-server",
         argv,
         env,
+        f"{layout.head}:{port}",
+        lambda: None if port_open(layout.head, port) else f"port {port} does not accept yet",
+    )
+
+
+def worker_pool(python: str, settings: Settings) -> Component:
+    """nmtpipe's Beam worker pool on this host (`nmtpipe.pipelines.beam.worker_pool`): an
+    SDK worker process, running `python`, for each one a TaskManager or executor here
+    asks for."""
+    port = settings.ports["pool"]
+    argv = [python, "-m", "nmtpipe.pipelines.beam.worker_pool", f"--port={port}"]
+    return Component(
+        "worker-pool",
+        argv,
+        dict(os.environ),
         f"localhost:{port}",
         lambda: None if port_open("localhost", port) else f"port {port} does not accept yet",
     )
 
 
 def flink_components(
-    home: Path, state: Path, settings: Settings, jar: Path | None
-) -> list[Component]:
-    rest = f"http://localhost:{settings.ports['flink_rest']}"
+    home: Path, state: Path, settings: Settings, jar: Path | None, layout: Layout,
+    python: str | None,
+) -> list[Component]:  # fmt: skip
+    rest = f"http://{layout.head}:{settings.ports['flink_rest']}"
     env = dict(
         os.environ,
         FLINK_HOME=str(home),
@@ -276,39 +329,53 @@ def flink_components(
     def jm_waiting() -> str | None:
         return None if flink_overview(rest) else f"{rest}/overview does not answer yet"
 
-    def tm_waiting() -> str | None:
-        overview = flink_overview(rest)
-        tms, slots = overview.get("taskmanagers", 0), overview.get("slots-total", 0)
-        if tms >= 1 and slots >= SLOTS:
-            return None
-        return f"{rest}/overview shows {tms} TaskManagers, {slots} slots (want 1, {SLOTS})"
+    def tm_waiting(wanted: int) -> Callable[[], str | None]:
+        def waiting() -> str | None:
+            found = get_json(f"{rest}/taskmanagers")
+            ours = [t for t in (found or {}).get("taskmanagers", []) if _on(t, layout.address)]
+            if len(ours) >= wanted and all(t.get("slotsNumber") == layout.slots for t in ours):
+                return None
+            return f"{rest}/taskmanagers lists {len(ours)} of {wanted} from {layout.address}"
 
-    components = [
-        Component("jobmanager", [str(home / "bin/jobmanager.sh"), "start-foreground"], env, rest,
-                  jm_waiting),
-        Component("taskmanager", [str(home / "bin/taskmanager.sh"), "start-foreground"], env,
-                  f"{rest}/taskmanagers", tm_waiting),
-    ]  # fmt: skip
-    if jar:
-        master = ["--flink-master", f"localhost:{settings.ports['flink_rest']}"]
-        port = settings.ports["flink_job"]
-        components.append(_job_server("flink", jar, state, settings, master, port))
+        return waiting
+
+    components = []
+    if layout.runs_head:
+        components.append(Component("jobmanager", [str(home / "bin/jobmanager.sh"),
+                                    "start-foreground"], env, rest, jm_waiting))  # fmt: skip
+    for k in range(layout.local_workers):
+        name = "taskmanager" if layout.local_workers == 1 else f"taskmanager-{k + 1}"
+        components.append(Component(name, [str(home / "bin/taskmanager.sh"), "start-foreground"],
+                                    env, f"{rest}/taskmanagers", tm_waiting(k + 1)))  # fmt: skip
+    if layout.pools and layout.local_workers:
+        components.append(worker_pool(python or sys.executable, settings))
+    if jar and layout.runs_head:
+        master = ["--flink-master", f"{layout.head}:{settings.ports['flink_rest']}"]
+        components.append(_job_server("flink", jar, state, settings, master, layout))
     return components
 
 
+def _on(taskmanager: dict, address: str) -> bool:
+    """Whether a TaskManager of Flink's REST listing runs at `address`."""
+    path = taskmanager.get("path", "")
+    return f"@{address}:" in path or (address == "localhost" and "@127.0.0.1:" in path)
+
+
 def spark_components(
-    home: Path, state: Path, settings: Settings, jar: Path | None
-) -> list[Component]:
+    home: Path, state: Path, settings: Settings, jar: Path | None, layout: Layout,
+    python: str | None,
+) -> list[Component]:  # fmt: skip
     ports = settings.ports
-    master_url = f"spark://127.0.0.1:{ports['spark_master']}"
-    ui = f"http://127.0.0.1:{ports['spark_ui']}"
+    head, here = layout.spark_host(layout.head), layout.spark_host(layout.address)
+    master_url = f"spark://{head}:{ports['spark_master']}"
+    ui = f"http://{head}:{ports['spark_ui']}"
     env = dict(
         os.environ,
         SPARK_HOME=str(home),
         SPARK_CONF_DIR=str(state / "conf"),
         SPARK_LOG_DIR=str(state / "logs"),
         SPARK_PID_DIR=str(state),
-        SPARK_LOCAL_IP="127.0.0.1",
+        SPARK_LOCAL_IP=here,
         SPARK_DAEMON_MEMORY="512m",
     )
     # Executors are the worker's children: they inherit Java 17's opens from here.
@@ -319,24 +386,34 @@ def spark_components(
         status = spark_master(ui).get("status")
         return None if status == "ALIVE" else f"{ui}/json/ status is {status or 'absent'}"
 
-    def worker_waiting() -> str | None:
-        info = spark_master(ui)
-        workers, cores = info.get("aliveworkers", 0), info.get("cores", 0)
-        if workers >= 1 and cores >= SLOTS:
-            return None
-        return f"{ui}/json/ shows {workers} ALIVE workers, {cores} cores (want 1, {SLOTS})"
+    def worker_waiting(wanted: int) -> Callable[[], str | None]:
+        def waiting() -> str | None:
+            workers = spark_master(ui).get("workers", [])
+            ours = [w for w in workers if w.get("host") == here and w.get("state") == "ALIVE"]
+            if len(ours) >= wanted and all(w.get("cores") == layout.slots for w in ours):
+                return None
+            return f"{ui}/json/ shows {len(ours)} of {wanted} ALIVE workers on {here}"
 
-    master = [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
-    master += ["--port", str(ports["spark_master"]), "--webui-port", str(ports["spark_ui"])]
-    worker = [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1"]
-    worker += ["--cores", str(SLOTS), "--memory", settings.memory["worker"]]
-    worker += ["--webui-port", str(ports["spark_worker_ui"]), "--work-dir", str(state / "work")]
-    components = [
-        Component("master", master, env, f"{master_url} (UI {ui})", master_waiting),
-        Component("worker", [*worker, master_url], worker_env,
-                  f"http://127.0.0.1:{ports['spark_worker_ui']}", worker_waiting),
-    ]  # fmt: skip
-    if jar:
+        return waiting
+
+    components = []
+    if layout.runs_head:
+        master = [spark_class, "org.apache.spark.deploy.master.Master", "--host", head]
+        master += ["--port", str(ports["spark_master"]), "--webui-port", str(ports["spark_ui"])]
+        components.append(
+            Component("master", master, env, f"{master_url} (UI {ui})", master_waiting)
+        )
+    for k in range(layout.local_workers):
+        name = "worker" if layout.local_workers == 1 else f"worker-{k + 1}"
+        worker = [spark_class, "org.apache.spark.deploy.worker.Worker", "--host", here]
+        worker += ["--cores", str(layout.slots), "--memory", settings.memory["worker"]]
+        worker += ["--webui-port", str(ports["spark_worker_ui"] + k)]
+        worker += ["--work-dir", str(state / "work" / name), master_url]
+        url = f"http://{here}:{ports['spark_worker_ui'] + k}"
+        components.append(Component(name, worker, worker_env, url, worker_waiting(k + 1)))
+    if layout.pools and layout.local_workers:
+        components.append(worker_pool(python or sys.executable, settings))
+    if jar and layout.runs_head:
         args = ["--spark-master-url", master_url]
-        components.append(_job_server("spark", jar, state, settings, args, ports["spark_job"]))
+        components.append(_job_server("spark", jar, state, settings, args, layout))
     return components

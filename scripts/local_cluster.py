@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -43,8 +44,10 @@ from cluster_recipes import (
     JOB_SERVER_ARTIFACT,
     JOB_SERVER_MAIN,
     REPO,
+    SLOTS,
     SPARK_LINE,
     Component,
+    Layout,
     Settings,
     beam_options,
     flink_components,
@@ -128,15 +131,29 @@ def _pick_version(cluster: str, settings: Settings, shaded: str | None) -> str:
     return default
 
 
-def _check_ports(cluster: str, settings: Settings, job_server: bool) -> None:
+def _check_ports(cluster: str, settings: Settings, job_server: bool, layout: Layout) -> None:
+    """Fails, naming the setting, when a port this host's processes listen on is taken."""
     names = [n for n in settings.ports if n.startswith(cluster) and (job_server or "job" not in n)]
+    names += ["pool"] if layout.pools and layout.local_workers else []
     for name in names:
-        if port_open("127.0.0.1", settings.ports[name]):
+        if port_open(layout.spark_host(layout.address), settings.ports[name]):
             env_name = f"NMTPIPE_{name.upper()}_PORT"
             raise ClusterError(
-                f"port {settings.ports[name]} ({env_name}) is already in use on 127.0.0.1; "
-                f"stop what uses it or set {env_name}"
+                f"port {settings.ports[name]} ({env_name}) is already in use on "
+                f"{layout.address}; stop what uses it or set {env_name}"
             )
+
+
+def _pool_python(settings: Settings) -> str:
+    """The python of the worker pool: it must import nmtpipe, whose code the workers run."""
+    python, _ = _submit_python(settings)
+    found = subprocess.run([python, "-c", "import nmtpipe"], capture_output=True, check=False)
+    if found.returncode != 0:
+        raise ClusterError(
+            f"{python} cannot import nmtpipe, whose code the worker pool runs; set "
+            "NMTPIPE_PYTHON to the python of the environment where nmtpipe is installed"
+        )
+    return python
 
 
 def _dead_components(state: dict) -> list[str]:
@@ -144,10 +161,16 @@ def _dead_components(state: dict) -> list[str]:
 
 
 def start(
-    cluster: str, settings: Settings, job_server: bool, env: dict[str, str] | None = None
+    cluster: str,
+    settings: Settings,
+    job_server: bool,
+    env: dict[str, str] | None = None,
+    layout: Layout | None = None,
 ) -> int:
-    """Starts `cluster` unless it runs; `env`, the settings it was given (NMTPIPE_*), is
-    recorded in its state for `restart`."""
+    """Starts this host's part of `cluster` (`layout`) unless it runs; `env`, the
+    settings it was given (NMTPIPE_*), and the layout are recorded for `restart`."""
+    layout = layout or Layout()
+    job_server = job_server and layout.runs_head
     with locked(settings, cluster) as folder:
         state_file = folder / "state.json"
         state = read_state(state_file)
@@ -167,29 +190,32 @@ def start(
         jar, beam, shaded, python = (
             _job_server_jar(cluster, settings) if job_server else (None, None, None, None)
         )
+        if layout.pools and layout.local_workers:
+            python = _pool_python(settings)
         # The python whose Beam picked the jar: a restart picks the same one.
         settings = dataclasses.replace(settings, python=python or settings.python)
         version = _pick_version(cluster, settings, shaded)
-        _check_ports(cluster, settings, job_server)
+        _check_ports(cluster, settings, job_server, layout)
         began = time.monotonic()
         get_home = fetch.flink_home if cluster == "flink" else fetch.spark_home
         home = get_home(settings.cache, version, lambda text: say(f"{cluster}: {text}"))
         _fresh_state_folder(folder)
         if cluster == "flink":
-            (folder / "conf" / "config.yaml").write_text(flink_config(settings, folder))
+            (folder / "conf" / "config.yaml").write_text(flink_config(settings, folder, layout))
             for name in ("log4j-console.properties", "logback-console.xml"):
                 shutil.copy(home / "conf" / name, folder / "conf" / name)
-            components = flink_components(home, folder, settings, jar)
+            components = flink_components(home, folder, settings, jar, layout, python)
         else:
-            components = spark_components(home, folder, settings, jar)
-        options = beam_options(cluster, settings.ports, job_server)
+            components = spark_components(home, folder, settings, jar, layout, python)
+        options = beam_options(cluster, settings.ports, job_server, layout)
         rest = (
-            f"http://localhost:{settings.ports['flink_rest']}"
+            f"http://{layout.head}:{settings.ports['flink_rest']}"
             if cluster == "flink"
-            else f"http://127.0.0.1:{settings.ports['spark_ui']}"
+            else f"http://{layout.spark_host(layout.head)}:{settings.ports['spark_ui']}"
         )
         state = {
             "cluster": cluster,
+            "layout": dataclasses.asdict(layout),
             "version": version,
             "home": str(home),
             "beam": beam,
@@ -205,7 +231,7 @@ def start(
         _start_components(cluster, components, folder, state, state_file, settings)
         write_state(state_file, dict(state, ready=True))
         say(f"{cluster} {version} ready in {time.monotonic() - began:.0f} s; state in {folder}")
-        if not job_server:
+        if not job_server and layout.runs_head:
             say(
                 "no job server: Beam starts one itself from these options, fetching "
                 f"{JOB_SERVER_ARTIFACT[cluster]} from Maven Central (or pass "
@@ -378,7 +404,8 @@ def restart(cluster: str, settings: Settings, environ: dict[str, str]) -> int:
     if again.state_root != settings.state_root:
         raise ClusterError(f"{cluster}'s recorded settings name another state folder")
     stop([cluster], again)
-    return start(cluster, again, bool(state.get("job_server_jar")), state["env"])
+    layout = Layout(**state.get("layout", {}))
+    return start(cluster, again, bool(state.get("job_server_jar")), state["env"], layout)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -407,6 +434,32 @@ def build_parser() -> argparse.ArgumentParser:
     start_p = commands.add_parser("start", help="start a cluster and its job server")
     start_p.add_argument("cluster", choices=CLUSTERS)
     start_p.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="N TaskManagers or workers, and a Beam worker pool beside them: the options "
+        "then name --environment_type=EXTERNAL, and the Python work runs in the pool's "
+        "processes, not in the submitting one (without it: one worker, LOOPBACK); with "
+        "--role head, the worker hosts there will be",
+    )
+    start_p.add_argument(
+        "--slots",
+        type=int,
+        metavar="K",
+        help=f"task slots or cores per worker (default: {SLOTS} over the workers on this "
+        f"host, at least 1; {SLOTS} on a worker host)",
+    )
+    start_p.add_argument(
+        "--role",
+        choices=("all", "head", "worker"),
+        default="all",
+        help="all: everything on this host (default); head: the JobManager or master and "
+        "the job server, at --address; worker: a TaskManager or worker and a worker pool at "
+        "--address, for the head at --head",
+    )
+    start_p.add_argument("--address", help="this host's address (--role head or worker)")
+    start_p.add_argument("--head", help="the head's address (--role worker)")
+    start_p.add_argument(
         "--no-job-server",
         action="store_true",
         help="start the cluster only; the options then name FlinkRunner or SparkRunner, "
@@ -429,6 +482,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def layout_of(args: argparse.Namespace) -> Layout:
+    """This host's part of the cluster, from `start`'s flags; a wrong mix is one line."""
+    if args.role == "all":
+        if args.address or args.head:
+            raise ClusterError("--address and --head go with --role head or worker")
+        if args.workers is None:
+            return Layout(slots=args.slots or SLOTS)
+        workers = _at_least_one("--workers", args.workers)
+        slots = args.slots or max(1, SLOTS // workers)
+        return Layout(workers=workers, slots=_at_least_one("--slots", slots), pools=True)
+    if not args.address:
+        raise ClusterError(f"--role {args.role} needs --address, this host's address")
+    if args.role == "head":
+        if args.head:
+            raise ClusterError("--head goes with --role worker (the head is --address)")
+        workers = _at_least_one("--workers", args.workers or 1)
+        slots = _at_least_one("--slots", args.slots or SLOTS)
+        return Layout("head", args.address, args.address, workers, slots, pools=True)
+    if not args.head:
+        raise ClusterError("--role worker needs --head, the head's address")
+    if args.workers is not None:
+        raise ClusterError("--workers goes with --role all or head (a worker host runs one)")
+    slots = _at_least_one("--slots", args.slots or SLOTS)
+    return Layout("worker", args.address, args.head, 1, slots, pools=True)
+
+
+def _at_least_one(flag: str, value: int) -> int:
+    if value < 1:
+        raise ClusterError(f"{flag} must be at least 1, not {value}")
+    return value
+
+
 def _interrupted(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
@@ -447,7 +532,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "restart":
                 return restart(args.cluster, settings, dict(os.environ))
             given = {k: v for k, v in os.environ.items() if k in ENV}
-            return start(args.cluster, settings, not args.no_job_server, given)
+            layout = layout_of(args)
+            return start(args.cluster, settings, not args.no_job_server, given, layout)
         clusters = [args.cluster] if args.cluster else list(CLUSTERS)
         return (stop if args.command == "stop" else status)(clusters, settings)
     except ClusterError as e:

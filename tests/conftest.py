@@ -127,25 +127,22 @@ def _wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> No
 
 @pytest.fixture(scope="session")
 def portable_runner() -> Iterator[list[str]]:
-    """Beam's local job service plus an EXTERNAL worker pool, as separate processes.
+    """Beam's local job service plus an EXTERNAL worker pool (nmtpipe's, as on a
+    cluster), as separate processes.
 
     This is the path Flink and Spark submissions take: the pipeline is serialised,
     submitted over gRPC and run by SDK workers in other processes.
     """
     job_port, pool_port = _free_port(), _free_port()
-    env = dict(os.environ)
-    # worker_pool_main starts workers with the literal command `python`.
-    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", module, flag, str(port)],
-            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
         for module, flag, port in (
             ("apache_beam.runners.portability.local_job_service_main", "--port", job_port),
-            ("apache_beam.runners.worker.worker_pool_main", "--service_port", pool_port),
+            ("nmtpipe.pipelines.beam.worker_pool", "--port", pool_port),
         )
     ]
     try:

@@ -1,4 +1,4 @@
-"""Two "machines" on one: network namespaces joined by a veth pair, for multi-node tests.
+"""Several "machines" on one: network namespaces on one switch, for multi-node tests.
 
 Each namespace has only `lo` and its end of the veth, so a process in it reaches the
 other one only at the other's address, as across real hosts; the file system and the
@@ -43,26 +43,31 @@ def unavailable() -> str | None:
 
 
 @contextlib.contextmanager
-def two_hosts(subnet: str = "10.233.0") -> Iterator[tuple[Host, Host]]:
-    """Two namespaces, `{subnet}.1` and `{subnet}.2` on a veth between them (names unique
-    to this process). Whatever happens, every process left in them is killed and both
-    are removed (which removes the veth)."""
+def hosts(count: int, subnet: str = "10.233.0") -> Iterator[tuple[Host, ...]]:
+    """`count` namespaces at `{subnet}.1`, `{subnet}.2`, ... (names unique to this
+    process), on one switch: a bridge in the first, which is its interface, and a veth
+    from each other one to it. Whatever happens, every process left in them is killed
+    and all are removed (which removes the bridge and the veths)."""
     tag = f"nmtp{os.getpid()}"
-    first = Host(f"{tag}a", f"{tag}a", f"{subnet}.1")
-    second = Host(f"{tag}b", f"{tag}b", f"{subnet}.2")
-    hosts = (first, second)
     made: list[Host] = []
     try:
-        for host in hosts:
+        for k in range(count):
+            host = Host(f"{tag}{chr(97 + k)}", f"{tag}{chr(97 + k)}", f"{subnet}.{k + 1}")
             _ip("netns", "add", host.namespace)
             made.append(host)
-        _ip("link", "add", first.interface, "type", "veth", "peer", "name", second.interface)
-        for host in hosts:
+            _ip("-n", host.namespace, "link", "set", "lo", "up")
+        switch = made[0]
+        _ip("-n", switch.namespace, "link", "add", switch.interface, "type", "bridge")
+        for host in made[1:]:
+            port = f"{host.interface}p"  # the switch's end of this host's veth
+            _ip("link", "add", host.interface, "type", "veth", "peer", "name", port)
             _ip("link", "set", host.interface, "netns", host.namespace)
+            _ip("link", "set", port, "netns", switch.namespace)
+            _ip("-n", switch.namespace, "link", "set", port, "master", switch.interface, "up")
+        for host in made:
             _ip("-n", host.namespace, "addr", "add", f"{host.address}/24", "dev", host.interface)
             _ip("-n", host.namespace, "link", "set", host.interface, "up")
-            _ip("-n", host.namespace, "link", "set", "lo", "up")
-        yield first, second
+        yield tuple(made)
     finally:
         for host in made:
             for pid in host.pids():
@@ -70,7 +75,14 @@ def two_hosts(subnet: str = "10.233.0") -> Iterator[tuple[Host, Host]]:
                     os.kill(pid, signal.SIGKILL)
         for host in made:
             _ip("netns", "delete", host.namespace, check=False)
-        _ip("link", "delete", first.interface, check=False)  # if it never left this one
+            _ip("link", "delete", host.interface, check=False)  # if it never left this one
+
+
+@contextlib.contextmanager
+def two_hosts(subnet: str = "10.233.0") -> Iterator[tuple[Host, Host]]:
+    """Two of `hosts`."""
+    with hosts(2, subnet) as (first, second):
+        yield first, second
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -8,12 +8,14 @@ slow test file.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import importlib.metadata
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -31,6 +33,7 @@ sys.path.insert(0, str(SCRIPT.parent))
 procs = importlib.import_module("cluster_procs")
 fetch = importlib.import_module("cluster_fetch")
 recipes = importlib.import_module("cluster_recipes")
+local_cluster = importlib.import_module("local_cluster")
 
 
 def run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -262,29 +265,77 @@ def test_restart_needs_a_started_cluster_and_its_recorded_settings(tmp_path):
 
 def test_beam_options_name_a_portable_job_endpoint_and_loopback_workers():
     ports = recipes.Settings.from_env({"NMTPIPE_CLUSTER_CACHE": "/tmp/c"}).ports
-    assert recipes.beam_options("flink", ports, job_server=True) == (
+    one = recipes.Layout()
+    assert recipes.beam_options("flink", ports, True, one) == (
         "--runner=PortableRunner --job_endpoint=localhost:8099 --environment_type=LOOPBACK "
         "--parallelism=2"
     )
-    assert recipes.beam_options("spark", ports, job_server=True) == (
+    assert recipes.beam_options("spark", ports, True, one) == (
         "--runner=PortableRunner --job_endpoint=localhost:8097 --environment_type=LOOPBACK"
     )
     assert "--runner=FlinkRunner --flink_master=localhost:8081 --flink_version=1.20" in (
-        recipes.beam_options("flink", ports, job_server=False)
+        recipes.beam_options("flink", ports, False, one)
     )
     assert "--spark_master_url=spark://127.0.0.1:7077" in (
-        recipes.beam_options("spark", ports, job_server=False)
+        recipes.beam_options("spark", ports, False, one)
     )
+
+
+def test_worker_pools_make_the_options_external_with_a_worker_per_slot():
+    ports = recipes.Settings.from_env({"NMTPIPE_CLUSTER_CACHE": "/tmp/c"}).ports
+    pools = local_cluster.layout_of(parse("--workers", "2"))
+    assert (pools.workers, pools.slots, pools.pools) == (2, 1, True)
+    assert recipes.beam_options("flink", ports, True, pools) == (
+        "--runner=PortableRunner --job_endpoint=localhost:8099 --environment_type=EXTERNAL "
+        "--environment_config=localhost:50000 --sdk_worker_parallelism=1 --parallelism=2"
+    )
+    head = local_cluster.layout_of(parse("--role", "head", "--address", "10.9.0.1",
+                                         "--workers", "2"))  # fmt: skip
+    assert recipes.beam_options("spark", ports, True, head) == (
+        "--runner=PortableRunner --job_endpoint=10.9.0.1:8097 --environment_type=EXTERNAL "
+        "--environment_config=localhost:50000 --sdk_worker_parallelism=2"
+    )
+    assert "--parallelism=4" in recipes.beam_options("flink", ports, True, head)
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--address", "10.9.0.1"], "--address and --head go with --role head or worker"),
+        (["--role", "head"], "--role head needs --address"),
+        (["--role", "worker", "--address", "10.9.0.2"], "--role worker needs --head"),
+        (["--role", "worker", "--address", "a", "--head", "b", "--workers", "2"],
+         "--workers goes with --role all or head"),
+        (["--workers", "0"], "--workers must be at least 1, not 0"),
+    ],
+)  # fmt: skip
+def test_a_wrong_mix_of_layout_flags_is_one_line(args, says):
+    with pytest.raises(local_cluster.ClusterError, match=re.escape(says)):
+        local_cluster.layout_of(parse(*args))
+
+
+def parse(*args: str) -> argparse.Namespace:
+    return local_cluster.build_parser().parse_args(["start", "flink", *args])
 
 
 def test_the_flink_configuration_binds_loopback_with_two_slots(tmp_path):
     env = {"NMTPIPE_CLUSTER_CACHE": "/tmp/c", "NMTPIPE_FLINK_REST_PORT": "18081"}
-    text = recipes.flink_config(recipes.Settings.from_env(env), tmp_path)
+    text = recipes.flink_config(recipes.Settings.from_env(env), tmp_path, recipes.Layout())
     lines = dict(line.split(": ", 1) for line in text.splitlines()[1:])
     assert lines["rest.port"] == "18081" and lines["taskmanager.numberOfTaskSlots"] == "2"
     for key in ("rest.bind-address", "jobmanager.bind-host", "taskmanager.bind-host"):
         assert lines[key] == '"localhost"'
     assert "--add-opens=java.base/java.util=ALL-UNNAMED" in lines["env.java.opts.all"]
+
+
+def test_a_worker_hosts_flink_configuration_names_the_head_and_binds_its_own_address(tmp_path):
+    settings = recipes.Settings.from_env({"NMTPIPE_CLUSTER_CACHE": "/tmp/c"})
+    worker = recipes.Layout("worker", "10.9.0.2", "10.9.0.1", 1, 2, pools=True)
+    text = recipes.flink_config(settings, tmp_path, worker)
+    lines = dict(line.split(": ", 1) for line in text.splitlines()[1:])
+    assert lines["jobmanager.rpc.address"] == lines["rest.address"] == '"10.9.0.1"'
+    assert lines["taskmanager.host"] == '"10.9.0.2"'
+    assert lines["taskmanager.bind-host"] == lines["rest.bind-address"] == '"0.0.0.0"'
 
 
 def test_an_sdist_folder_is_unpacked_and_escaping_paths_refused(tmp_path):

@@ -1,0 +1,118 @@
+"""nmtpipe's Beam worker pool, for `--environment_type=EXTERNAL`: run one beside the
+TaskManagers or Spark workers of each host, in the environment where nmtpipe is
+installed (`python -m nmtpipe.pipelines.beam.worker_pool --port 50000`).
+
+A TaskManager or executor asks the pool on its host for an SDK worker process each time
+it sets up an environment for a stage, and tells it to stop that worker when it lets the
+environment go. Beam's own pool (`apache_beam.runners.worker.worker_pool_main`) kills
+the process it started under the worker id named. But each TaskManager and each stage's
+environment counts its worker ids from the same start ("1-1", "2-1", ...): a stop for one
+environment killed another's live worker, and the step failed (Flink, two TaskManagers
+sharing one pool, and one TaskManager whose stages set up environments in turn; the job
+ended with "CANCELLED: client cancelled"). Here a stop kills nothing: a worker ends by
+itself when its runner closes the control channel, as every environment's release does,
+or when that channel breaks because the runner died. The pool's own end (SIGTERM,
+SIGINT) ends every worker it started.
+
+Workers run this python (`sys.executable`), write to the pool's stdout and stderr, and
+keep malloc to two arenas as nmtpipe's local workers do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import subprocess
+import sys
+import threading
+from concurrent import futures
+
+import grpc
+from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
+
+from nmtpipe.pipelines.beam import malloc_arenas
+
+_LOG = logging.getLogger("nmtpipe.worker_pool")
+_HARNESS = (
+    "from apache_beam.runners.worker.sdk_worker import SdkHarness; "
+    "SdkHarness({control!r}, worker_id={worker!r}, state_cache_size=0).run()"
+)
+
+
+class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
+    """Starts an SDK worker process per request; stops none (see the module)."""
+
+    def __init__(self) -> None:
+        self._workers: list[subprocess.Popen] = []
+        self._lock = threading.Lock()
+
+    def StartWorker(
+        self, request: beam_fn_api_pb2.StartWorkerRequest, context: object
+    ) -> beam_fn_api_pb2.StartWorkerResponse:
+        code = _HARNESS.format(control=request.control_endpoint.url, worker=request.worker_id)
+        try:
+            worker = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
+        except OSError as e:
+            return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start a worker: {e}")
+        with self._lock:
+            self._workers.append(worker)
+        self._reap()
+        _LOG.info("started worker %s (pid %d) for %s", request.worker_id, worker.pid,
+                  request.control_endpoint.url)  # fmt: skip
+        return beam_fn_api_pb2.StartWorkerResponse()
+
+    def StopWorker(
+        self, request: beam_fn_api_pb2.StopWorkerRequest, context: object
+    ) -> beam_fn_api_pb2.StopWorkerResponse:
+        _LOG.info("worker %s released: it ends with its control channel", request.worker_id)
+        self._reap()
+        return beam_fn_api_pb2.StopWorkerResponse()
+
+    def _reap(self) -> None:
+        """Forgets the workers that ended (which also reaps them)."""
+        with self._lock:
+            self._workers = [w for w in self._workers if w.poll() is None]
+
+    def stop_all(self) -> None:
+        with self._lock:
+            workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            try:
+                worker.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+
+
+def serve(port: int) -> None:
+    """Serves on every address at `port` until SIGTERM or SIGINT."""
+    malloc_arenas.limit_arenas()  # the workers inherit the environment variable
+    pool = WorkerPool()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(pool, server)
+    server.add_insecure_port(f"[::]:{port}")
+    done = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: done.set())
+    server.start()
+    _LOG.info("listening for workers at port %d", port)
+    done.wait()
+    server.stop(grace=None)
+    pool.stop_all()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m nmtpipe.pipelines.beam.worker_pool",
+        description=__doc__.split("\n\n")[0],
+    )
+    parser.add_argument("--port", type=int, default=50000, help="default: 50000")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    serve(args.port)
+
+
+if __name__ == "__main__":
+    main()
