@@ -284,6 +284,12 @@ def _job_server(
     argv.append(f"-Djava.io.tmpdir={state / 'tmp'}")
     if cluster == "spark":  # as Spark's launcher sets it for a driver on Java 17+
         argv.append("-Djdk.reflect.useDirectMethodHandle=false")
+        # Each job is an application of its own whose executors start with it: without
+        # waiting for all of them, the first to register ran a small job's every task
+        # and the other workers none (SparkConf reads spark.* system properties).
+        cores = layout.workers * layout.slots
+        argv += [f"-Dspark.cores.max={cores}", "-Dspark.scheduler.minRegisteredResourcesRatio=1",
+                 "-Dspark.scheduler.maxRegisteredResourcesWaitingTime=60s"]  # fmt: skip
     argv += ["-jar", str(jar), *master_args, "--job-host", layout.head, "--job-port", str(port)]
     argv += ["--artifact-port", "0", "--expansion-port", "0"]
     argv += ["--artifacts-dir", str(state / "artifacts")]

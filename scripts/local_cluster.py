@@ -107,11 +107,23 @@ def _job_server_jar(cluster: str, settings: Settings) -> tuple[Path, str, str | 
         say(f"warning: {jar} has Main-Class {main}, not {JOB_SERVER_MAIN[cluster]}")
     if beam not in jar.name:
         say(f"warning: {jar.name} may not be Beam {beam}: a job server must match the SDK")
+    return jar, beam, _shaded_version(cluster, jar), python
+
+
+def _known_jar_version(cluster: str, settings: Settings) -> str | None:
+    """The Flink or Spark version shaded into a job-server jar already here (the
+    setting's, or the cache's for this Beam), without fetching one: a worker host
+    needs no jar, but its engine must be the head's."""
+    _, beam = _submit_python(settings)
+    cached = settings.cache / "jars" / f"{JOB_SERVER_ARTIFACT[cluster]}-{beam}.jar"
+    jar = settings.jars[cluster] or cached
+    return _shaded_version(cluster, Path(jar)) if Path(jar).is_file() else None
+
+
+def _shaded_version(cluster: str, jar: Path) -> str | None:
     if cluster == "flink":
-        shaded = fetch.bundled_version(jar, "org.apache.flink", ("flink-runtime", "flink-core"))
-    else:
-        shaded = fetch.bundled_version(jar, "org.apache.spark", ("spark-core_2.12",))
-    return jar, beam, shaded, python
+        return fetch.bundled_version(jar, "org.apache.flink", ("flink-runtime", "flink-core"))
+    return fetch.bundled_version(jar, "org.apache.spark", ("spark-core_2.12",))
 
 
 def _pick_version(cluster: str, settings: Settings, shaded: str | None) -> str:
@@ -192,6 +204,8 @@ def start(
         )
         if layout.pools and layout.local_workers:
             python = _pool_python(settings)
+        if not layout.runs_head:  # run the head's version: that of the jar, where known
+            shaded = _known_jar_version(cluster, settings)
         # The python whose Beam picked the jar: a restart picks the same one.
         settings = dataclasses.replace(settings, python=python or settings.python)
         version = _pick_version(cluster, settings, shaded)

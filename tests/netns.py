@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,7 @@ def hosts(count: int, subnet: str = "10.233.0") -> Iterator[tuple[Host, ...]]:
     process), on one switch: a bridge in the first, which is its interface, and a veth
     from each other one to it. Whatever happens, every process left in them is killed
     and all are removed (which removes the bridge and the veths)."""
+    _remove_stale()
     tag = f"nmtp{os.getpid()}"
     made: list[Host] = []
     try:
@@ -83,6 +86,20 @@ def two_hosts(subnet: str = "10.233.0") -> Iterator[tuple[Host, Host]]:
     """Two of `hosts`."""
     with hosts(2, subnet) as (first, second):
         yield first, second
+
+
+def _remove_stale() -> None:
+    """Removes the namespaces, and kills the processes in them, of test runs that died
+    without removing them (a run killed at its timeout runs no teardown)."""
+    for line in _ip("netns", "list", check=False).stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        found = re.fullmatch(r"nmtp(\d+)[a-z]", name)
+        if found is None or Path(f"/proc/{found.group(1)}").exists():
+            continue
+        for pid in Host(name, name, "").pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        _ip("netns", "delete", name, check=False)
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
