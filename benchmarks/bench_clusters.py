@@ -51,16 +51,19 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 class GroupCpu:
     """CPU seconds used by the members of some process groups while it runs: /proc read
-    every 0.2 s, each pid's last utime + stime kept (a worker that lives less than that
-    is missed)."""
+    every 0.2 s, each pid's last utime + stime kept, less what it had used before (a
+    worker's last 0.2 s before it ends are missed)."""
 
     def __init__(self, groups: dict[str, int]) -> None:
         self.groups = groups
         self.seen: dict[int, tuple[str, float]] = {}
+        self.before: dict[int, float] = {}  # what the processes already running had used
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._sample, daemon=True)
 
     def __enter__(self) -> GroupCpu:
+        self._read()
+        self.before = {pid: cpu for pid, (_, cpu) in self.seen.items()}
         self.thread.start()
         return self
 
@@ -71,8 +74,8 @@ class GroupCpu:
 
     def seconds(self) -> dict[str, float]:
         found = dict.fromkeys(self.groups, 0.0)
-        for name, cpu in self.seen.values():
-            found[name] += cpu
+        for pid, (name, cpu) in self.seen.items():
+            found[name] += cpu - self.before.get(pid, 0.0)
         return found
 
     def _sample(self) -> None:

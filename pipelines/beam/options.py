@@ -82,10 +82,10 @@ class NmtpipeOptions(PipelineOptions):
             help="how long a step's Beam job on a remote runner (Flink, Spark, Dataflow, any"
             " portable runner) may run before nmtpipe cancels it and commits nothing, like"
             " 90s, 30m, 6h or seconds: an engine that lost its workers waits for them"
-            " forever. The default is about ten times the hour a 100M-pair prepare would"
-            " take on Spark through one LOOPBACK process at the rate measured for 1M pairs"
-            " (34 s, benchmarks/RESULTS.md), so only a job that stopped making progress"
-            " meets it. Local runners have none.",
+            " forever. The default is about 18 times the 40 minutes a 100M-pair prepare"
+            " would take on a cluster of one 2-core worker (Flink with a worker pool, at the"
+            " rate measured for 1M pairs: benchmarks/RESULTS.md, issue 43), so only a job"
+            " that stopped making progress meets it. Local runners have none.",
         )
 
 

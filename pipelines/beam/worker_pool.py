@@ -14,19 +14,23 @@ itself when its runner closes the control channel, as every environment's releas
 or when that channel breaks because the runner died. The pool's own end (SIGTERM,
 SIGINT) ends every worker it started.
 
-Workers run this python (`sys.executable`), write to the pool's stdout and stderr, and
-keep malloc to two arenas as nmtpipe's local workers do.
+Workers are forked from a fork server (Python's `multiprocessing` "forkserver": a
+process of its own, started before the pool serves, that has imported Beam's SDK harness
+and nmtpipe's Beam steps once): a worker started as a new interpreter spent about 1.9
+CPU-seconds importing them, and a prepare job starts one per stage and slot (16 to 34 of
+them on the clusters of benchmarks/RESULTS.md, issue 43). They write to the pool's stdout
+and stderr, and keep malloc to two arenas as nmtpipe's local workers do.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import multiprocessing
 import signal
-import subprocess
-import sys
 import threading
 from concurrent import futures
+from multiprocessing.process import BaseProcess
 
 import grpc
 from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
@@ -34,25 +38,39 @@ from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
 from nmtpipe.pipelines.beam import malloc_arenas
 
 _LOG = logging.getLogger("nmtpipe.worker_pool")
-_HARNESS = (
-    "from apache_beam.runners.worker.sdk_worker import SdkHarness; "
-    "SdkHarness({control!r}, worker_id={worker!r}, state_cache_size=0).run()"
-)
+# What the fork server imports once for every worker: the harness and the modules whose
+# DoFns the steps' workers unpickle.
+PRELOAD = [
+    "apache_beam.runners.worker.sdk_worker",
+    "nmtpipe.transforms.beam.prepare",
+    "nmtpipe.transforms.beam.encode",
+    "nmtpipe.transforms.beam.sample",
+]
+
+
+def _harness(control: str, worker_id: str) -> None:
+    """An SDK worker: until its runner closes the control channel (or it breaks)."""
+    from apache_beam.runners.worker.sdk_worker import SdkHarness
+
+    SdkHarness(control, worker_id=worker_id, state_cache_size=0).run()
 
 
 class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
     """Starts an SDK worker process per request; stops none (see the module)."""
 
     def __init__(self) -> None:
-        self._workers: list[subprocess.Popen] = []
+        self._forks = multiprocessing.get_context("forkserver")
+        self._forks.set_forkserver_preload(PRELOAD)
+        self._workers: list[BaseProcess] = []
         self._lock = threading.Lock()
 
     def StartWorker(
         self, request: beam_fn_api_pb2.StartWorkerRequest, context: object
     ) -> beam_fn_api_pb2.StartWorkerResponse:
-        code = _HARNESS.format(control=request.control_endpoint.url, worker=request.worker_id)
+        args = (request.control_endpoint.url, request.worker_id)
+        worker = self._forks.Process(target=_harness, args=args, name=f"worker {args[1]}")
         try:
-            worker = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
+            worker.start()
         except OSError as e:
             return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start a worker: {e}")
         with self._lock:
@@ -72,7 +90,11 @@ class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
     def _reap(self) -> None:
         """Forgets the workers that ended (which also reaps them)."""
         with self._lock:
-            self._workers = [w for w in self._workers if w.poll() is None]
+            self._workers = [w for w in self._workers if w.is_alive()]
+
+    def warm_up(self) -> None:
+        """Starts the fork server (and its imports) now, not with the first worker."""
+        self._forks.Process(target=int).start()
 
     def stop_all(self) -> None:
         with self._lock:
@@ -80,16 +102,16 @@ class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
         for worker in workers:
             worker.terminate()
         for worker in workers:
-            try:
-                worker.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+            worker.join(timeout=10)
+            if worker.is_alive():
                 worker.kill()
 
 
 def serve(port: int) -> None:
     """Serves on every address at `port` until SIGTERM or SIGINT."""
-    malloc_arenas.limit_arenas()  # the workers inherit the environment variable
+    malloc_arenas.limit_arenas()  # the fork server, hence the workers, inherit it
     pool = WorkerPool()
+    pool.warm_up()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(pool, server)
     server.add_insecure_port(f"[::]:{port}")

@@ -140,6 +140,7 @@ def main() -> int:
     parser.add_argument("--state", type=Path, required=True, help="local-cluster state, per host")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
+    args.state.mkdir(parents=True, exist_ok=True)
     with namespace_cluster(args.engine, args.state.absolute()) as cluster:
         pools = {h.namespace: cluster.pids(h)["worker-pool"] for h in cluster.workers}
         env = dict(cluster.env, NMTPIPE_OPTIONS=" ".join(cluster.options))
