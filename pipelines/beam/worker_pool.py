@@ -92,6 +92,12 @@ class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
         with self._lock:
             self._workers = [w for w in self._workers if w.is_alive()]
 
+    @property
+    def workers(self) -> list[BaseProcess]:
+        """The workers started and not yet seen ending."""
+        with self._lock:
+            return list(self._workers)
+
     def warm_up(self) -> None:
         """Starts the fork server (and its imports) now, not with the first worker."""
         self._forks.Process(target=int).start()
