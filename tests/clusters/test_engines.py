@@ -223,9 +223,18 @@ def test_a_refresh_that_adds_a_part_gives_the_fnapi_bytes(cluster: Cluster, refr
 
 # -- a worker lost ------------------------------------------------------------------------
 
-# The component whose process group dies: Flink's TaskManager, Spark's worker and its
-# executor.
+# The component whose process group dies: Flink's (first) TaskManager, Spark's worker
+# and its executor.
 VICTIM = {"flink": "taskmanager", "spark": "worker"}
+
+
+def victim(cluster: Cluster) -> int:
+    """The process group of the component that dies (`taskmanager`, or `taskmanager-1`
+    of a cluster started with several)."""
+    pids = find_cluster(cluster.name).pids
+    return pids.get(VICTIM[cluster.name]) or pids[f"{VICTIM[cluster.name]}-1"]
+
+
 # The deadline of the step whose worker is lost: Spark's job waits for a new one.
 DEADLINE_S = 60
 
@@ -239,9 +248,9 @@ def prepare_command(corpus: Path, output: Path, beam: list[str]) -> list[str]:
 def test_a_worker_killed_during_prepare_fails_it_in_one_line_then_a_rerun_is_identical(
     cluster: Cluster, reference
 ):
-    """SIGKILL to the TaskManager (Flink) or worker (Spark) once the job runs.
+    """SIGKILL to a TaskManager (Flink) or the worker (Spark) once the job runs.
 
-    Flink fails the job at once (no slots are left, and batch jobs get no restart). Spark
+    Flink fails the job at once (batch jobs get no restart). Spark
     waits for an executor that never comes (its scheduler has no such deadline): the step
     gives up at its --job_deadline, cancelling the job.
     """
@@ -257,8 +266,7 @@ def test_a_worker_killed_during_prepare_fails_it_in_one_line_then_a_rerun_is_ide
         while not cluster.running():
             assert proc.poll() is None and time.monotonic() < deadline, "the job never ran"
             time.sleep(0.2)
-        pid = find_cluster(cluster.name).pids[VICTIM[cluster.name]]
-        os.killpg(pid, signal.SIGKILL)
+        os.killpg(victim(cluster), signal.SIGKILL)
         _, err = proc.communicate(timeout=DEADLINE_S + 60)
     finally:
         if proc.poll() is None:
@@ -268,8 +276,8 @@ def test_a_worker_killed_during_prepare_fails_it_in_one_line_then_a_rerun_is_ide
             restarted = local_cluster("restart", cluster.name, timeout=300)
             assert restarted.returncode == 0, restarted.stderr
     assert proc.returncode == 1, err
-    # One line, the last: the engine's error (which Beam's log no longer repeats), or the
-    # deadline's.
+    # One line, the last: the engine's first error (the lost TaskManager, or a channel to it
+    # that broke; Beam's log no longer repeats it), or the deadline's.
     lines = err.strip().splitlines()
     says = {
         "flink": "nmtpipe prepare: error: the Beam job failed on PortableRunner: ",
@@ -278,7 +286,6 @@ def test_a_worker_killed_during_prepare_fails_it_in_one_line_then_a_rerun_is_ide
     }[cluster.name]
     assert [line for line in lines if line.startswith("nmtpipe")] == [lines[-1]], err
     assert lines[-1].startswith(says), err
-    assert cluster.name == "spark" or "TaskManager" in lines[-1], err
     assert not (output / "manifest.json").exists()
     if cluster.name == "spark":  # its lost worker back, as it was started
         restarted = local_cluster("restart", cluster.name, timeout=300)
