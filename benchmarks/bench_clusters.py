@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shlex
 import shutil
@@ -40,13 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE), str(HERE.parent / "scripts")]
+import cluster_procs  # noqa: E402
 import corpora  # noqa: E402
 
 LOCAL = "fnapi"
-
-
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class GroupCpu:
@@ -83,18 +80,9 @@ class GroupCpu:
             self._read()
 
     def _read(self) -> None:
-        names = {pgid: name for name, pgid in self.groups.items()}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                text = Path(f"/proc/{entry.name}/stat").read_text()
-            except OSError:
-                continue
-            fields = text[text.rindex(")") + 2 :].split()
-            if int(fields[2]) in names:  # pgrp; utime and stime are fields 14 and 15
-                cpu = (int(fields[11]) + int(fields[12])) / TICKS
-                self.seen[int(entry.name)] = (names[int(fields[2])], cpu)
+        for name, pgid in self.groups.items():
+            for member in cluster_procs.group_members(pgid):
+                self.seen[member.pid] = (name, member.cpu_s)
 
 
 @dataclass

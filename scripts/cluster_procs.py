@@ -47,6 +47,10 @@ class ProcStat:
     state: str
     pgrp: int
     starttime: int
+    cpu_s: float  # utime + stime
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def proc_stat(pid: int) -> ProcStat | None:
@@ -57,7 +61,8 @@ def proc_stat(pid: int) -> ProcStat | None:
         return None
     # The command name may hold spaces and parentheses: fields start after the last ')'.
     fields = text[text.rindex(")") + 2 :].split()
-    return ProcStat(pid, fields[0], int(fields[2]), int(fields[19]))
+    cpu_s = (int(fields[11]) + int(fields[12])) / _TICKS
+    return ProcStat(pid, fields[0], int(fields[2]), int(fields[19]), cpu_s)
 
 
 def group_members(pgid: int) -> list[ProcStat]:

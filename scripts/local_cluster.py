@@ -93,9 +93,8 @@ def _submit_python(settings: Settings) -> tuple[str, str]:
     )
 
 
-def _job_server_jar(cluster: str, settings: Settings) -> tuple[Path, str, str | None, str]:
-    """(jar, Beam version, the Flink or Spark version shaded into the jar, the python)."""
-    python, beam = _submit_python(settings)
+def _job_server_jar(cluster: str, settings: Settings, python: str, beam: str) -> Path:
+    """The job-server jar for the Beam of `python`, which submits the jobs."""
     say(f"{cluster}: apache-beam {beam} (from {python})")
     artifact = JOB_SERVER_ARTIFACT[cluster]
     env_name = f"NMTPIPE_{cluster.upper()}_JOB_SERVER_JAR"
@@ -107,17 +106,16 @@ def _job_server_jar(cluster: str, settings: Settings) -> tuple[Path, str, str | 
         say(f"warning: {jar} has Main-Class {main}, not {JOB_SERVER_MAIN[cluster]}")
     if beam not in jar.name:
         say(f"warning: {jar.name} may not be Beam {beam}: a job server must match the SDK")
-    return jar, beam, _shaded_version(cluster, jar), python
+    return jar
 
 
-def _known_jar_version(cluster: str, settings: Settings) -> str | None:
+def _known_jar_version(cluster: str, settings: Settings, beam: str) -> str | None:
     """The Flink or Spark version shaded into a job-server jar already here (the
     setting's, or the cache's for this Beam), without fetching one: a worker host
     needs no jar, but its engine must be the head's."""
-    _, beam = _submit_python(settings)
     cached = settings.cache / "jars" / f"{JOB_SERVER_ARTIFACT[cluster]}-{beam}.jar"
-    jar = settings.jars[cluster] or cached
-    return _shaded_version(cluster, Path(jar)) if Path(jar).is_file() else None
+    jar = Path(settings.jars[cluster] or cached)
+    return _shaded_version(cluster, jar) if jar.is_file() else None
 
 
 def _shaded_version(cluster: str, jar: Path) -> str | None:
@@ -156,20 +154,18 @@ def _check_ports(cluster: str, settings: Settings, job_server: bool, layout: Lay
             )
 
 
-def _pool_python(settings: Settings) -> str:
-    """The python of the worker pool: it must import nmtpipe, whose code the workers run."""
-    python, _ = _submit_python(settings)
+def _dead_components(state: dict) -> list[str]:
+    return [r.name for r in state["components"] if not own_members(r)]
+
+
+def _require_nmtpipe(python: str) -> None:
+    """The worker pool runs `python`: it must import nmtpipe, whose code the workers run."""
     found = subprocess.run([python, "-c", "import nmtpipe"], capture_output=True, check=False)
     if found.returncode != 0:
         raise ClusterError(
             f"{python} cannot import nmtpipe, whose code the worker pool runs; set "
             "NMTPIPE_PYTHON to the python of the environment where nmtpipe is installed"
         )
-    return python
-
-
-def _dead_components(state: dict) -> list[str]:
-    return [r.name for r in state["components"] if not own_members(r)]
 
 
 def start(
@@ -199,13 +195,17 @@ def start(
             say(f"{cluster} already runs (started {state['started']}); its options:")
             print(state["options"], flush=True)
             return 0
-        jar, beam, shaded, python = (
-            _job_server_jar(cluster, settings) if job_server else (None, None, None, None)
-        )
+        # The python that submits (its Beam picks the jar) and runs the worker pool.
+        python, beam = _submit_python(settings) if job_server or layout.pools else (None, None)
+        jar = _job_server_jar(cluster, settings, python, beam) if job_server else None
+        if jar is not None:
+            shaded = _shaded_version(cluster, jar)
+        elif not layout.runs_head:  # run the head's version: that of the jar, where known
+            shaded = _known_jar_version(cluster, settings, beam)
+        else:
+            shaded = None
         if layout.pools and layout.local_workers:
-            python = _pool_python(settings)
-        if not layout.runs_head:  # run the head's version: that of the jar, where known
-            shaded = _known_jar_version(cluster, settings)
+            _require_nmtpipe(python)
         # The python whose Beam picked the jar: a restart picks the same one.
         settings = dataclasses.replace(settings, python=python or settings.python)
         version = _pick_version(cluster, settings, shaded)

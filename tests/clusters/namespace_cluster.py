@@ -42,20 +42,24 @@ class Hosts:
     state: Path  # one local-cluster state folder per host below it
     options: list[str]  # the Beam options `--role head` printed
 
+    def command(self, host: netns.Host, argv: list[str]) -> list[str]:
+        """`argv` on `host`, with every host's settings and its own local-cluster state."""
+        return host.command(
+            argv, dict(self.env, NMTPIPE_CLUSTER_STATE=str(self.state / host.namespace))
+        )
+
     def run(self, host: netns.Host, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
-        env = dict(self.env, NMTPIPE_CLUSTER_STATE=str(self.state / host.namespace))
-        return subprocess.run(host.command(argv, env), capture_output=True, text=True,
+        return subprocess.run(self.command(host, argv), capture_output=True, text=True,
                               timeout=timeout, check=False)  # fmt: skip
 
     def start(self, host: netns.Host, argv: list[str], log: Path | None = None) -> subprocess.Popen:
         """`argv` started on `host`: its output read by the caller, or appended to `log`
         (a pipe nobody reads would stop it once full)."""
-        env = dict(self.env, NMTPIPE_CLUSTER_STATE=str(self.state / host.namespace))
         if log is None:
-            return subprocess.Popen(host.command(argv, env), stdout=subprocess.PIPE,
+            return subprocess.Popen(self.command(host, argv), stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True)  # fmt: skip
         with open(log, "ab") as out:
-            return subprocess.Popen(host.command(argv, env), stdout=out, stderr=out)
+            return subprocess.Popen(self.command(host, argv), stdout=out, stderr=out)
 
     def local_cluster(self, host: netns.Host, *args: str) -> subprocess.CompletedProcess:
         return self.run(host, [sys.executable, str(SCRIPT), *args], timeout=400)

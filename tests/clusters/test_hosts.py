@@ -1,17 +1,12 @@
-"""nmtpipe's Beam steps on a cluster of three hosts (network namespaces on one switch),
-the data in object storage, the Python work in worker pools on the worker hosts.
+"""nmtpipe's Beam steps on a cluster of three hosts (`namespace_cluster.py`: the head and
+S3 on the first, a worker beside a worker pool on each other), the data in object
+storage. Every step reads s3:// and writes s3://, and commits the FnApiRunner's bytes;
+both worker hosts' pools start the SDK workers; a worker host lost in the middle of
+prepare ends the step in one line with nothing committed (Flink) or is made up for by
+the other (Spark), and the rerun commits the same bytes.
 
-The first host runs the head (`scripts/local-cluster start ENGINE --role head`: Flink's
-JobManager or Spark's master, and Beam's job server) and an S3 server (moto); each of
-the other two a TaskManager or Spark worker beside a Beam worker pool (`--role worker`),
-with the README's commands. Every step reads s3:// and writes s3://, and commits the
-FnApiRunner's bytes; both worker hosts' pools start the SDK workers; a worker host lost
-in the middle of prepare ends the step in one line with nothing committed (Flink) or is
-made up for by the other (Spark), and the rerun commits the same bytes.
-
-The hosts share this machine's file system and processes, not its network: a worker
-reaches the head, the job server and S3 only at the first host's address. Each cluster
-costs ~1 min to start and ~15-25 s per Beam job, so the corpus is small and the steps few.
+Each cluster costs ~1 min to start and ~15-25 s per Beam job, so the corpus is small and
+the steps few.
 """
 
 from __future__ import annotations
