@@ -1,12 +1,12 @@
-"""`nmtpipe vocab` on a generated corpus: time, peak memory and what bounding the
-driver's memory costs; and its T2T builder side by side with Tensor2Tensor's own code.
+"""`nmtpipe vocab` on a generated corpus: time and peak memory; and its T2T builder side
+by side with Tensor2Tensor's own code.
 
 Default: for each `--pairs`, the whole `nmtpipe vocab` command, in its own process
 watched by psutil, for each of `--models` on the prepared corpus (`corpora.py`: the
 long-tail one unless `--corpus recombined`): `t2t` with `--vocab-size 32000` and the
-defaults, `unigram` joined. `--exact` also builds the T2T vocabulary from every token
-(`--max-characters 0`) and reports, per side, how many subtokens the default one shares
-with it and how long the test split is, encoded with each.
+defaults (tokens held in chunks, on disk beyond `--max-characters`), `unigram` joined.
+`--exact` also builds the T2T vocabulary with every token in memory (`--max-characters
+0`) and checks that its files are the default's, byte for byte.
 
     python benchmarks/bench_vocab.py --pairs 250000 --pairs 1000000 --pairs 4000000 --exact
 
@@ -34,8 +34,6 @@ import statistics
 import sys
 import time
 from pathlib import Path
-
-import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / ".work"
@@ -80,15 +78,6 @@ def run_nmtpipe(root: str, side: str, target: int, max_length: int | None, out: 
         "min_count": trace.chosen,
         "builds": len(trace.steps),
     }
-
-
-def split_lines(root: Path, split: str, column: str) -> list[str]:
-    doc = json.loads((root / "manifest.json").read_text())
-    return [
-        line
-        for path in doc["splits"][split]["files"]
-        for line in pq.read_table(root / path, columns=[column])[column].to_pylist()
-    ]
 
 
 def contenders(args: argparse.Namespace, root: Path, tsv: Path) -> dict[str, list[str]]:
@@ -187,65 +176,43 @@ def vocab_command(args: argparse.Namespace, pairs: int, name: str) -> dict:
     return row
 
 
-def quality(root: Path, bounded: Path, exact: Path) -> dict[str, dict]:
-    """Per side: the subtokens the bounded vocabulary shares with the exact one, and the
-    test split's length encoded with each."""
-    from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
+FILES = ("vocab.en.subwords", "vocab.zh.subwords", "dict.en.txt", "dict.zh.txt")
 
-    doc = json.loads((root / "manifest.json").read_text())
-    langs = doc["options"]["languages"]
-    out = {}
-    for side, column in ((langs["src"], "src"), (langs["tgt"], "tgt")):
-        lines = split_lines(root, "test", column)
-        a, b = (
-            SubwordTextEncoder.from_file(str(d / f"vocab.{side}.subwords"))
-            for d in (bounded, exact)
-        )
-        ids = [int(v.encode_lines(lines)[1].sum()) for v in (a, b)]
-        out[side] = {
-            "shared": round(len(set(a.subtokens) & set(b.subtokens)) / b.vocab_size, 4),
-            "sizes": [a.vocab_size, b.vocab_size],
-            "test_ids": ids,
-            "test_ids_change": round(ids[0] / ids[1] - 1, 4),
-        }
-    return out
+
+def identical(a: Path, b: Path) -> bool:
+    """Whether two vocabularies' files are the same bytes."""
+    return all((a / name).read_bytes() == (b / name).read_bytes() for name in FILES)
 
 
 def bench(args: argparse.Namespace) -> dict:
-    rows, qualities = [], {}
+    rows, same = [], {}
     for pairs in args.pairs:
         for name in args.models.split(","):
             rows.append(vocab_command(args, pairs, name))
         if args.exact:
             rows.append(vocab_command(args, pairs, "t2t-exact"))
-            root = corpora.prepared(pairs, args.corpus)
-            found = quality(root, Path(rows[-2 if "t2t" in args.models else -1]["output"]),
-                            Path(rows[-1]["output"]))  # fmt: skip
-            qualities[pairs] = found
-            for side, q in found.items():
-                print(f"  {pairs:>10,} {side}: shares {q['shared']:.2%} of the exact vocabulary; "
-                      f"test split {q['test_ids'][0]:,} ids against {q['test_ids'][1]:,} "
-                      f"({q['test_ids_change']:+.2%})", flush=True)  # fmt: skip
-    print("| pairs | vocabulary | wall s | peak RSS | per side: distinct tokens, used, mass kept |")
+            default = next(r for r in rows if r["pairs"] == pairs and r["vocab"] == "t2t")
+            same[pairs] = identical(Path(default["output"]), Path(rows[-1]["output"]))
+            print(f"  {pairs:>10,} files identical with every token in memory: {same[pairs]}")
+    print("| pairs | vocabulary | wall s | peak RSS | per side: count rows, characters, chunks |")
     print("| --- | --- | --- | --- | --- |")
     for r in rows:
         sides = "; ".join(
-            f"{side} {v.get('distinct_tokens', v.get('sample_sentences', 0)):,}"
-            + (f", {v['distinct_tokens_used']:,}" if "distinct_tokens_used" in v else "")
-            + (f", {v['pruned']['token_mass_kept']:.1%}" if "pruned" in v else "")
+            f"{side} {v['count_rows']:,}, {v['characters']:,}, {v['chunks']}"
+            if "count_rows" in v else f"{side} {v.get('sample_sentences', 0):,} sentences"
             for side, v in r["vocabularies"].items()
-        )
+        )  # fmt: skip
         print(
             f"| {r['pairs']:,} | {r['vocab']} | {r['seconds']} | {r['peak_rss_mb']} MB | {sides} |"
         )
-    return {"corpus": args.corpus, "rows": rows, "quality": qualities}
+    return {"corpus": args.corpus, "rows": rows, "identical": same}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pairs", type=int, action="append", help="corpus sizes (repeatable)")
     parser.add_argument("--models", default="t2t,unigram", help="of: t2t, unigram")
-    parser.add_argument("--exact", action="store_true", help="compare t2t with every token")
+    parser.add_argument("--exact", action="store_true", help="t2t with every token in memory too")
     corpora.add_option(parser)
     parser.add_argument("--vs-t2t", action="store_true", help="against T2T's own builder")
     parser.add_argument("--side", default="joined", help="--vs-t2t: en, zh or joined")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -96,26 +97,27 @@ def test_byte_budget_sample(prepared, tmp_path):
     )
     info = outcome.manifest["vocabularies"]["en"]
     assert 0 < info["sampled_lines"] < 500
-    assert info["distinct_tokens_used"] == info["distinct_tokens"] > 0
+    assert info["distinct_tokens"] > 0
 
 
-def test_a_character_budget_samples_the_counts_and_keeps_the_alphabet(prepared, tmp_path):
+def test_a_character_budget_holds_the_tokens_in_chunks_on_disk_and_changes_nothing(
+    prepared, tmp_path, monkeypatch
+):
     full = vocab(prepared, tmp_path / "f", vocab_size=1000)
     whole = full.manifest["vocabularies"]["zh"]
-    assert "pruned" not in whole and whole["distinct_tokens_used"] == whole["distinct_tokens"]
+    assert whole["chunks"] == 1 and whole["count_rows"] > 0
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spill))
     budget = whole["characters"] // 4
     capped = vocab(prepared, tmp_path / "c", vocab_size=1000, t2t=T2tConfig(max_characters=budget))
     info = capped.manifest["vocabularies"]["zh"]
     assert capped.manifest["options"]["max_characters"] == budget
-    assert info["pruned"]["characters_kept"] <= budget
-    assert 0 < info["pruned"]["token_mass_kept"] < 1
-    assert info["distinct_tokens_used"] < info["distinct_tokens"] == whole["distinct_tokens"]
-    # every character prepare counted is in the alphabet, as in the whole build
-    alphabets = [
-        SubwordTextEncoder.from_file(str(tmp_path / name / "vocab.zh.subwords")).alphabet
-        for name in ("f", "c")
-    ]
-    assert alphabets[0] == alphabets[1]
+    assert info["chunks"] >= 4 and info["characters"] == whole["characters"]
+    assert info["bisection"] == whole["bisection"]
+    for name in ("vocab.en.subwords", "vocab.zh.subwords", "dict.en.txt", "dict.zh.txt"):
+        assert (tmp_path / "c" / name).read_bytes() == (tmp_path / "f" / name).read_bytes()
+    assert list(spill.iterdir()) == []  # the chunks' files are gone
 
 
 def test_a_build_that_cannot_fit_is_refused_before_it_starts(prepared, tmp_path, monkeypatch):

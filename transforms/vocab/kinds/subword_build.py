@@ -31,8 +31,10 @@ final ordering (count, then string, both descending) is T2T's Python sort.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import itertools
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -40,15 +42,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nmtpipe.transforms.text.records import utf8_text
 from nmtpipe.transforms.vocab.kinds.subword import (
     RESERVED_TOKENS,
     alphabet_of,
     check_reserved,
     escape_token,
 )
+from nmtpipe.transforms.vocab.kinds.token_chunks import Chunk, TokenChunks
 
 _CHAR_BITS = 21  # code points are < 2**21
+_CHAR_MASK = (1 << _CHAR_BITS) - 1
+# Distinct candidate strings of one length summed over chunks before they are merged.
+_MERGE_ROWS = 1 << 22
+# The sketch that bounds candidates' counts before they are tallied: two rows of at most
+# 2**21 buckets (32 MB), each bucket the sum of the counts of the keys hashed to it.
+_SKETCH_BITS = 21
+_SKETCH_MULTIPLIERS = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 
 class Rows(NamedTuple):
@@ -61,14 +70,16 @@ class Rows(NamedTuple):
 
 
 class SubstringTable:
-    """The substrings of a fixed set of escaped tokens that T2T may count and whose plain
-    count is at least `floor`.
+    """The substrings of the escaped tokens of `chunks` that T2T may count and whose
+    plain count is at least `floor`.
 
-    Level L (from 1) holds their rows of length L: `pos[L]`, the start positions in
-    `text` (ascending), and `sid[L]`, the string ids. The ids of length-L strings are
-    `level_start[L] <= id < level_start[L + 1]`; `parent[i]` is the id of string i
+    The strings are numbered by length: those of length L have the ids
+    `level_start[L] <= id < level_start[L + 1]`, in the order of their keys
+    `keys[L]` (the id of the string without its last character within its level,
+    shifted, or-ed with that character's code point); `parent[i]` is the id of string i
     without its last character (-1 for one character) and `plain[i]` its plain count.
     `char_counts` holds every character's plain count, kept in the table or not.
+    Where each string occurs is kept per chunk (`rows{L}.pos`, `rows{L}.sid`).
 
     The characters of `always` are kept whatever their count: those of the reserved
     tokens, which segmentation may match inside a token however rare they are.
@@ -76,84 +87,126 @@ class SubstringTable:
 
     def __init__(
         self,
-        text: str,
-        sizes: np.ndarray,
-        weights: np.ndarray,
+        chunks: TokenChunks,
         max_subtoken_length: int | None,
         floor: float,
         always: str = "",
     ) -> None:
-        """`text`: the escaped tokens, concatenated; `sizes`: the length of each;
-        `weights`: the count of each."""
         self.floor = floor
-        self.text = text
-        self.token_end = np.cumsum(sizes, dtype=np.int64)
-        self.token_start = self.token_end - sizes
-        n = len(self.text)
-        self.index = np.int32 if n < 2**31 else np.int64
-        # A substring may run to its token's end, and (T2T's off-by-one) only to
-        # max_subtoken_length - 1 characters when a maximum is given.
-        room = _room(self.token_end, sizes, self.index)
-        if max_subtoken_length is not None:
-            np.minimum(room, max(max_subtoken_length - 1, 0), out=room)
-        self.weight_at = np.repeat(weights, sizes)
-        chars = np.frombuffer(self.text.encode("utf-32-le"), dtype=np.uint32)
-        self.pos: list[np.ndarray] = [np.zeros(0, self.index)]  # level 0: none
-        self.sid: list[np.ndarray] = [np.zeros(0, np.int32)]
+        self.chunks = chunks
+        self.keys: list[np.ndarray] = [np.zeros(0, np.int64)]  # level 0: none
         self.level_start = [0, 0]
         parents: list[np.ndarray] = []
         plains: list[np.ndarray] = []
         self.char_counts: dict[str, int] = {}
-        self._always_chars: np.ndarray = np.zeros(0, np.int64)
-        firsts: list[np.ndarray] = []
-        at = np.flatnonzero(room >= 1).astype(self.index)
-        prefix = np.zeros(at.size, np.int32)  # the kept prefix's id within its level
+        forced_chars = np.array(sorted({ord(c) for c in always}), np.int64)
+        self._always_chars = np.zeros(0, np.int64)
+        for _ in chunks.map(lambda i, chunk: self._start(i, chunk, max_subtoken_length)):
+            pass
+        bits = min(_SKETCH_BITS, max(chunks.size.bit_length(), 4))
         length = 1
-        while at.size:
-            keys = (prefix.astype(np.int64) << _CHAR_BITS) | chars[at + (length - 1)]
-            # interned by hashing (Arrow), several times faster than sorting: ids in
-            # the order strings first occur, which nothing depends on
-            encoded = pc.dictionary_encode(pa.array(keys))
-            unique = encoded.dictionary.to_numpy()
-            inverse = encoded.indices.to_numpy()
-            plain = np.bincount(inverse, weights=self.weight_at[at], minlength=unique.size)
+        while True:
+            # Longer strings' candidates are many more than the kept ones (5.3M of length
+            # 3 on 4M long-tail pairs), and their tally would grow with the corpus: a
+            # sketch's bound (never below a true count) drops most first.
+            sketch = self._sketch(length, bits) if length > 1 else None
+            tally = _Tally()
+            for sums in chunks.map(functools.partial(self._sums, length=length, sketch=sketch)):
+                tally.add(sums)
+            unique, plain = tally.result()
+            if not unique.size:
+                break
+            order = np.argsort(unique)
+            unique, plain = unique[order], plain[order]
             kept = plain >= floor
             if length == 1:
                 as_text = unique.astype(np.uint32).tobytes().decode("utf-32-le", "surrogatepass")
                 counted = np.rint(plain).astype(np.int64).tolist()
                 self.char_counts = dict(zip(as_text, counted, strict=True))
-                forced = np.isin(unique, [ord(c) for c in set(always)])
+                forced = np.isin(unique, forced_chars)
                 kept |= forced
-            # ids are numbered as strings first occur: each new one is one more than
-            # the largest before it
-            first = np.flatnonzero(np.diff(np.maximum.accumulate(inverse), prepend=-1) > 0)
-            firsts.append(at[first][kept])
-            local = (np.cumsum(kept) - 1).astype(np.int32)
-            rows = kept[inverse]
-            at, ids = at[rows], local[inverse[rows]]
-            del keys, encoded, inverse, rows
-            start = self.level_start[-1]
-            self.pos.append(at)
-            self.sid.append(ids + np.int32(start))
-            self.level_start.append(start + int(np.count_nonzero(kept)))
-            parent = unique[kept] >> _CHAR_BITS
-            parents.append(parent + self.level_start[-3] if length > 1 else parent - 1)
-            plains.append(plain[kept])
-            if length == 1:
                 self._always_chars = np.flatnonzero(forced[kept])
-            longer = room[at] > length
-            at, prefix = at[longer], ids[longer]
+            level_keys = unique[kept]
+            start = self.level_start[-1]
+            self.keys.append(level_keys)
+            self.level_start.append(start + level_keys.size)
+            prefix = level_keys >> _CHAR_BITS
+            parents.append(prefix + self.level_start[-3] if length > 1 else prefix - 1)
+            plains.append(plain[kept])
+            del tally, unique, plain, kept
+            for _ in chunks.map(functools.partial(self._place, length=length, start=start)):
+                pass
             length += 1
         self.parent = np.concatenate(parents) if parents else np.zeros(0, np.int64)
         self.plain = np.concatenate(plains) if plains else np.zeros(0)
-        pa.default_memory_pool().release_unused()  # what interning took, for the builds
         self.num_strings = self.level_start[-1]
-        self._string_pos = np.concatenate([np.zeros(0, np.int64), *firsts]).astype(np.int64)
+        self._last_char = np.concatenate(self.keys) & _CHAR_MASK
+        pa.default_memory_pool().release_unused()  # what interning took, for the builds
+
+    def _start(self, i: int, chunk: Chunk, max_subtoken_length: int | None) -> None:
+        """Chunk `i`'s room at each position, and every position as the first front."""
+        room = chunk.room(max_subtoken_length).astype(_index(chunk))
+        self.chunks.put(i, "room", room)
+        at = np.flatnonzero(room >= 1).astype(room.dtype)
+        self.chunks.put(i, "front.pos", at)
+        self.chunks.put(i, "front.prefix", np.zeros(at.size, np.int32))
+
+    def _sketch(self, length: int, bits: int) -> np.ndarray:
+        """A count-min sketch of the candidates of `length` characters: per hash, the
+        sum of the plain counts of the candidates in each bucket."""
+
+        def one(i: int, chunk: Chunk) -> np.ndarray:
+            at, keys = self._candidates(i, chunk, length)
+            weight = chunk.weight_at[at]
+            return np.stack([np.bincount(b, weight, 1 << bits) for b in _buckets(keys, bits)])
+
+        sketch = np.zeros((len(_SKETCH_MULTIPLIERS), 1 << bits))
+        for part in self.chunks.map(one):
+            sketch += part
+        return sketch
+
+    def _sums(self, i: int, chunk: Chunk, length: int, sketch: np.ndarray | None) -> pa.Table:
+        """Chunk `i`'s plain count of each candidate string of `length` characters (those
+        the `sketch` does not rule out)."""
+        at, keys = self._candidates(i, chunk, length)
+        if sketch is not None:
+            buckets = _buckets(keys, sketch.shape[1].bit_length() - 1)
+            bound = np.minimum(*(row[b] for row, b in zip(sketch, buckets, strict=True)))
+            ok = bound >= self.floor
+            at, keys = at[ok], keys[ok]
+        return _sums(pa.table({"key": keys, "weight": chunk.weight_at[at]}))
+
+    def _candidates(self, i: int, chunk: Chunk, length: int) -> tuple[np.ndarray, np.ndarray]:
+        """Chunk `i`'s positions that may start a kept string of `length` characters, and
+        the strings' keys there: its prefix is kept (the front) and so is its suffix
+        (both are counted wherever it is, so neither counts less)."""
+        at = self.chunks.get(i, "front.pos")
+        prefix = self.chunks.get(i, "front.prefix")
+        if length > 1:
+            starts = np.zeros(chunk.chars.size, dtype=bool)
+            starts[self.chunks.get(i, f"rows{length - 1}.pos")] = True
+            ok = starts[at + 1]
+            at, prefix = at[ok], prefix[ok]
+        keys = (prefix.astype(np.int64) << _CHAR_BITS) | chunk.chars[at + (length - 1)]
+        return at, keys
+
+    def _place(self, i: int, chunk: Chunk, length: int, start: int) -> None:
+        """Chunk `i`'s rows of `length` characters, and the front of the next length."""
+        at, keys = self._candidates(i, chunk, length)
+        found = pc.index_in(pa.array(keys), value_set=pa.array(self.keys[length]))
+        local = pc.fill_null(found, -1).to_numpy()
+        hit = local >= 0
+        pos, local = at[hit], local[hit].astype(np.int32)
+        self.chunks.put(i, f"rows{length}.pos", pos)
+        self.chunks.put(i, f"rows{length}.sid", local + np.int32(start))
+        longer = self.chunks.get(i, "room")[pos] > length
+        self.chunks.put(i, "front.pos", pos[longer])
+        self.chunks.put(i, "front.prefix", local[longer])
 
     @property
     def levels(self) -> int:
         """The longest kept length."""
-        return len(self.pos) - 1
+        return len(self.keys) - 1
 
     def char_ids(self) -> dict[str, int]:
         """The ids of the kept characters."""
@@ -162,25 +215,32 @@ class SubstringTable:
 
     def id_of(self, string: str) -> int | None:
         """The id of a kept string, or None."""
-        length = len(string)
-        if not 0 < length <= self.levels:
+        if not 0 < len(string) <= self.levels:
             return None
-        pos = self.pos[length]
-        at = self.text.find(string)
-        while at >= 0:
-            k = int(np.searchsorted(pos, at))
-            if k < pos.size and pos[k] == at:
-                return int(self.sid[length][k])
-            at = self.text.find(string, at + 1)
-        return None
+        local = 0
+        for length, c in enumerate(string, 1):
+            level = self.keys[length]
+            key = (local << _CHAR_BITS) | ord(c)
+            local = int(np.searchsorted(level, key))
+            if local == level.size or level[local] != key:
+                return None
+        return self.level_start[len(string)] + local
 
     def strings(self, ids: np.ndarray) -> list[str]:
         """The strings of many ids."""
+        ids = np.asarray(ids, dtype=np.int64)
         lengths = np.searchsorted(self.level_start, ids, side="right") - 1
-        starts = self._string_pos[ids]
-        return [
-            self.text[p : p + n] for p, n in zip(starts.tolist(), lengths.tolist(), strict=True)
-        ]
+        width = int(lengths.max()) if ids.size else 0
+        points = np.zeros((ids.size, width), np.uint32)
+        at = ids.copy()
+        for back in range(width):  # last characters first, walking up the parents
+            live = at >= 0
+            points[live, lengths[live] - 1 - back] = self._last_char[at[live]]
+            at[live] = self.parent[at[live]]
+        text = points[np.arange(width) < lengths[:, None]].tobytes()
+        joined = text.decode("utf-32-le", "surrogatepass")
+        ends = np.cumsum(lengths)
+        return [joined[a:b] for a, b in zip((ends - lengths).tolist(), ends.tolist(), strict=True)]
 
     def active(self, min_count: int) -> np.ndarray:
         """Which strings a build with `min_count` needs: those counted at least
@@ -190,56 +250,46 @@ class SubstringTable:
         active[self.level_start[1] + self._always_chars] = True
         return active
 
-    def rows(self, active: np.ndarray) -> list[Rows]:
-        """The rows of the `active` strings, level by level."""
-        out = []
-        for length in range(1, self.levels + 1):
-            on = active[self.sid[length]]
-            pos = self.pos[length][on]
-            out.append(Rows(length, pos, self.sid[length][on], self.weight_at[pos]))
-        return out
+    def rows_of(self, i: int, chunk: Chunk, active: np.ndarray, first: int = 1) -> ChunkRows:
+        """Chunk `i`'s rows of the `active` strings, level by level from length `first`,
+        with where the reserved tokens occur."""
+        rows = []
+        for length in range(first, self.levels + 1):
+            sid = self.chunks.get(i, f"rows{length}.sid")
+            on = active[sid]
+            pos = self.chunks.get(i, f"rows{length}.pos")[on]
+            rows.append(Rows(length, pos, sid[on], chunk.weight_at[pos]))
+        extra = (self.chunks.get(i, "reach.at"), self.chunks.get(i, "reach.length"))
+        return ChunkRows(chunk, rows, extra, self.level_start)
 
-    def counts(self, boundary: np.ndarray, rows: list[Rows]) -> np.ndarray:
-        """Per-string count of `rows` starting at a boundary, each weighted by its token
-        (0 for the strings of other rows)."""
-        totals = np.zeros(self.num_strings)
-        for r in rows:
-            at = boundary[r.pos]
-            lo, hi = self.level_start[r.length], self.level_start[r.length + 1]
-            totals[lo:hi] = np.bincount(r.sid[at] - lo, weights=r.weight[at], minlength=hi - lo)
-        return np.rint(totals).astype(np.int64)
 
-    def occurrences(self, needle: str) -> np.ndarray:
-        """Positions where `needle` occurs inside one token."""
-        found, at = [], self.text.find(needle)
-        while at >= 0:
-            found.append(at)
-            at = self.text.find(needle, at + 1)
-        starts = np.asarray(found, dtype=np.int64)
-        token = np.searchsorted(self.token_end, starts, side="right")
-        return starts[starts + len(needle) <= self.token_end[token]]
+@dataclass
+class ChunkRows:
+    """One chunk's rows of the strings a build needs: what segmenting and counting its
+    tokens takes."""
 
-    def longest(
-        self, in_vocab: np.ndarray, extra: tuple[np.ndarray, np.ndarray], rows: list[Rows]
-    ) -> np.ndarray:
-        """At each position, the length of the longest string of `rows` in the
-        vocabulary that starts there (every character is in it: at least 1).
+    chunk: Chunk
+    rows: list[Rows]
+    extra: tuple[np.ndarray, np.ndarray]  # positions and lengths of rowless strings
+    level_start: list[int]
 
-        `extra`: positions and lengths of vocabulary strings that are no rows of the
-        table (reserved tokens longer than the counting limit)."""
-        longest = np.ones(len(self.text), dtype=self.index)
-        for r in rows:
+    def longest(self, in_vocab: np.ndarray) -> np.ndarray:
+        """At each position, the length of the longest string of the rows in the
+        vocabulary that starts there (every character is in it: at least 1), or of a
+        rowless vocabulary string (reserved tokens longer than the counting limit)."""
+        longest = np.ones(self.chunk.chars.size, dtype=_index(self.chunk))
+        for r in self.rows:
             if r.length > 1:
                 longest[r.pos[in_vocab[r.sid]]] = r.length
-        at, lengths = extra
-        np.maximum.at(longest, at, lengths.astype(self.index))
+        at, lengths = self.extra
+        np.maximum.at(longest, at, lengths.astype(longest.dtype))
         return longest
 
     def boundaries(self, longest: np.ndarray) -> np.ndarray:
         """Start positions of T2T's greedy longest-match segmentation of every token,
         by pointer jumping over all tokens at once."""
-        boundary = np.zeros(len(self.text), dtype=bool)
-        at, end = self.token_start, self.token_end
+        boundary = np.zeros(self.chunk.chars.size, dtype=bool)
+        at, end = self.chunk.token_start, self.chunk.token_end
         live = at < end
         at, end = at[live], end[live]
         while at.size:
@@ -248,6 +298,58 @@ class SubstringTable:
             live = at < end
             at, end = at[live], end[live]
         return boundary
+
+    def add_counts(self, boundary: np.ndarray, totals: np.ndarray) -> None:
+        """Add to `totals` the count of each string of the rows that starts at a
+        boundary, weighted by its token."""
+        for r in self.rows:
+            at = boundary[r.pos]
+            lo, hi = self.level_start[r.length], self.level_start[r.length + 1]
+            totals[lo:hi] += np.bincount(r.sid[at] - lo, weights=r.weight[at], minlength=hi - lo)
+
+
+class _Tally:
+    """Weighted counts of int64 keys, added a chunk's sums per key at a time, merged
+    when they add up to `_MERGE_ROWS` rows."""
+
+    def __init__(self) -> None:
+        self._parts: list[pa.Table] = []
+        self._rows = 0
+
+    def add(self, sums: pa.Table) -> None:
+        """Add a chunk's sums (`_sums`)."""
+        if sums.num_rows:
+            self._parts.append(sums)
+            self._rows += sums.num_rows
+        if self._rows > _MERGE_ROWS:
+            self._parts = [_sums(pa.concat_tables(self._parts))]
+            self._rows = self._parts[0].num_rows
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct keys, in no particular order, and each one's total."""
+        if not self._parts:
+            return np.zeros(0, np.int64), np.zeros(0)
+        table = _sums(pa.concat_tables(self._parts)) if len(self._parts) > 1 else self._parts[0]
+        return table["key"].to_numpy(), table["weight"].to_numpy()
+
+
+def _sums(table: pa.Table) -> pa.Table:
+    """The `weight` summed per `key`."""
+    summed = table.group_by("key", use_threads=False).aggregate([("weight", "sum")])
+    return summed.rename_columns(["key", "weight"])
+
+
+def _buckets(keys: np.ndarray, bits: int) -> list[np.ndarray]:
+    """The keys' buckets in each row of a sketch of `2**bits` buckets (multiplicative
+    hashing: the top bits of the key times an odd constant)."""
+    shift = np.uint64(64 - bits)
+    as_unsigned = keys.astype(np.uint64)
+    return [((as_unsigned * m) >> shift).astype(np.intp) for m in _SKETCH_MULTIPLIERS]
+
+
+def _index(chunk: Chunk) -> type[np.integer]:
+    """The integer type of positions in `chunk`."""
+    return np.int32 if chunk.chars.size < 2**31 else np.int64
 
 
 @dataclass
@@ -261,38 +363,54 @@ class BuildTrace:
 
 class SubwordBuilder:
     """Builds T2T vocabularies for one set of token counts (and reuses the work): a
-    mapping of tokens to counts, or tokens as Arrow strings with their counts."""
+    mapping of tokens to counts, or batches of tokens (Arrow strings) and their counts,
+    read once. The tokens are held `max_characters` at a time (`token_chunks.py`)."""
 
     # A table made for min_count m serves builds down to m / FLOOR_SPAN: bisection steps
     # halve from 500, a new table costs about as much as a few builds, and a lower floor
     # keeps more rows (measured: benchmarks/RESULTS.md).
-    FLOOR_SPAN = 4
-    # Peak memory of a build per character of the escaped tokens, at most (measured on
-    # news-like text: benchmarks/RESULTS.md), what `token_sample` budgets.
+    FLOOR_SPAN = 8
+    # Peak memory of a build per character of a chunk of escaped tokens, at most
+    # (measured on news-like text: benchmarks/RESULTS.md).
     BYTES_PER_CHARACTER = 150
 
     def __init__(
         self,
-        token_counts: Mapping[str, int] | tuple[pa.Array, np.ndarray],
+        token_counts: Mapping[str, int] | Iterable[tuple[pa.Array, np.ndarray]],
         max_subtoken_length: int | None = None,
         reserved_tokens: Sequence[str] = RESERVED_TOKENS,
         characters: str = "",
+        max_characters: int = 0,
+        threads: int = 1,
     ) -> None:
-        """`characters`: more characters for the alphabet than the tokens have (those of
-        the tokens a sample of the counts left out)."""
+        """`characters`: more characters for the alphabet than the tokens have;
+        `max_characters`: the most characters of tokens held at once (0: all), by
+        `threads` threads (a chunk each)."""
         check_reserved(reserved_tokens)
         if isinstance(token_counts, Mapping):
             tokens = pa.array(list(token_counts), pa.string())
             counts = np.fromiter(token_counts.values(), np.float64, len(token_counts))
-        else:
-            tokens, counts = token_counts
+            token_counts = [(tokens, counts)]
+        self.chunks = TokenChunks(token_counts, max_characters, threads)
         self.reserved = tuple(reserved_tokens)
-        self.alphabet = alphabet_of([*self.reserved, characters, _characters(tokens)])
-        self._text, self._sizes = escaped_text(tokens, self.alphabet)
-        self._weights = np.asarray(counts, dtype=np.float64)
+        self.alphabet = alphabet_of([*self.reserved, characters, self.chunks.characters])
+        self.chunks.escape(self.alphabet)
         self._max_subtoken_length = max_subtoken_length
         self.escaped_reserved = [escape_token(t, self.alphabet) for t in self.reserved]
+        # Reserved tokens are always in the vocabulary and may match inside a token even
+        # where a table, limited to max_subtoken_length - 1 characters, has no row.
+        for i, chunk in self.chunks:
+            found = [(chunk.occurrences(s), len(s)) for s in self.escaped_reserved]
+            self.chunks.put(i, "reach.at", np.concatenate([at for at, _ in found]))
+            lengths = [np.full(at.size, n, dtype=np.int64) for at, n in found]
+            self.chunks.put(i, "reach.length", np.concatenate(lengths))
         self.table: SubstringTable | None = None
+
+    def __enter__(self) -> SubwordBuilder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.chunks.close()
 
     def _table_for(self, min_count: int) -> SubstringTable:
         """A table whose floor is at most `min_count`, made anew when the last one's is
@@ -301,9 +419,7 @@ class SubwordBuilder:
             return self.table
         self.table = None  # one table in memory at a time
         table = SubstringTable(
-            self._text,
-            self._sizes,
-            self._weights,
+            self.chunks,
             self._max_subtoken_length,
             max(1, min_count // self.FLOOR_SPAN),
             "".join(self.escaped_reserved),
@@ -312,13 +428,6 @@ class SubwordBuilder:
         reserved_ids = [table.id_of(s) for s in self.escaped_reserved]
         self._always = np.zeros(table.num_strings, dtype=bool)
         self._always[[*self._char_ids.values(), *(i for i in reserved_ids if i is not None)]] = True
-        # Reserved tokens are always in the vocabulary and may match inside a token even
-        # where the table, limited to max_subtoken_length - 1 characters, has no row.
-        found = [(table.occurrences(s), len(s)) for s in self.escaped_reserved]
-        self._reserved_reach = (
-            np.concatenate([at for at, _ in found]),
-            np.concatenate([np.full(at.size, n) for at, n in found]),
-        )
         # Each length's block of ids, longest first, with its parents' offsets in the
         # next (one shorter) block.
         starts = table.level_start
@@ -329,6 +438,33 @@ class SubwordBuilder:
         ]
         self.table = table
         return table
+
+    def _counter(self, active: np.ndarray) -> Callable[[np.ndarray, int], np.ndarray]:
+        """`count(in_vocab, first)`: each string's count (those of `active` strings of
+        length `first` or more) at the boundaries of segmenting every token with the
+        strings `in_vocab`. Rows are read anew from disk each time, or kept where one
+        chunk in memory holds every token."""
+        table = self.table
+        assert table is not None
+        kept: dict[int, ChunkRows] = {}
+
+        def rows_of(i: int, chunk: Chunk, first: int) -> ChunkRows:
+            if self.chunks.spilled:
+                return table.rows_of(i, chunk, active, first)
+            if i not in kept:
+                kept[i] = table.rows_of(i, chunk, active)
+            return dataclasses.replace(kept[i], rows=kept[i].rows[first - 1 :])
+
+        def count(in_vocab: np.ndarray, first: int) -> np.ndarray:
+            def one(i: int, chunk: Chunk) -> np.ndarray:
+                rows = rows_of(i, chunk, first)
+                totals = np.zeros(table.num_strings)
+                rows.add_counts(rows.boundaries(rows.longest(in_vocab)), totals)
+                return totals
+
+            return np.rint(sum(self.chunks.map(one))).astype(np.int64)
+
+        return count
 
     def _select(self, counts: np.ndarray, min_count: int) -> tuple[np.ndarray, np.ndarray]:
         """T2T's candidate selection: which string ids are accepted, and their counts.
@@ -372,16 +508,14 @@ class SubwordBuilder:
         min_count = max(min_count, 1)
         table = self._table_for(min_count)
         active = table.active(min_count)
-        rows = table.rows(active)
+        count = self._counter(active)
         counts = np.rint(table.plain).astype(np.int64)
         for k in range(num_iterations - 1):
             accepted, _ = self._select(counts, min_count)
             # Only which strings are in the vocabulary matters for the next segmentation.
-            longest = table.longest(accepted | self._always, self._reserved_reach, rows)
-            boundary = table.boundaries(longest)
-            # Characters are in the vocabulary whatever their counts, which matter only
-            # to the order of the last iteration's list.
-            counts = table.counts(boundary, rows if k == num_iterations - 2 else rows[1:])
+            # Characters are in it whatever their counts, which matter only to the order
+            # of the last iteration's list: before, only longer strings are counted.
+            counts = count(accepted | self._always, 1 if k == num_iterations - 2 else 2)
         return self._vocabulary(*self._select(counts, min_count), active)
 
     def subtoken_counts(self, vocab: Sequence[str]) -> np.ndarray:
@@ -389,6 +523,7 @@ class SubwordBuilder:
         every token is encoded with it, weighted by the token's count: fairseq's
         dictionary counts."""
         table = self.table
+        assert table is not None
         index = {s: i for i, s in enumerate(vocab)}
         multi = np.arange(table.level_start[min(2, len(table.level_start) - 1)], table.num_strings)
         in_vocab = np.zeros(table.num_strings, dtype=bool)
@@ -396,26 +531,30 @@ class SubwordBuilder:
         for i, string in zip(multi.tolist(), table.strings(multi), strict=True):
             if string in index:
                 in_vocab[i], vocab_of[i] = True, index[string]
-        rows = table.rows(in_vocab)
-        longest = table.longest(in_vocab, self._reserved_reach, rows)
-        boundary = table.boundaries(longest)
-        totals = np.zeros(len(vocab))
-        for r in rows[1:]:
-            used = boundary[r.pos] & (longest[r.pos] == r.length)
-            np.add.at(totals, vocab_of[r.sid[used]], r.weight[used])
-        for string in self.escaped_reserved:  # those no row stands for
-            if table.id_of(string) is None:
-                at = table.occurrences(string)
+        rowless = [s for s in self.escaped_reserved if table.id_of(s) is None]
+
+        def one(i: int, chunk: Chunk) -> np.ndarray:
+            rows = table.rows_of(i, chunk, in_vocab, first=2)
+            longest = rows.longest(in_vocab)
+            boundary = rows.boundaries(longest)
+            totals = np.zeros(len(vocab))
+            for r in rows.rows:
+                used = boundary[r.pos] & (longest[r.pos] == r.length)
+                np.add.at(totals, vocab_of[r.sid[used]], r.weight[used])
+            for string in rowless:
+                at = chunk.occurrences(string)
                 used = boundary[at] & (longest[at] == len(string))
-                totals[index[string]] += table.weight_at[at[used]].sum()
-        single = np.flatnonzero(boundary & (longest == 1))
-        points = np.frombuffer(self._text.encode("utf-32-le"), np.uint32)[single]
-        chars = np.unique(points)
-        sums = np.bincount(np.searchsorted(chars, points), weights=table.weight_at[single])
-        as_text = chars.tobytes().decode("utf-32-le", "surrogatepass")
-        for c, n in zip(as_text, sums.tolist(), strict=True):
-            totals[index[c]] += n
-        return np.rint(totals).astype(np.int64)
+                totals[index[string]] += chunk.weight_at[at[used]].sum()
+            single = np.flatnonzero(boundary & (longest == 1))
+            points = chunk.chars[single]
+            chars = np.unique(points)
+            sums = np.bincount(np.searchsorted(chars, points), weights=chunk.weight_at[single])
+            as_text = chars.tobytes().decode("utf-32-le", "surrogatepass")
+            for c, n in zip(as_text, sums.tolist(), strict=True):
+                totals[index[c]] += n
+            return totals
+
+        return np.rint(sum(self.chunks.map(one))).astype(np.int64)
 
     def build_to_target_size(
         self,
@@ -447,40 +586,3 @@ class SubwordBuilder:
 
         vocab, trace.chosen = bisect(min_val, max_val)
         return vocab, trace
-
-
-def _characters(tokens: pa.Array) -> str:
-    """Every character of `tokens`, once each (in code-point order)."""
-    if len(tokens) == 0:
-        return ""
-    points = np.frombuffer(utf8_text(tokens).encode("utf-32-le", "surrogatepass"), np.uint32)
-    return np.unique(points).tobytes().decode("utf-32-le", "surrogatepass")
-
-
-def escaped_text(tokens: pa.Array, alphabet: Collection[str]) -> tuple[str, np.ndarray]:
-    """The tokens escaped as T2T escapes them, concatenated, and each one's length.
-
-    Most tokens need only their closing `_`: those with a backslash, an underscore or a
-    line break (or, with a smaller alphabet, a character outside it) go through
-    `escape_token` one by one."""
-    tokens = tokens.cast(pa.string())
-    special = pc.match_substring_regex(tokens, r"[\\_\n]").to_numpy(zero_copy_only=False)
-    outside = set(_characters(tokens)) - set(alphabet)
-    if outside:
-        special |= pc.match_substring_regex(
-            tokens, "[" + "".join(f"\\x{{{ord(c):x}}}" for c in outside) + "]"
-        ).to_numpy(zero_copy_only=False)
-    where = np.flatnonzero(special)
-    if where.size:
-        bodies = [escape_token(t, alphabet)[:-1] for t in tokens.take(pa.array(where)).to_pylist()]
-        mask = np.zeros(len(tokens), dtype=bool)
-        mask[where] = True
-        tokens = pc.replace_with_mask(tokens, pa.array(mask), pa.array(bodies, pa.string()))
-    escaped = pc.binary_join_element_wise(tokens, "_", "")
-    sizes = pc.utf8_length(escaped).to_numpy(zero_copy_only=False).astype(np.int64)
-    return (utf8_text(escaped) if len(escaped) else ""), sizes
-
-
-def _room(ends: np.ndarray, sizes: np.ndarray, index: type[np.integer]) -> np.ndarray:
-    """Characters from each position to its token's end (its own included)."""
-    return np.repeat(ends.astype(index), sizes) - np.arange(int(sizes.sum()), dtype=index)

@@ -9,12 +9,13 @@ reproduces its escaping, so export refuses it.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.options import comma_list, number_pair, option
@@ -39,7 +40,10 @@ from nmtpipe.transforms.vocab.kinds.subword import (
 from nmtpipe.transforms.vocab.kinds.subword_build import SubwordBuilder
 from nmtpipe.transforms.vocab.memory import check_fits
 from nmtpipe.transforms.vocab.sample import BudgetSample
-from nmtpipe.transforms.vocab.token_sample import sample_counts
+
+# Threads building over chunks of the tokens (each holds its own chunk, from the same
+# --max-characters): what a build gains from more stops around here.
+MAX_THREADS = 4
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,9 @@ class T2tConfig:
     max_characters: int = option(
         6_000_000,
         metavar="N",
-        help="build from a weighted sample of the token counts whose tokens hold at most N "
-        "characters (about 150 bytes each on the driver); frequent tokens are always "
-        "kept, and every token while they fit; 0: every token, however many",
+        help="hold the tokens N characters at a time (about 150 bytes each on the "
+        "driver), the rest waiting on local disk (TMPDIR); the vocabulary is the same "
+        "whatever N; 0: all of them in memory",
     )
     reserved_tokens: tuple[str, ...] = option(
         RESERVED_TOKENS,
@@ -115,12 +119,10 @@ class T2tKind(VocabKind):
 
     def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
         config: T2tConfig = self.config(source.options)
-        tokens, counts, characters = _counts(source, config, side, report)
-        builder, vocab = _build(
-            config, source.options.vocab_size, tokens, counts, characters, side, report
-        )
-        encoder = SubwordTextEncoder(vocab)
-        used = builder.subtoken_counts(vocab)
+        with _builder(source, config, side, report) as builder:
+            vocab = _build(config, source.options.vocab_size, builder, side, report)
+            encoder = SubwordTextEncoder(vocab)
+            used = builder.subtoken_counts(vocab)
         first = T2T.first_symbol  # fairseq id = T2T id + 2 throughout
         dictionary = dict_text(list(encoder.subtokens[first:]), used[first:].tolist())
         return BuiltSide([encoder.to_text().encode()], dictionary, encoder.vocab_size)
@@ -129,61 +131,66 @@ class T2tKind(VocabKind):
         return T2tEncoder(SubwordTextEncoder.from_text(data.decode("utf-8")), dictionary_size)
 
 
-def _counts(
+def _builder(
     source: Source, config: T2tConfig, side: str, report: dict[str, Any]
-) -> tuple[pa.Array, np.ndarray, str]:
-    """The tokens T2T builds from, their counts, and the characters of the alphabet: a
-    priority sample of prepare's counts within the character budget (`token_sample.py`;
-    all of them where they fit) and every character prepare counted, or T2T's
-    byte-budget line sample and its own characters."""
+) -> SubwordBuilder:
+    """The builder, holding prepare's token counts (every one, `max_characters` at a
+    time) and every character prepare counted, or T2T's byte-budget line sample."""
+    make = functools.partial(
+        SubwordBuilder,
+        max_subtoken_length=config.max_subtoken_length,
+        reserved_tokens=config.reserved_tokens,
+        max_characters=config.max_characters,
+        threads=min(len(os.sched_getaffinity(0)), MAX_THREADS),
+    )
     if config.file_byte_budget is not None:
         lines = source.sample(BudgetSample(config.file_byte_budget), side)
         report["sampled_lines"] = len(lines)
         counted = t2t_tokenizer.count_tokens(lines)
-        report["distinct_tokens"] = report["distinct_tokens_used"] = len(counted)
-        tokens = pa.array(list(counted), pa.string())
-        return tokens, np.fromiter(counted.values(), np.int64, len(counted)), ""
-    datasets = [
-        counts_lib.count_batches(counts_lib.count_files(root, doc, side)[0])
+        report["distinct_tokens"] = len(counted)
+        return make(counted)
+    if config.max_characters:
+        _fits(config.max_characters, side)
+    # one row per distinct token of each prepared part (a refresh's parts are several)
+    rows = sum(counts_lib.count_files(root, doc, side)[1] for root, doc in source.parts)
+    report["count_rows"] = rows
+    batches = (
+        (batch["token"], batch["count"].to_numpy(zero_copy_only=False))
         for root, doc in source.parts
-    ]
-    with heartbeat(f"vocab {side}: reading the token counts"):
-        sample = sample_counts(datasets, config.max_characters)
-    report.update(sample.report())
-    if sample.pruned:
-        kept = report["pruned"]
-        source.log(
-            f"{side}: {kept['rows_kept']:,} of {sample.rows_read:,} distinct tokens "
-            f"({kept['token_mass_kept']:.1%} of the token mass) fit --max-characters "
-            f"{config.max_characters:,}; the rest is represented by their sample"
-        )
+        for batch in counts_lib.count_batches(counts_lib.count_files(root, doc, side)[0])
+    )
     alphabet = {c for root, doc in source.parts for c in counts_lib.read_alphabet(root, doc, side)}
-    return sample.tokens, sample.counts, "".join(sorted(alphabet))
+    with heartbeat(f"vocab {side}: reading the token counts"):
+        builder = make(batches, characters="".join(sorted(alphabet)))
+    if not config.max_characters:
+        _fits(builder.chunks.size, side)
+    report["characters"] = builder.chunks.size
+    report["chunks"] = len(builder.chunks)
+    if builder.chunks.spilled:
+        source.log(
+            f"{side}: {rows:,} token counts, {builder.chunks.size:,} characters, held "
+            f"{config.max_characters:,} at a time (--max-characters) in "
+            f"{len(builder.chunks)} chunks on local disk"
+        )
+    return builder
 
 
-def _build(
-    config: T2tConfig,
-    vocab_size: int,
-    tokens: pa.Array,
-    counts: np.ndarray,
-    characters: str,
-    side: str,
-    report: dict[str, Any],
-) -> tuple[SubwordBuilder, list[str]]:
-    """T2T's build_to_target_size; a target the data cannot reach is an error, and so
-    is a build this machine cannot hold (said before it starts)."""
-    if len(tokens) == 0:
-        raise InputError(f"the training split has no tokens for {side}")
-    held = int(report.get("pruned", {}).get("characters_kept", report.get("characters", 0)))
+def _fits(characters: int, side: str) -> None:
+    """Refuse, before the builds, to hold more characters than this machine can."""
     check_fits(
-        f"the T2T vocabulary of {side} ({len(tokens):,} tokens, {held:,} characters)",
-        held * SubwordBuilder.BYTES_PER_CHARACTER,
+        f"the T2T vocabulary of {side} ({characters:,} characters at a time)",
+        characters * SubwordBuilder.BYTES_PER_CHARACTER,
         SubwordBuilder.BYTES_PER_CHARACTER,
         "--max-characters",
     )
-    builder = SubwordBuilder(
-        (tokens, counts), config.max_subtoken_length, config.reserved_tokens, characters
-    )
+
+
+def _build(
+    config: T2tConfig, vocab_size: int, builder: SubwordBuilder, side: str, report: dict[str, Any]
+) -> list[str]:
+    """T2T's build_to_target_size; a target the data cannot reach is an error."""
+    if builder.chunks.size == 0:
+        raise InputError(f"the training split has no tokens for {side}")
     lo, hi = config.min_count_range
     # A bisection over [lo, hi] builds at most this many times.
     with Progress(f"vocab {side}", (hi - lo + 1).bit_length(), "build") as shown:
@@ -199,7 +206,7 @@ def _build(
             f"the largest vocabulary it gives is {largest} subtokens (min_count "
             f"{config.min_count_range[0]}); choose --vocab-size {largest} or less"
         )
-    return builder, vocab
+    return vocab
 
 
 class T2tEncoder(SideEncoder):

@@ -1,9 +1,11 @@
 """The vocabulary builder: byte-identical to Tensor2Tensor's, on golden files and on
-random counts against a plain transcription of T2T's algorithm."""
+random counts against a plain transcription of T2T's algorithm, whether it holds every
+token in memory or a chunk at a time from disk."""
 
 from __future__ import annotations
 
 import gzip
+import tempfile
 from collections import defaultdict
 
 import pytest
@@ -50,6 +52,22 @@ def test_build_to_target_size_writes_t2ts_file(counts, lang, target, max_length)
     assert SubwordTextEncoder(vocab).to_text() == golden_vocab(name)
     assert trace.steps[0] == (500, trace.steps[0][1])  # T2T's first try: (1 + 1000) // 2
     assert len(vocab) in [n for _, n in trace.steps]
+
+
+@pytest.mark.parametrize(("lang", "target", "max_length"), [("en", 8192, None), ("zh", 8192, 6)])
+def test_tokens_held_in_chunks_on_disk_give_t2ts_file(
+    counts, lang, target, max_length, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with SubwordBuilder(counts[lang], max_length, max_characters=20_000, threads=2) as builder:
+        assert len(builder.chunks) >= 5 and builder.chunks.spilled
+        vocab, _ = builder.build_to_target_size(target)
+        used = builder.subtoken_counts(vocab)
+    name = f"{lang}.{target}" + (f".max{max_length}" if max_length else "")
+    assert SubwordTextEncoder(vocab).to_text() == golden_vocab(name)
+    whole = SubwordBuilder(counts[lang], max_length)
+    assert used.tolist() == whole.subtoken_counts(whole.build_to_target_size(target)[0]).tolist()
+    assert list(tmp_path.iterdir()) == []  # the chunks' files are gone
 
 
 @pytest.mark.parametrize(
@@ -122,10 +140,11 @@ tokens = st.lists(
     st.dictionaries(tokens, st.integers(1, 50), min_size=1, max_size=25),
     st.integers(1, 6),
     st.sampled_from([None, 1, 2, 3, 5]),
+    st.sampled_from([0, 2, 18]),  # characters held at once (0: all), by two threads
 )
-def test_fast_build_equals_the_plain_algorithm(token_counts, min_count, max_length):
-    fast = SubwordBuilder(token_counts, max_length).build(min_count)
-    assert fast == reference_build(token_counts, min_count, max_length=max_length)
+def test_fast_build_equals_the_plain_algorithm(token_counts, min_count, max_length, chunk):
+    fast = SubwordBuilder(token_counts, max_length, max_characters=chunk, threads=2)
+    assert fast.build(min_count) == reference_build(token_counts, min_count, max_length=max_length)
 
 
 def test_bad_arguments():
@@ -144,13 +163,14 @@ def test_bad_arguments():
     st.dictionaries(tokens, st.integers(1, 50), min_size=1, max_size=25),
     st.lists(st.integers(1, 40), min_size=2, max_size=5),
     st.sampled_from([None, 2, 5]),
+    st.sampled_from([0, 14]),
 )
 def test_one_builder_serves_builds_above_and_below_its_tables_floor(
-    token_counts, min_counts, max_length
+    token_counts, min_counts, max_length, chunk
 ):
     """A table keeps only substrings counted at least its floor; builds below it make a
     new one, builds above reuse it: each result is the plain algorithm's."""
-    builder = SubwordBuilder(token_counts, max_length)
+    builder = SubwordBuilder(token_counts, max_length, max_characters=chunk, threads=2)
     for min_count in min_counts:
         expected = reference_build(token_counts, min_count, max_length=max_length)
         assert builder.build(min_count) == expected
@@ -171,9 +191,12 @@ def encoded_counts(vocab: list[str], token_counts: dict[str, int]) -> list[int]:
     st.dictionaries(tokens, st.integers(1, 50), min_size=1, max_size=25),
     st.integers(1, 6),
     st.sampled_from([None, 2, 5]),
+    st.sampled_from([0, 14]),
 )
-def test_subtoken_counts_are_what_encoding_every_token_uses(token_counts, min_count, max_length):
-    builder = SubwordBuilder(token_counts, max_length)
+def test_subtoken_counts_are_what_encoding_every_token_uses(
+    token_counts, min_count, max_length, chunk
+):
+    builder = SubwordBuilder(token_counts, max_length, max_characters=chunk, threads=2)
     vocab = builder.build(min_count)
     assert builder.subtoken_counts(vocab).tolist() == encoded_counts(vocab, token_counts)
 
