@@ -15,9 +15,10 @@ Python string per substring, and each iteration is array arithmetic:
   count in every iteration, since boundaries only remove occurrences. One whose plain
   count is below `min_count` is never accepted and never starts a longer accepted one,
   so the table keeps only substrings at or above a floor: level by level, the strings of
-  length L extended from the kept strings of length L - 1 (a prefix occurs wherever its
-  extensions do). On real text most long substrings occur once, and the table holds a
-  few rows per character instead of one per (character, length);
+  length L whose prefix and suffix of length L - 1 are kept (each occurs wherever the
+  string does), their counts first bounded by a count-min sketch so that only the few
+  it does not rule out are tallied. On real text most long substrings occur once, and
+  the table holds a few rows per character instead of one per (character, length);
 - the first iteration's counts are the plain counts (every position is a boundary) and
   do not depend on `min_count`;
 - longest-match segmentation takes, per position, the longest kept string in the
@@ -25,8 +26,11 @@ Python string per substring, and each iteration is array arithmetic:
 - "less what longer strings took" is a sum pushed from children to parents, one length
   at a time, longest first.
 
-A build with a `min_count` below the table's floor builds a new table first. Only the
-final ordering (count, then string, both descending) is T2T's Python sort.
+Every count is a sum over tokens, so the tokens are visited a chunk at a time
+(`token_chunks.py`): the strings and their counts are the table's, the rows (where each
+string occurs) are the chunk's, and a chunk's share is added to the totals. A build with
+a `min_count` below the table's floor builds a new table first. Only the final ordering
+(count, then string, both descending) is T2T's Python sort.
 """
 
 from __future__ import annotations
