@@ -33,6 +33,7 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.runner import PipelineResult, PipelineState
 
+from nmtpipe.pipelines.beam import local_runner
 from nmtpipe.pipelines.beam.worker_watch import watch_workers
 from nmtpipe.pipelines.usage import unknown_options
 from nmtpipe.transforms.errors import ConfigError, NmtpipeError, RunnerError, find_user_error
@@ -249,6 +250,13 @@ def runs_locally(options: PipelineOptions) -> bool:
     return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
 
 
+def forks_workers(options: PipelineOptions) -> bool:
+    """Whether a run with `options` starts local worker processes (which nmtpipe forks:
+    `local_runner.py`)."""
+    direct = options.view_as(DirectOptions)
+    return runs_locally(options) and direct.direct_running_mode == "multi_processing"
+
+
 _MODES = {"multi_processing": "worker processes", "multi_threading": "worker threads"}
 
 
@@ -390,7 +398,8 @@ def run_branches(
     """Run several independent graphs (each applied to the pipeline's start) as one
     pipeline (one job on a remote runner), each under its own label (`name`, or
     `name0000`, `name0001`, ... for several)."""
-    pipeline = beam.Pipeline(options=options)
+    runner = local_runner.LocalRunner() if forks_workers(options) else None
+    pipeline = beam.Pipeline(runner=runner, options=options)
     for k, branch in enumerate(branches):
         label = name if len(branches) == 1 else f"{name}{k:04d}"
         _ = pipeline | label >> branch

@@ -14,38 +14,27 @@ itself when its runner closes the control channel, as every environment's releas
 or when that channel breaks because the runner died. The pool's own end (SIGTERM,
 SIGINT) ends every worker it started.
 
-Workers are forked from a fork server (Python's `multiprocessing` "forkserver": a
-process of its own, started before the pool serves, that has imported Beam's SDK harness
-and nmtpipe's Beam steps once): a worker started as a new interpreter spent about 1.9
-CPU-seconds importing them, and a prepare job starts one per stage and slot (16 to 34 of
-them on the clusters of benchmarks/RESULTS.md, issue 43). They write to the pool's stdout
-and stderr, and keep malloc to two arenas as nmtpipe's local workers do.
+Workers are forked from `forked_workers`' fork server, started before the pool serves
+(a prepare job starts one per stage and slot: 16 to 34 of them on the clusters of
+benchmarks/RESULTS.md, issue 43). They write to the pool's stderr, and keep malloc to
+two arenas as nmtpipe's local workers do.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import multiprocessing
 import signal
 import threading
 from concurrent import futures
-from multiprocessing.process import BaseProcess
 
 import grpc
 from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
 
 from nmtpipe.pipelines.beam import malloc_arenas
+from nmtpipe.pipelines.beam.forked_workers import FORKS, Forks, Worker
 
 _LOG = logging.getLogger("nmtpipe.worker_pool")
-# What the fork server imports once for every worker: the harness and the modules whose
-# DoFns the steps' workers unpickle.
-PRELOAD = [
-    "apache_beam.runners.worker.sdk_worker",
-    "nmtpipe.transforms.beam.prepare",
-    "nmtpipe.transforms.beam.encode",
-    "nmtpipe.transforms.beam.sample",
-]
 
 
 def _harness(control: str, worker_id: str) -> None:
@@ -58,59 +47,37 @@ def _harness(control: str, worker_id: str) -> None:
 class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
     """Starts an SDK worker process per request; stops none (see the module)."""
 
-    def __init__(self) -> None:
-        self._forks = multiprocessing.get_context("forkserver")
-        self._forks.set_forkserver_preload(PRELOAD)
-        self._workers: list[BaseProcess] = []
-        self._lock = threading.Lock()
+    def __init__(self, forks: Forks = FORKS) -> None:
+        self._forks = forks
 
     def StartWorker(
         self, request: beam_fn_api_pb2.StartWorkerRequest, context: object
     ) -> beam_fn_api_pb2.StartWorkerResponse:
-        args = (request.control_endpoint.url, request.worker_id)
-        worker = self._forks.Process(target=_harness, args=args, name=f"worker {args[1]}")
+        control, worker_id = request.control_endpoint.url, request.worker_id
         try:
-            worker.start()
+            worker = self._forks.start(_harness, control, worker_id, name=f"worker {worker_id}")
         except OSError as e:
             return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start a worker: {e}")
-        with self._lock:
-            self._workers.append(worker)
-        self._reap()
-        _LOG.info("started worker %s (pid %d) for %s", request.worker_id, worker.pid,
-                  request.control_endpoint.url)  # fmt: skip
+        _LOG.info("started worker %s (pid %d) for %s", worker_id, worker.pid, control)
         return beam_fn_api_pb2.StartWorkerResponse()
 
     def StopWorker(
         self, request: beam_fn_api_pb2.StopWorkerRequest, context: object
     ) -> beam_fn_api_pb2.StopWorkerResponse:
         _LOG.info("worker %s released: it ends with its control channel", request.worker_id)
-        self._reap()
         return beam_fn_api_pb2.StopWorkerResponse()
 
-    def _reap(self) -> None:
-        """Forgets the workers that ended (which also reaps them)."""
-        with self._lock:
-            self._workers = [w for w in self._workers if w.is_alive()]
-
     @property
-    def workers(self) -> list[BaseProcess]:
+    def workers(self) -> list[Worker]:
         """The workers started and not yet seen ending."""
-        with self._lock:
-            return list(self._workers)
+        return self._forks.alive()
 
     def warm_up(self) -> None:
         """Starts the fork server (and its imports) now, not with the first worker."""
-        self._forks.Process(target=int).start()
+        self._forks.warm_up()
 
     def stop_all(self) -> None:
-        with self._lock:
-            workers, self._workers = self._workers, []
-        for worker in workers:
-            worker.terminate()
-        for worker in workers:
-            worker.join(timeout=10)
-            if worker.is_alive():
-                worker.kill()
+        self._forks.stop_all()
 
 
 def serve(port: int) -> None:

@@ -9,51 +9,70 @@ import textwrap
 
 import pytest
 
-from nmtpipe.pipelines.beam import worker_watch
 from nmtpipe.pipelines.beam.worker_watch import worker_death
-from nmtpipe.pipelines.cli.main import main
 from tests.helpers import MULTI_PROCESS, write_pair
 
-# Loaded by every Python process that has this folder on PYTHONPATH; it acts only in a
-# Beam worker (the runner hands each its control address in the environment) and only
-# once, in the first worker to start: the other lives, as after a kill for memory.
-_DIE_AT_START = """
+# Loaded by every Python process that has this folder on PYTHONPATH; it acts only in the
+# fork server the local workers come from, in each worker right after its fork.
+_IN_EACH_WORKER = """
     import os
-    if os.environ.get("CONTROL_API_SERVICE_DESCRIPTOR"):
-        try:
-            os.close(os.open(os.environ["NMTPIPE_TEST_DIE_ONCE"], os.O_CREAT | os.O_EXCL))
-            os._exit(3)
-        except FileExistsError:
-            pass
+    if b"multiprocessing.forkserver" in open("/proc/self/cmdline", "rb").read():
+        def _each_worker():
+{body}
+        os.register_at_fork(after_in_child=_each_worker)
 """
-
-
-# Starts, in every Beam worker, a thread that never ends: the worker's interpreter cannot
-# exit when the runner closes its channels, as the workers that hung CI did not.
+# The first worker to start exits before it connects; the other lives, as after a kill
+# for memory.
+_DIE_AT_START = """
+            try:
+                os.close(os.open(os.environ["NMTPIPE_TEST_DIE_ONCE"], os.O_CREAT | os.O_EXCL))
+                os._exit(3)
+            except FileExistsError:
+                pass
+"""
+# A thread that never ends: the worker cannot exit when the runner closes its channels,
+# as the workers that hung CI did not.
 _LINGER = """
-    import os, threading, time
-    if os.environ.get("CONTROL_API_SERVICE_DESCRIPTOR"):
-        threading.Thread(target=time.sleep, args=(3600,), name="linger").start()
+            import threading, time
+            threading.Thread(target=time.sleep, args=(3600,), name="linger").start()
+"""
+# nmtpipe's command with the workers' grace after the job shortened to one second.
+_SHORT_GRACE = """
+import sys
+from nmtpipe.pipelines.beam import local_runner
+from nmtpipe.pipelines.cli.main import main
+local_runner.CLOSE_GRACE_SECONDS = 1.0
+sys.exit(main(sys.argv[1:]))
 """
 
 
-def _sitecustomize(tmp_path, text: str) -> str:
+def _env(tmp_path, each_worker: str, **more: str) -> dict[str, str]:
     site = tmp_path / "site"
     site.mkdir()
-    (site / "sitecustomize.py").write_text(textwrap.dedent(text))
-    return os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    code = textwrap.dedent(_IN_EACH_WORKER.format(body=each_worker.strip("\n")))
+    (site / "sitecustomize.py").write_text(code)
+    path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, **more}
+
+
+def _prepare(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", _SHORT_GRACE, "prepare", "-s", "en", "-t", "zh", *MULTI_PROCESS,
+         *args],
+        env=env, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("message", "said"),
+    ("code", "said"),
     [
-        ("Worker subprocess exited with return code 3", "return code 3)"),
-        ("Worker subprocess exited with return code 137", "137, killed by SIGKILL: out of memory"),
-        ("Worker subprocess exited with return code -15", "-15, killed by SIGTERM)"),
+        (3, "return code 3)"),
+        (-9, "-9, killed by SIGKILL: out of memory?)"),
+        (-15, "-15, killed by SIGTERM)"),
     ],
 )
-def test_the_line_names_the_return_code_and_the_signal(message, said):
-    line = worker_death(message)
+def test_the_line_names_the_return_code_and_the_signal(code, said):
+    line = worker_death(code)
     assert line.startswith("a Beam worker process on this machine ended (return code ")
     assert said in line
     assert line.endswith("nothing was committed (run again with --verbose to see its output)")
@@ -62,21 +81,10 @@ def test_the_line_names_the_return_code_and_the_signal(message, said):
 def test_a_worker_that_dies_before_it_connects_ends_the_job(tmp_path):
     # Beam's runner alone waits for such a worker forever (tried: killed after 2 minutes).
     write_pair(tmp_path / "t", ["one", "two"], ["一", "二"])
-    env = {
-        **os.environ,
-        "PYTHONPATH": _sitecustomize(tmp_path, _DIE_AT_START),
-        "NMTPIPE_TEST_DIE_ONCE": str(tmp_path / "died"),
-    }
+    env = _env(tmp_path, _DIE_AT_START, NMTPIPE_TEST_DIE_ONCE=str(tmp_path / "died"))
     out = tmp_path / "out"
-    args = ["prepare", "-s", "en", "-t", "zh", "--trainpref", str(tmp_path / "t")]
-    proc = subprocess.run(
-        [sys.executable, "-m", "nmtpipe", *args, "--output", str(out), *MULTI_PROCESS],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    args = ["--trainpref", str(tmp_path / "t"), "--output", str(out)]
+    proc = _prepare(args, env)
     assert (tmp_path / "died").exists()
     assert proc.returncode == 1
     assert proc.stderr.splitlines()[-1] == (
@@ -85,30 +93,23 @@ def test_a_worker_that_dies_before_it_connects_ends_the_job(tmp_path):
     )
     assert not (out / "manifest.json").exists()
     # The same command, the worker left alone, commits.
-    rerun = subprocess.run(
-        [sys.executable, "-m", "nmtpipe", *args, "--output", str(out), *MULTI_PROCESS],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=True,
-    )
-    assert (out / "manifest.json").exists(), rerun.stderr
+    rerun = _prepare(args)
+    assert rerun.returncode == 0, rerun.stderr
+    assert (out / "manifest.json").exists()
 
 
-def test_workers_that_outlive_the_job_are_stopped_and_the_job_ends_as_it_would(
-    tmp_path, monkeypatch, capsys
-):
+def test_workers_that_outlive_the_job_are_stopped_and_the_job_ends_as_it_would(tmp_path):
     """Beam alone waits for such workers forever, after the job's end (CI hung so)."""
-    monkeypatch.setenv("PYTHONPATH", _sitecustomize(tmp_path, _LINGER))
-    monkeypatch.setattr(worker_watch, "CLOSE_GRACE_SECONDS", 1.0)
+    env = _env(tmp_path, _LINGER)
     (tmp_path / "bad.en").write_text("one\ntwo\nthree\n")
     (tmp_path / "bad.zh").write_text("一\n二\n")
     write_pair(tmp_path / "good", ["one", "two"], ["一", "二"])
-    args = ["prepare", "-s", "en", "-t", "zh", *MULTI_PROCESS, "--output"]
-    assert main([*args, str(tmp_path / "out"), "--trainpref", str(tmp_path / "bad")]) == 1
-    assert capsys.readouterr().err.splitlines()[-1] == (
+    out = ["--output", str(tmp_path / "out")]
+    failed = _prepare([*out, "--trainpref", str(tmp_path / "bad")], env)
+    assert failed.returncode == 1
+    assert failed.stderr.splitlines()[-1] == (
         f"nmtpipe prepare: error: {tmp_path}/bad.en has 3 lines but {tmp_path}/bad.zh has 2"
     )
-    assert main([*args, str(tmp_path / "out"), "--trainpref", str(tmp_path / "good")]) == 0
+    done = _prepare([*out, "--trainpref", str(tmp_path / "good")], env)
+    assert done.returncode == 0, done.stderr
     assert (tmp_path / "out" / "manifest.json").exists()
-    assert not worker_watch._children().get(os.getpid())
