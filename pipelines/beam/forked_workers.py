@@ -103,7 +103,7 @@ class Worker:
 
 
 class Forks:
-    """The worker processes this process had forked, and the fork server they come from
+    """The worker processes this process has forked, and the fork server they come from
     (one per process: `multiprocessing`'s, started by the first `warm_up` or `start`)."""
 
     def __init__(self) -> None:
