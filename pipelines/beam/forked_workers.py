@@ -35,6 +35,24 @@ PRELOAD = [
 ]
 
 
+def sdk_worker(control: str, worker_id: str, pipeline_options: str = "{}") -> None:
+    """A Beam SDK worker as `sdk_worker_main` builds one (pipeline options, Beam plugins,
+    state cache and the rest), until its runner closes the control channel or it breaks.
+    The target of every worker forked here (Beam is imported by then)."""
+    from apache_beam.portability.api import endpoints_pb2
+    from apache_beam.runners.worker import sdk_worker_main
+    from google.protobuf import text_format
+
+    descriptor = text_format.MessageToString(endpoints_pb2.ApiServiceDescriptor(url=control))
+    environment = {
+        "CONTROL_API_SERVICE_DESCRIPTOR": descriptor,
+        "PIPELINE_OPTIONS": pipeline_options,
+        "WORKER_ID": worker_id,
+    }
+    _, harness, _ = sdk_worker_main.create_harness(environment)
+    harness.run()
+
+
 class _Stderr:
     """This process's stderr, handed to a forked worker as a descriptor of its own (the
     fork server passes it along with the worker's arguments)."""

@@ -21,37 +21,22 @@ import threading
 
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability import python_urns
-from apache_beam.portability.api import beam_runner_api_pb2, endpoints_pb2
+from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner, worker_handlers
 from apache_beam.runners.portability.fn_api_runner.fn_runner import (
     ExtendedProvisionInfo,
     RunnerResult,
 )
-from google.protobuf import json_format, text_format
+from google.protobuf import json_format
 
 from nmtpipe.pipelines.beam import worker_watch
-from nmtpipe.pipelines.beam.forked_workers import FORKS, Worker
+from nmtpipe.pipelines.beam.forked_workers import FORKS, Worker, sdk_worker
 
 # The environment of the forked workers: the runner's own for multi_processing, renamed.
 FORKED = "nmtpipe:env:forked_sdk_worker:v1"
 # How long a worker may take to exit once the runner has closed its channels (they exit
 # within a second when all is well).
 CLOSE_GRACE_SECONDS = 10.0
-
-
-def _harness(control: str, worker_id: str, pipeline_options: str) -> None:
-    """A worker as `sdk_worker_main` makes one (its pipeline options, Beam plugins,
-    state cache and the rest), until the runner closes its control channel."""
-    from apache_beam.runners.worker import sdk_worker_main
-
-    descriptor = text_format.MessageToString(endpoints_pb2.ApiServiceDescriptor(url=control))
-    environment = {
-        "CONTROL_API_SERVICE_DESCRIPTOR": descriptor,
-        "PIPELINE_OPTIONS": pipeline_options,
-        "WORKER_ID": worker_id,
-    }
-    _, harness, _ = sdk_worker_main.create_harness(environment)
-    harness.run()
 
 
 @worker_handlers.WorkerHandler.register_environment(FORKED, bytes)
@@ -73,7 +58,7 @@ class ForkedWorkerHandler(worker_handlers.GrpcWorkerHandler):
     def start_worker(self) -> None:
         options = json_format.MessageToJson(self.provision_info.provision_info.pipeline_options)
         self._worker = FORKS.start(
-            _harness, self.control_address, self.worker_id, options,
+            sdk_worker, self.control_address, self.worker_id, options,
             name=f"worker {self.worker_id}", on_end=self._ended,
         )  # fmt: skip
 

@@ -32,30 +32,20 @@ import grpc
 from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
 
 from nmtpipe.pipelines.beam import malloc_arenas
-from nmtpipe.pipelines.beam.forked_workers import FORKS, Forks, Worker
+from nmtpipe.pipelines.beam.forked_workers import FORKS, Worker, sdk_worker
 
 _LOG = logging.getLogger("nmtpipe.worker_pool")
 
 
-def _harness(control: str, worker_id: str) -> None:
-    """An SDK worker: until its runner closes the control channel (or it breaks)."""
-    from apache_beam.runners.worker.sdk_worker import SdkHarness
-
-    SdkHarness(control, worker_id=worker_id, state_cache_size=0).run()
-
-
 class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
     """Starts an SDK worker process per request; stops none (see the module)."""
-
-    def __init__(self, forks: Forks = FORKS) -> None:
-        self._forks = forks
 
     def StartWorker(
         self, request: beam_fn_api_pb2.StartWorkerRequest, context: object
     ) -> beam_fn_api_pb2.StartWorkerResponse:
         control, worker_id = request.control_endpoint.url, request.worker_id
         try:
-            worker = self._forks.start(_harness, control, worker_id, name=f"worker {worker_id}")
+            worker = FORKS.start(sdk_worker, control, worker_id, name=f"worker {worker_id}")
         except OSError as e:
             return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start a worker: {e}")
         _LOG.info("started worker %s (pid %d) for %s", worker_id, worker.pid, control)
@@ -70,14 +60,14 @@ class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
     @property
     def workers(self) -> list[Worker]:
         """The workers started and not yet seen ending."""
-        return self._forks.alive()
+        return FORKS.alive()
 
     def warm_up(self) -> None:
         """Starts the fork server (and its imports) now, not with the first worker."""
-        self._forks.warm_up()
+        FORKS.warm_up()
 
     def stop_all(self) -> None:
-        self._forks.stop_all()
+        FORKS.stop_all()
 
 
 def serve(port: int) -> None:

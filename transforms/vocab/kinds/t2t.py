@@ -152,12 +152,13 @@ def _builder(
     if config.max_characters:
         _fits(config.max_characters, side)
     # one row per distinct token of each prepared part (a refresh's parts are several)
-    rows = sum(counts_lib.count_files(root, doc, side)[1] for root, doc in source.parts)
+    files = [counts_lib.count_files(root, doc, side) for root, doc in source.parts]
+    rows = sum(part_rows for _, part_rows in files)
     report["count_rows"] = rows
     batches = (
         (batch["token"], batch["count"].to_numpy(zero_copy_only=False))
-        for root, doc in source.parts
-        for batch in counts_lib.count_batches(counts_lib.count_files(root, doc, side)[0])
+        for part_files, _ in files
+        for batch in counts_lib.count_batches(part_files)
     )
     alphabet = {c for root, doc in source.parts for c in counts_lib.read_alphabet(root, doc, side)}
     with heartbeat(f"vocab {side}: reading the token counts"):
