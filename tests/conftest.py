@@ -85,8 +85,13 @@ def s3(s3_server: str) -> Iterator[str]:
 
 @pytest.fixture
 def s3_unreachable(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """S3 at an endpoint that refuses connections: a port on 127.0.0.1 held, unlistened."""
+    """S3 at an endpoint that refuses connections: a port on 127.0.0.1 held, unlistened.
+
+    The buckets an earlier test found are forgotten: an S3 filesystem of the same options
+    is the same key to fsio's cache, whatever endpoint the environment names."""
     import s3fs
+
+    from nmtpipe.transforms.storage import fsio
 
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
@@ -94,8 +99,10 @@ def s3_unreachable(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
         monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # botocore's own retries take seconds
         s3fs.S3FileSystem.clear_instance_cache()
+        fsio._look_for_bucket.cache_clear()
         yield endpoint
         s3fs.S3FileSystem.clear_instance_cache()
+        fsio._look_for_bucket.cache_clear()
 
 
 @pytest.fixture

@@ -166,7 +166,7 @@ class PrepareConfig:
         "and train pairs sharing one with a valid pair (overlap; exact duplicates across "
         "splits are removed all the same)",
     )
-    chunk_lines: int = count(5000, group=PERFORMANCE, help="lines per Beam element when reading")
+    chunk_lines: int = count(20000, group=PERFORMANCE, help="lines per Beam element when reading")
     count_buckets: int | None = count(
         None,
         group=PERFORMANCE,

@@ -12,9 +12,9 @@ testable alone:
                          └────▶ pending pairs ─ConfirmLanguages─▶ the same five kinds
 
 `ConfirmLanguages` judges the few pairs only lingua's accurate models can judge (about
-0.2% of a clean corpus, 0.5% of news-like text), shard by shard, after the cleaning:
-those models cost 2.1 CPU seconds and 234 MB to load, once in each worker that gets
-pending pairs instead of in every cleaning worker.
+0.2% of a clean corpus, 0.5% of news-like text), eight shards to a key, after the
+cleaning: those models cost 2.1 CPU seconds and 234 MB to load, once in each worker
+that gets pending pairs instead of in every cleaning worker.
 
 Shards, buckets and reject files that receive no data are not written here; the
 driver fills them in (`pipelines/workflow/prepare.py`).
@@ -60,7 +60,7 @@ class PrepareSpec:
     shard_counts: dict[str, int]
     count_buckets: int
     reject_shards: int
-    chunk_lines: int = 5000
+    chunk_lines: int = 20000
     keep_overlap: bool = False
 
 
@@ -87,11 +87,12 @@ class CleanChunks(beam.PTransform):
 
 
 class ConfirmLanguages(beam.PTransform):
-    """Pending pair batches keyed by (split, shard), from every chunk → the pairs
-    lingua's accurate models keep, keyed the same (main output `pairs`), with their
-    `rejects`, `counts`, `stats` and `protected` keys tagged as `CleanChunks` tags them.
-    Grouped by shard, so that the workers judge them in parallel (each loads the models
-    once); a shard's pending pairs are a small share of it."""
+    """Pending pair batches with their (split, shard), keyed by the shard's group of
+    `SHARDS_PER_JUDGE`, from every chunk → the pairs lingua's accurate models keep, keyed
+    by (split, shard) (main output `pairs`), with their `rejects`, `counts`, `stats` and
+    `protected` keys tagged as `CleanChunks` tags them. A group's pending pairs are a
+    small share of it: a corpus of a few shards is judged by one worker, which alone
+    loads the models; a larger one by as many workers as it has groups."""
 
     def __init__(self, spec: PrepareSpec) -> None:
         super().__init__()

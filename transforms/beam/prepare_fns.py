@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import apache_beam as beam
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from apache_beam.metrics import Metrics
@@ -33,13 +34,17 @@ from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig, PairConfirmer
 from nmtpipe.transforms.text.langid.identifier import LangIdConfig
 from nmtpipe.transforms.text.overlap import Protected
-from nmtpipe.transforms.text.records import Reject, reject_batch, reject_shards
+from nmtpipe.transforms.text.records import Reject, by_key, reject_batch, reject_shards
 from nmtpipe.transforms.vocab import counts as counts_lib
 from nmtpipe.transforms.vocab.counts import JOINED
 
 NAMESPACE = "nmtpipe.prepare"
 REJECTS, COUNTS, CHARS, STATS, FILES = "rejects", "counts", "chars", "stats", "files"
 PROTECTED, PENDING = "protected", "pending"
+# Pending pairs are judged this many shards' worth to a key: a worker that gets a key
+# loads lingua's accurate models (2.1 CPU seconds for the Latin candidates) for the few
+# pending pairs of about 256 MB of input, not for each shard's.
+SHARDS_PER_JUDGE = 8
 
 
 def rejects_partial(rejects: pa.Table) -> dict[str, Any]:
@@ -145,7 +150,8 @@ def _reject_stats(rejects: pa.Table) -> dict[str, Any]:
 class CleanChunksFn(beam.DoFn):
     """Chunk → pair batches keyed by (split, shard); rejects, counts, stats, what the
     chunk's valid and test pairs protect (`overlap.py`) and the pairs left for lingua's
-    accurate models (`PENDING`: batches keyed like pairs, always inline) tagged.
+    accurate models (`PENDING`: batches with their (split, shard), always inline, keyed
+    by their shard's group of `SHARDS_PER_JUDGE`) tagged.
 
     With a `spill_dir` a chunk's pair batches go to one Arrow file there, its rejects to
     another, and only references travel on; without, the batches travel inline (see
@@ -190,7 +196,7 @@ class CleanChunksFn(beam.DoFn):
             rejects, self.reject_shards, _spill_url(self.spill_dir, f"rejects {name}")
         )
         for key, item in batch_transport.ship(out.pending, None):
-            yield TaggedOutput(PENDING, (key, item))
+            yield TaggedOutput(PENDING, (key[1] // SHARDS_PER_JUDGE, (key, item)))
         yield from self._counts.add(out.train_tokens)
         partial = _reject_stats(rejects)
         partial["inputs"].setdefault(chunk.origin, {})["read"] = out.pairs_read
@@ -209,10 +215,10 @@ class CleanChunksFn(beam.DoFn):
 
 
 class ConfirmLanguagesFn(beam.DoFn):
-    """((split, shard), [pending batch]) → the pairs lingua's accurate models keep, as
-    pair batches keyed the same; their rejects, counts, stats and what the kept valid
-    and test pairs protect tagged, as `CleanChunksFn` tags them. The models load on first
-    use, only in the workers that get pending pairs."""
+    """(group, [((split, shard), pending batch)]) → the pairs lingua's accurate models
+    keep, as pair batches keyed by their (split, shard); their rejects, counts, stats and
+    what the kept valid and test pairs protect tagged, as `CleanChunksFn` tags them. The
+    models load on first use, only in the workers that get pending pairs."""
 
     def __init__(
         self, langid: LangIdConfig, langs: tuple[str, str], count_buckets: int, reject_shards: int
@@ -227,17 +233,25 @@ class ConfirmLanguagesFn(beam.DoFn):
         self._confirm = PairConfirmer(self.langid)
 
     def process(
-        self, element: tuple[tuple[str, int], Iterable[batch_transport.Shipped]]
+        self, element: tuple[int, Iterable[tuple[tuple[str, int], batch_transport.Shipped]]]
     ) -> Iterator[Any]:
-        (split, shard), items = element
+        _, items = element
+        by_split: dict[str, list[tuple[int, pa.RecordBatch]]] = defaultdict(list)
+        for (split, shard), item in items:
+            by_split[split].append((shard, batch_transport.receive_batch(item)))
         counts = BundleCounts(self.langs, self.count_buckets, None)
         found: list[Reject] = []
-        for item in items:
-            out = self._confirm(split, batch_transport.receive_batch(item))
-            if out.pairs.num_rows:
-                yield (split, shard), batch_transport.inline(out.pairs)
-                if split != "train":
-                    yield TaggedOutput(PROTECTED, Protected.of_batch(split, out.pairs))
+        for split, parts in sorted(by_split.items()):
+            # Judged in one call per split: a group holds a batch per chunk and shard,
+            # of a pair or two each, and each call has a fixed cost.
+            batch = pa.Table.from_batches([b for _, b in parts]).combine_chunks().to_batches()[0]
+            shards = np.repeat([shard for shard, _ in parts], [b.num_rows for _, b in parts])
+            out = self._confirm(split, batch)
+            kept = by_key(pa.Table.from_batches([out.pairs]), shards[out.kept])
+            for shard, pairs in sorted(kept.items()):
+                yield (split, shard), batch_transport.inline(pairs.combine_chunks().to_batches()[0])
+            if split != "train" and out.pairs.num_rows:
+                yield TaggedOutput(PROTECTED, Protected.of_batch(split, out.pairs))
             found += out.rejects
             yield from counts.add(out.train_tokens)
         rejects = reject_table(found)

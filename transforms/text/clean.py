@@ -265,9 +265,11 @@ def identify(
 @dataclass
 class Confirmed:
     """What confirming one batch of pending pairs gave: the kept pairs (a batch like
-    the cleaner's), the rejects, the kept train pairs' T2T tokens per side."""
+    the cleaner's) and which rows of the batch they are, the rejects, the kept train
+    pairs' T2T tokens per side."""
 
     pairs: pa.RecordBatch
+    kept: np.ndarray
     rejects: list[Reject]
     train_tokens: tuple[pa.StringArray, pa.StringArray]
 
@@ -302,10 +304,11 @@ class PairConfirmer:
         kept = batch.filter(pa.array(keep))
         empty = pa.array([], pa.string())
         if split != "train":
-            return Confirmed(kept, rejects, (empty, empty))
+            return Confirmed(kept, keep, rejects, (empty, empty))
         nulls = pa.nulls(kept.num_rows, pa.string())
         kept = kept.set_column(5, "src_raw", nulls).set_column(6, "tgt_raw", nulls)
-        return Confirmed(kept, rejects, (looked[0].tokens_of(keep), looked[1].tokens_of(keep)))
+        tokens = (looked[0].tokens_of(keep), looked[1].tokens_of(keep))
+        return Confirmed(kept, keep, rejects, tokens)
 
 
 def _changed(read: list[str], kept: list[str]) -> list[str | None]:

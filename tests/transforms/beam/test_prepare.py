@@ -22,7 +22,14 @@ from nmtpipe.transforms.beam.prepare import (
     WritePairShards,
     WriteRejectFiles,
 )
-from nmtpipe.transforms.beam.prepare_fns import COUNTS, FILES, PROTECTED, REJECTS, STATS
+from nmtpipe.transforms.beam.prepare_fns import (
+    COUNTS,
+    FILES,
+    PROTECTED,
+    REJECTS,
+    SHARDS_PER_JUDGE,
+    STATS,
+)
 from nmtpipe.transforms.formats.batch_transport import (
     Shipped,
     inline,
@@ -194,28 +201,36 @@ def _array(values: list[int]):
 
 
 def test_confirm_languages_judges_pending_pairs_with_the_accurate_model(tmp_path):
-    """What the cleaners left pending comes out as kept pair batches under the same
-    keys, rejects with the line as read, the kept train pairs' tokens and the kept valid
-    pairs' protection."""
+    """What the cleaners left pending, a batch per chunk and shard, comes out as kept
+    pair batches under their (split, shard), rejects with the line as read, the kept
+    train pairs' tokens and the kept valid pairs' protection."""
     german = "Die Regierung hat am Montag neue Verkehrsregeln beschlossen."
     english = "The government passed new traffic rules on Monday."
 
-    def pending(split, src, raw=None):
-        ids, lines = pa.array([len(src[0]), 7]), pa.array([3, 9])
-        return (split, 0), inline(pair_batch("in.{en,zh}", ids, src, ["中文", "中文"], lines, raw))
+    def pending(split, src, raw=None, shard=0, lines=(3, 9)):
+        ids = pa.array([len(src[0]), 7 + shard])
+        batch = pair_batch("in.{en,zh}", ids, src, ["中文", "中文"], pa.array(lines), raw)
+        return shard // SHARDS_PER_JUDGE, ((split, shard), inline(batch))
 
     s = spec(tmp_path)
     s = dataclasses.replace(s, clean=CleanConfig(langid=LangIdConfig("en", "zh")))
     items = [
         pending("train", [german, english], ([german + " ", None], [None, None])),
         pending("valid", [english, german]),
+        pending("train", [english, german], shard=1, lines=(20, 21)),
     ]
     with TestPipeline(argv=IN_MEMORY) as p:
         out = p | beam.Create(items) | ConfirmLanguages(s)
         kept = out.pairs | beam.MapTuple(lambda key, item: (key, rows_of(item)))
         assert_that(
             kept,
-            equal_to([(("train", 0), [(9, english, None)]), (("valid", 0), [(3, english, None)])]),
+            equal_to(
+                [
+                    (("train", 0), [(9, english, None)]),
+                    (("valid", 0), [(3, english, None)]),
+                    (("train", 1), [(20, english, None)]),
+                ]
+            ),
             label="kept",
         )
         rejects = (
@@ -227,6 +242,7 @@ def test_confirm_languages_judges_pending_pairs_with_the_accurate_model(tmp_path
         expected = [
             (3, "wrong-language", (german + " ").encode()),
             (9, "wrong-language", german.encode()),
+            (21, "wrong-language", german.encode()),
         ]
         assert_that(rejects, equal_to(expected), label="rejects")
         tokens = out[COUNTS] | beam.MapTuple(lambda _, part: (part[0], sorted(_counts(part[1]))))

@@ -186,6 +186,19 @@ def _by_script(lang: str, counts: np.ndarray) -> Detection | None:
 PENDING = Detection("", 0.0, "for the accurate model to confirm")
 
 
+class _Suspect(NamedTuple):
+    """A line the cheap stages did not clear, with what they found: the script group
+    it is judged in, its letters per script, per script group weighted, their sum, and
+    its function words per language (Latin-script languages only)."""
+
+    text: str
+    group: int
+    counts: np.ndarray
+    weighted: np.ndarray
+    letters: float
+    hits: np.ndarray | None
+
+
 class LanguageIdentifier:
     """Finds the lines that are not in their declared language; build once per worker
     (lingua's models load on first use, per script group; the accurate ones only with
@@ -236,30 +249,27 @@ class LanguageIdentifier:
         need = np.where(group == LATIN_GROUP, self.min_letters, 2)
         for i in np.flatnonzero(suspect & (in_group >= need)).tolist():
             row = hits[i] if hits is not None else None
-            detection = self._judge(lines[i], lang, int(group[i]), counts[i], row)
+            line = _Suspect(lines[i], int(group[i]), counts[i], weighted[i], letters[i], row)
+            detection = self._judge(line, lang)
             if detection is not None:
                 found[i] = detection
         return found
 
-    def _judge(
-        self, line: str, lang: str, group: int, counts: np.ndarray, hits: np.ndarray | None
-    ) -> Detection | None:
+    def _judge(self, line: _Suspect, lang: str) -> Detection | None:
         """The verdict on one suspect line: a detection if it is not in `lang`.
 
-        `hits`: the line's function words per language (Latin-script `lang` only). Where
-        two or more of another language's and none of `lang`'s speak for the model's
-        choice, the model need only prefer it (two signals agree); where `lang`'s
-        outnumber the chosen language's, they overrule the model (`_outvoted`).
+        Where two or more of another language's function words and none of `lang`'s
+        speak for the model's choice, the model need only prefer it (two signals
+        agree); where `lang`'s outnumber the chosen language's, they overrule the model
+        (`_outvoted`).
         """
-        backed = _backed(lang, hits) if hits is not None else frozenset()
-        weighted = _groups(counts[None, :])[0]
-        letters = float(weighted.sum())
+        group, counts, hits = line.group, line.counts, line.hits
         if group == OTHER_GROUP:
-            share = round(float(weighted[OTHER_GROUP] / letters), 3)
+            share = round(float(line.weighted[OTHER_GROUP] / line.letters), 3)
             if share < self.threshold:
                 return None
             return Detection("und", share, "letters of a script no candidate writes")
-        scores = self._scores(line, group, accurate=False)
+        scores = self._scores(line.text, group, accurate=False)
         top = max(scores, key=lambda c: (scores[c], c), default=None)
         if top is None or scores[top] == 0:
             return _by_script(lang, counts) if group == CJK_GROUP else None
@@ -271,11 +281,14 @@ class LanguageIdentifier:
         # The model weighs `lang` itself: its fast mode clears a line, its accurate
         # mode must confirm a rejection (fast mode alone takes 0.2% of clean Tatoeba
         # lines for another language).
+        if top in accepted:
+            return None  # what `_by_model` would say, without weighing the evidence
+        backed = _backed(lang, hits) if hits is not None else frozenset()
         if self._by_model(scores, lang, backed) is None:
             return None
         if not self.confirm:
             return PENDING
-        found = self._by_model(self._scores(line, group, accurate=True), lang, backed)
+        found = self._by_model(self._scores(line.text, group, accurate=True), lang, backed)
         if found is not None and hits is not None and _outvoted(lang, found.language, hits):
             return None
         return found
