@@ -114,7 +114,7 @@ class Step(ABC):
 Committed = tuple[dict[str, Any], dict[str, Any]]  # the manifest and the statistics
 
 
-def _commit(step: Step, summary: dict[str, Any] | None, running: Running) -> Committed:
+def commit_step(step: Step, summary: dict[str, Any] | None, running: Running) -> Committed:
     """The step's files written, then the tail every step shares: `stats.json`, the
     card, and the manifest, written last, which commits the output."""
     written = step.write(summary, running)
@@ -164,7 +164,7 @@ def _build(
             step.release()
     running = Running(beam_args, options, quiet, log)
     commits = [
-        _commit(step, None if graph is None else read_summary(step.summary_url), running)
+        commit_step(step, None if graph is None else read_summary(step.summary_url), running)
         for step, graph in zip(todo, graphs, strict=True)
     ]
     return commits, runner
