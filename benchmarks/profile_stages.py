@@ -95,8 +95,7 @@ def main() -> None:
 
     command = cli.build_parser("prepare")
     mark("the command's module and parser")
-    from nmtpipe.pipelines.beam import local_runner
-    from nmtpipe.pipelines.beam.options import describe, forks_workers, pipeline_options
+    from nmtpipe.pipelines.beam.options import describe, new_pipeline, pipeline_options
     from nmtpipe.pipelines.cli.commands.prepare import config_from_args
     from nmtpipe.pipelines.workflow.prepare import PrepareStep
     from nmtpipe.pipelines.workflow.prepare_plan import make_plan
@@ -114,9 +113,7 @@ def main() -> None:
         options = pipeline_options(beam_args, plan.input_bytes)
         step = PrepareStep(plan)
         mark("plan")
-        # The runner `nmtpipe prepare` would use (`options.run_branches`).
-        runner = local_runner.LocalRunner() if forks_workers(options) else None
-        pipeline = beam.Pipeline(runner=runner, options=options)
+        pipeline = new_pipeline(options)  # on the runner `nmtpipe prepare` uses
         _ = pipeline | "Prepare" >> (_smallest(beam) if args.floor else step.graph(options))
         mark("build the graph")
         pipeline.to_runner_api()

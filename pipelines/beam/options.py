@@ -389,6 +389,13 @@ def engine_failure(exc: BaseException) -> str | None:
     return f"{lines[0]} (job {found.group(1)})"
 
 
+def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
+    """An empty pipeline on the runner `options` name, its local workers forked
+    (`local_runner.py`) where it starts any."""
+    runner = local_runner.LocalRunner() if forks_workers(options) else None
+    return beam.Pipeline(runner=runner, options=options)
+
+
 def run_branches(
     options: PipelineOptions,
     name: str,
@@ -398,8 +405,7 @@ def run_branches(
     """Run several independent graphs (each applied to the pipeline's start) as one
     pipeline (one job on a remote runner), each under its own label (`name`, or
     `name0000`, `name0001`, ... for several)."""
-    runner = local_runner.LocalRunner() if forks_workers(options) else None
-    pipeline = beam.Pipeline(runner=runner, options=options)
+    pipeline = new_pipeline(options)
     for k, branch in enumerate(branches):
         label = name if len(branches) == 1 else f"{name}{k:04d}"
         _ = pipeline | label >> branch

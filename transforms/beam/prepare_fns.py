@@ -72,7 +72,7 @@ def _ship_rejects(
 ) -> Iterator[TaggedOutput]:
     """Rejects as batches keyed by reject shard, shipped like pair batches."""
     batches = {
-        shard: part.combine_chunks().to_batches()[0]
+        shard: batch_transport.one_batch(part)
         for shard, part in reject_shards(rejects, num_shards).items()
     }
     for item in batch_transport.ship(batches, spill_url):
@@ -108,7 +108,7 @@ def ship_counts(
     bucket, the side beside each, inline or all spilled to one file at `spill_url`;
     tagged COUNTS."""
     keyed = {
-        (side, bucket): part.combine_chunks().to_batches()[0]
+        (side, bucket): batch_transport.one_batch(part)
         for side, table in tables.items()
         for bucket, part in counts_lib.into_buckets(table, buckets).items()
     }
@@ -236,20 +236,20 @@ class ConfirmLanguagesFn(beam.DoFn):
         self, element: tuple[int, Iterable[tuple[tuple[str, int], batch_transport.Shipped]]]
     ) -> Iterator[Any]:
         _, items = element
-        by_split: dict[str, list[tuple[int, pa.RecordBatch]]] = defaultdict(list)
+        by_split: dict[str, list[tuple[int, pa.Table]]] = defaultdict(list)
         for (split, shard), item in items:
-            by_split[split].append((shard, batch_transport.receive_batch(item)))
+            by_split[split].append((shard, batch_transport.receive_table(item)))
         counts = BundleCounts(self.langs, self.count_buckets, None)
         found: list[Reject] = []
         for split, parts in sorted(by_split.items()):
             # Judged in one call per split: a group holds a batch per chunk and shard,
             # of a pair or two each, and each call has a fixed cost.
-            batch = pa.Table.from_batches([b for _, b in parts]).combine_chunks().to_batches()[0]
-            shards = np.repeat([shard for shard, _ in parts], [b.num_rows for _, b in parts])
+            batch = batch_transport.one_batch(pa.concat_tables([table for _, table in parts]))
+            shards = np.repeat([shard for shard, _ in parts], [t.num_rows for _, t in parts])
             out = self._confirm(split, batch)
             kept = by_key(pa.Table.from_batches([out.pairs]), shards[out.kept])
             for shard, pairs in sorted(kept.items()):
-                yield (split, shard), batch_transport.inline(pairs.combine_chunks().to_batches()[0])
+                yield (split, shard), batch_transport.inline(batch_transport.one_batch(pairs))
             if split != "train" and out.pairs.num_rows:
                 yield TaggedOutput(PROTECTED, Protected.of_batch(split, out.pairs))
             found += out.rejects

@@ -81,9 +81,14 @@ def receive_table(item: Shipped) -> pa.Table:
         return pa.Table.from_batches([pa.ipc.open_file(f).get_batch(item.index)])
 
 
+def one_batch(table: pa.Table) -> pa.RecordBatch:
+    """The rows of a non-empty `table` as one record batch."""
+    return table.combine_chunks().to_batches()[0]
+
+
 def receive_batch(item: Shipped) -> pa.RecordBatch:
     """The one batch `ship` shipped as `item`, as it was."""
-    return receive_table(item).combine_chunks().to_batches()[0]
+    return one_batch(receive_table(item))
 
 
 def _gather(items: Iterable[Shipped], schema: pa.Schema) -> pa.Table:

@@ -281,8 +281,6 @@ class LanguageIdentifier:
         # The model weighs `lang` itself: its fast mode clears a line, its accurate
         # mode must confirm a rejection (fast mode alone takes 0.2% of clean Tatoeba
         # lines for another language).
-        if top in accepted:
-            return None  # what `_by_model` would say, without weighing the evidence
         backed = _backed(lang, hits) if hits is not None else frozenset()
         if self._by_model(scores, lang, backed) is None:
             return None
