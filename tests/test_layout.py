@@ -44,11 +44,16 @@ def test_an_upward_import_breaks_the_build(tmp_path):
 
 
 def test_the_torch_jobs_load_no_beam():
+    """Nor does the torch side of the step protocol: a torch job's step is planned and
+    committed where Beam is never loaded."""
     script = (
         "import sys\n"
         "import nmtpipe.trainers.generate.decode, nmtpipe.trainers.train.train\n"
         "import nmtpipe.trainers.generate.translate, nmtpipe.trainers.train.launch\n"
         "import nmtpipe.pipelines.cli.rank\n"
+        "import nmtpipe.pipelines.workflow.steps.protocol\n"
+        "import nmtpipe.pipelines.workflow.steps.torch_steps\n"
+        "import nmtpipe.pipelines.workflow.train, nmtpipe.pipelines.workflow.decode\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'apache_beam')\n"
         "assert not loaded, loaded[:5]\n"
     )
