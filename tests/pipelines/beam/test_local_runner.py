@@ -176,7 +176,8 @@ def test_ctrl_c_ends_a_run_at_once_in_one_line(tmp_path):
     env = _env(tmp_path, _SAY_AND_WAIT, NMTPIPE_TEST_WORKERS=str(workers))
     out = tmp_path / "out"
     command = [sys.executable, "-m", "nmtpipe", "prepare", "-s", "en", "-t", "zh",
-               *MULTI_PROCESS, "--trainpref", str(tmp_path / "t"), "--output", str(out)]  # fmt: skip
+               *MULTI_PROCESS, "--trainpref", str(tmp_path / "t"),
+               "--output", str(out)]  # fmt: skip
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 120
