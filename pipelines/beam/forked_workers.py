@@ -73,6 +73,15 @@ class End:
         return self.code == 0
 
 
+class ServerEnded(OSError):
+    """The fork server ended before it could fork a worker; `code`: its exit code (-N:
+    killed by signal N), None if not seen."""
+
+    def __init__(self, code: int | None) -> None:
+        super().__init__(f"nmtpipe's fork server ended ({code})")
+        self.code = code
+
+
 class Worker:
     """A forked worker process; a thread of its own waits for its end, reported by the
     fork server on the worker's status pipe."""
@@ -222,7 +231,9 @@ class Forks:
             with os.fdopen(os.dup(status_r), "rb") as status:
                 report = status.read(REPORT.size)
             if len(report) != REPORT.size:
-                raise OSError(f"nmtpipe's fork server (pid {server.process.pid}) ended")
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    server.process.wait(timeout=5)
+                raise ServerEnded(server.process.returncode)
         except BaseException:
             os.close(status_r)
             if status_w >= 0:

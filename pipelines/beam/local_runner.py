@@ -37,7 +37,7 @@ from apache_beam.portability import python_urns
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner, worker_handlers
 from google.protobuf import json_format
 
-from nmtpipe.pipelines.beam.forked_workers import End, Worker, forks, sdk_worker
+from nmtpipe.pipelines.beam.forked_workers import End, ServerEnded, Worker, forks, sdk_worker
 from nmtpipe.transforms.errors import RunnerError
 
 # The environment of the forked workers: the runner's own for multi_processing, renamed;
@@ -129,10 +129,13 @@ class ForkedWorkerHandler(worker_handlers.GrpcWorkerHandler):
 
     def start_worker(self) -> None:
         options = json_format.MessageToJson(self.provision_info.provision_info.pipeline_options)
-        self.worker = forks().start(
-            sdk_worker, self.control_address, self.worker_id, options,
-            name=f"worker {self.worker_id}", on_end=lambda w: self._run.ended(self, w),
-        )  # fmt: skip
+        try:
+            self.worker = forks().start(
+                sdk_worker, self.control_address, self.worker_id, options,
+                name=f"worker {self.worker_id}", on_end=lambda w: self._run.ended(self, w),
+            )  # fmt: skip
+        except ServerEnded as e:
+            raise RunnerError(worker_death(End(None, e.code))) from e
         self._run.started(self)
 
     def fail(self, error: RunnerError) -> None:
