@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,44 +31,45 @@ def test_a_changed_internal_is_named(monkeypatch):
     assert failure is not None and failure.endswith("changed ControlConnection.abort")
 
 
-def _nmtpipe(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "nmtpipe", *args], env=env, text=True, cwd=cwd,
+def _nmtpipe(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "nmtpipe", *args], env=env, text=True,
                           capture_output=True, timeout=600, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done
 
 
 def _chain(folder: Path, forked: bool) -> tuple[dict[str, bytes], str]:
-    """prepare, vocab, encode in `folder` (named relatively, so that two folders' manifests
-    can be the same): every file's bytes (the manifests' but for their time stamps), and
-    what prepare and encode said."""
+    """prepare, vocab, encode in `folder` (whose inputs and outputs manifests name):
+    every file's bytes (the manifests' but for their time stamps), and what prepare and
+    encode said; the outputs are removed again."""
     env = {**os.environ, internals.FORCE_OFF: "1" if forked else "0"}
-    said = _nmtpipe(["prepare", "-s", "en", "-t", "zh", "--trainpref", "train",
-                     "--num-shards", "2", "--output", "prepared", *MULTI_PROCESS],
-                    env, folder)  # fmt: skip
-    _nmtpipe(["vocab", "--prepared", "prepared", "--model", "t2t", "--vocab-size", "600",
-              "--joined", "--output", "vocab"], env, folder)  # fmt: skip
-    said_too = _nmtpipe(["encode", "--prepared", "prepared", "--vocab", "vocab",
-                         "--output", "encoded", *MULTI_PROCESS], env, folder)  # fmt: skip
+    outputs = [folder / "prepared", folder / "vocab", folder / "encoded"]
+    prepared, vocab, encoded = map(str, outputs)
+    said = _nmtpipe(["prepare", "-s", "en", "-t", "zh", "--trainpref", str(folder / "train"),
+                     "--num-shards", "2", "--output", prepared, *MULTI_PROCESS], env)  # fmt: skip
+    _nmtpipe(["vocab", "--prepared", prepared, "--model", "t2t", "--vocab-size", "600",
+              "--joined", "--output", vocab], env)  # fmt: skip
+    said_too = _nmtpipe(["encode", "--prepared", prepared, "--vocab", vocab,
+                         "--output", encoded, *MULTI_PROCESS], env)  # fmt: skip
     files = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and ".nmtpipe" not in path.parts:
-            data = path.read_bytes()
-            if path.name == "manifest.json":
-                doc = json.loads(data)
-                data = json.dumps({k: v for k, v in doc.items() if k != "created"}).encode()
-            files[str(path.relative_to(folder))] = data
+    for output in outputs:
+        for path in sorted(output.rglob("*")):
+            if path.is_file() and ".nmtpipe" not in path.parts:
+                data = path.read_bytes()
+                if path.name == "manifest.json":
+                    doc = json.loads(data)
+                    data = json.dumps({k: v for k, v in doc.items() if k != "created"}).encode()
+                files[str(path.relative_to(folder))] = data
+        shutil.rmtree(output)
     return files, said.stderr + said_too.stderr
 
 
 @pytest.mark.slow
 def test_beams_own_workers_write_the_same_bytes_as_forked_ones(tmp_path):
-    for folder in ("forked", "beams"):
-        (tmp_path / folder).mkdir()
-        write_pair(tmp_path / folder / "train", example_lines("tatoeba-cmn", "en")[::8],
-                   example_lines("tatoeba-cmn", "zh")[::8])  # fmt: skip
-    forked, said = _chain(tmp_path / "forked", forked=True)
-    beams, said_beams = _chain(tmp_path / "beams", forked=False)
+    write_pair(tmp_path / "train", example_lines("tatoeba-cmn", "en")[::8],
+               example_lines("tatoeba-cmn", "zh")[::8])  # fmt: skip
+    forked, said = _chain(tmp_path, forked=True)
+    beams, said_beams = _chain(tmp_path, forked=False)
     assert NOTE not in said
     assert said_beams.count(NOTE) == 2  # one line, once per command
     assert f"{NOTE} (NMTPIPE_FORKED_WORKERS=0)" in said_beams.splitlines()
