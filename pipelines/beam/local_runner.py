@@ -173,7 +173,7 @@ def pipeline_modules(pipeline: beam.Pipeline) -> set[str]:
                     modules.add(type(inner).__module__)
 
     pipeline.visit(Visitor())
-    return {m for m in modules if m.startswith("nmtpipe.")}
+    return modules - {"__main__", "builtins"}  # (the main module's are pickled by value)
 
 
 class LocalRunner(FnApiRunner):

@@ -200,3 +200,17 @@ def test_ctrl_c_ends_a_run_at_once_in_one_line(tmp_path):
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
             assert state == "Z", f"worker {pid} outlived the command"
     assert not (out / "manifest.json").exists()
+
+
+def test_the_fork_server_imports_the_modules_of_the_pipelines_transforms():
+    import apache_beam as beam
+
+    from nmtpipe.pipelines.beam.local_runner import pipeline_modules
+    from nmtpipe.transforms.beam.prepare_fns import PlanChunksFn
+
+    pipeline = beam.Pipeline()
+    _ = pipeline | beam.Create([1]) | beam.ParDo(PlanChunksFn(chunk_lines=10))
+    assert pipeline_modules(pipeline) == {
+        "apache_beam.transforms.core",
+        "nmtpipe.transforms.beam.prepare_fns",
+    }
