@@ -129,6 +129,7 @@ class ForkedWorkerHandler(worker_handlers.GrpcWorkerHandler):
 
     def start_worker(self) -> None:
         options = json_format.MessageToJson(self.provision_info.provision_info.pipeline_options)
+        self._run.started(self)  # (first: a worker can end before `start` returns)
         try:
             self.worker = forks().start(
                 sdk_worker, self.control_address, self.worker_id, options,
@@ -136,7 +137,6 @@ class ForkedWorkerHandler(worker_handlers.GrpcWorkerHandler):
             )  # fmt: skip
         except ServerEnded as e:
             raise RunnerError(worker_death(End(None, e.code))) from e
-        self._run.started(self)
 
     def fail(self, error: RunnerError) -> None:
         """Make the runner's waits on this worker fail with `error`: what it asked and
