@@ -34,6 +34,7 @@ import struct
 import sys
 import threading
 import traceback
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -84,7 +85,9 @@ def _import_warnings_dropped() -> Iterator[None]:
     quiet = logging.NullHandler()
     root.addHandler(quiet)
     try:
-        yield
+        with warnings.catch_warnings():  # (and what its dependencies warn of)
+            warnings.simplefilter("ignore")
+            yield
     finally:
         root.removeHandler(quiet)
 

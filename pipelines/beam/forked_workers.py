@@ -73,6 +73,19 @@ class End:
         return self.code == 0
 
 
+def _report(status: int) -> int | None:
+    """The next report on a worker's status pipe (its pid, then its exit code), read
+    without a buffer (a buffered read could take the exit code along with the pid of a
+    worker that ended at once); None at the pipe's end (the server ended)."""
+    data = b""
+    while len(data) < REPORT.size:
+        more = os.read(status, REPORT.size - len(data))
+        if not more:
+            return None
+        data += more
+    return REPORT.unpack(data)[0]
+
+
 class ServerEnded(OSError):
     """The fork server ended before it could fork a worker; `code`: its exit code (-N:
     killed by signal N), None if not seen."""
@@ -101,10 +114,10 @@ class Worker:
         threading.Thread(target=self._wait, name=f"{name} waits", daemon=True).start()
 
     def _wait(self) -> None:
-        with os.fdopen(self._status, "rb") as status:
-            report = status.read(REPORT.size)
-        if len(report) == REPORT.size:
-            self.end = End(REPORT.unpack(report)[0])
+        code = _report(self._status)
+        os.close(self._status)
+        if code is not None:
+            self.end = End(code)
         else:  # the server ended, and the worker with it
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._server.wait(timeout=5)
@@ -228,9 +241,8 @@ class Forks:
                 server.send("fork", request, [2, status_w])  # (fd 2: see the module)
             os.close(status_w)
             status_w = -1
-            with os.fdopen(os.dup(status_r), "rb") as status:
-                report = status.read(REPORT.size)
-            if len(report) != REPORT.size:
+            pid = _report(status_r)
+            if pid is None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     server.process.wait(timeout=5)
                 raise ServerEnded(server.process.returncode)
@@ -239,7 +251,7 @@ class Forks:
             if status_w >= 0:
                 os.close(status_w)
             raise
-        worker = Worker(REPORT.unpack(report)[0], status_r, name, on_end, server.process)
+        worker = Worker(pid, status_r, name, on_end, server.process)
         with self._lock:
             self._workers = [w for w in self._workers if w.is_alive()] + [worker]
         return worker

@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import sys
+import warnings
 from types import ModuleType
 
 # Top-level modules Beam imports only for integrations nmtpipe does not use.
@@ -51,7 +52,9 @@ def import_beam(unused: tuple[str, ...] = UNUSED) -> ModuleType:
     hider = _Hider(tuple(name for name in unused if name not in sys.modules))
     sys.meta_path.insert(0, hider)
     try:
-        beam = importlib.import_module("apache_beam")
+        with warnings.catch_warnings():  # (what Beam's dependencies warn of at import)
+            warnings.simplefilter("ignore")
+            beam = importlib.import_module("apache_beam")
         if "pandas" in hider.names:
             importlib.import_module("pyarrow").array([])
         return beam
