@@ -115,7 +115,9 @@ def test_byte_range_chunks_equal_streamed_chunks(tmp_path: Path, lines, final_ne
     data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
     (tmp_path / "h.en").write_bytes(data)
     (tmp_path / "h.zh").write_bytes(data)
-    inp = CorpusInput("train", str(tmp_path / "h.en"), str(tmp_path / "h.zh"))
+    # Named UTF-8: random bytes may look like UTF-16 to the detector, which reads it whole.
+    utf8 = ("utf-8", "utf-8")
+    inp = CorpusInput("train", str(tmp_path / "h.en"), str(tmp_path / "h.zh"), encodings=utf8)
     streamed = list(read_chunks(inp, chunk_lines))
     ranged = [load_chunk(ref) for ref in plan_chunks(inp, chunk_lines)]
     assert ranged == streamed
