@@ -16,6 +16,7 @@ config may declare its own under `vars:` (`vars: {data: /tmp/t2t_datagen}`, then
 
 from __future__ import annotations
 
+import argparse
 import re
 from importlib import resources
 from typing import Any
@@ -87,10 +88,12 @@ def _paths(value: Any, where: str) -> tuple[str, ...]:
 
 
 def parse_setting(text: str) -> tuple[str, str]:
-    """`NAME=VALUE` (`--set data=/srv/t2t`) → (name, value)."""
+    """`NAME=VALUE` (`--set data=/srv/t2t`) → (name, value); argparse's `type`."""
     name, eq, value = text.partition("=")
     if not eq or not _VARIABLE.fullmatch(f"{{{name}}}") or not value:
-        raise ConfigError(f"--set wants NAME=VALUE, such as data=/srv/t2t_datagen, not {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"wants NAME=VALUE, such as data=/srv/t2t_datagen, not {text!r}"
+        )
     return name, value
 
 

@@ -223,3 +223,31 @@ def test_hugging_face_hub_urls_and_their_identity(local_hub, tmp_path):
     before = plan.fingerprint
     ds.to_parquet(str(folder / "train-00000-of-00001.parquet"))  # a new revision of the file
     assert make_plan(config).fingerprint != before
+
+
+def test_refresh_sees_a_changed_table_or_pair_member_and_nothing_else(tmp_path, capsys):
+    """refresh's input fingerprints cover tables and archive members (size and version)."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    rows = [{"en": e, "zh": z} for e, z in zip(EN[:200], ZH[:200], strict=True)]
+    datasets.Dataset.from_dict({"translation": rows}).to_parquet(str(raw / "hf.parquet"))
+    with zipfile.ZipFile(raw / "opus.zip", "w") as z:
+        z.writestr("O.en", "\n".join(EN[200:400]) + "\n")
+        z.writestr("O.zh", "\n".join(ZH[200:400]) + "\n")
+    doc = {
+        "root": str(tmp_path / "root"),
+        "beam": IN_MEMORY,
+        "prepare": {"src_lang": "en", "tgt_lang": "zh", "table": [f"{raw}/hf.parquet"],
+                    "train_pair": [[f"zip://O.en::{raw}/opus.zip", f"zip://O.zh::{raw}/opus.zip"]]},
+    }  # fmt: skip
+    path = tmp_path / "refresh.yaml"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    until = ["refresh", str(path), "--until", "prepare"]
+    assert main(until) == 0
+    assert command_result(capsys.readouterr().out)["prepared"] == 2
+    assert main(until) == 0  # nothing changed: both parts kept
+    assert command_result(capsys.readouterr().out)["prepared"] == 0
+    more = [{"en": e, "zh": z} for e, z in zip(EN[:210], ZH[:210], strict=True)]
+    datasets.Dataset.from_dict({"translation": more}).to_parquet(str(raw / "hf.parquet"))
+    assert main(until) == 0
+    assert command_result(capsys.readouterr().out)["prepared"] == 1  # the pair's part kept
