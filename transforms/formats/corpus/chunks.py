@@ -2,9 +2,10 @@
 `load` on the worker that cleans a chunk.
 
 Plain local text files and Parquet files are planned as references (byte ranges, row
-groups) that the cleaning workers read themselves; the rest (compressed files, archive
-members, remote text, SGML, Arrow streams, TMX) are read where they are planned, in one
-pass, into chunks of raw records.
+groups) that the cleaning workers read themselves; a TMX is cut into fragments of whole
+units that the cleaning workers parse; the rest (compressed files, archive members,
+remote text, SGML, Arrow files) are read where they are planned, in one pass, into
+chunks of raw records.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from collections.abc import Iterator
 from nmtpipe.transforms.formats.corpus import arrow_files, jsonl, sgml, tmx
 from nmtpipe.transforms.formats.corpus.arrow_files import TableRef
 from nmtpipe.transforms.formats.corpus.jsonl import JsonLinesRef
+from nmtpipe.transforms.formats.corpus.tmx import TmxFragment
 from nmtpipe.transforms.storage import raw_corpus
 from nmtpipe.transforms.storage.inputs import ARROW, JSONL, LINES, PARQUET, TMX, CorpusInput
 from nmtpipe.transforms.storage.raw_corpus import ChunkRef, RawChunk
 
-Planned = RawChunk | ChunkRef | JsonLinesRef | TableRef
+Planned = RawChunk | ChunkRef | JsonLinesRef | TableRef | TmxFragment
 
 
 def plan(inp: CorpusInput, chunk_lines: int) -> Iterator[Planned]:
@@ -34,7 +36,7 @@ def plan(inp: CorpusInput, chunk_lines: int) -> Iterator[Planned]:
     elif inp.layout == JSONL:
         yield from jsonl.plan(inp, chunk_lines)
     elif inp.layout == TMX:
-        yield from tmx.chunks(inp, chunk_lines)
+        yield from tmx.plan(inp, chunk_lines)
     else:
         raise ValueError(f"no reader for {inp.layout}")
 
@@ -47,5 +49,7 @@ def load(planned: Planned) -> Iterator[RawChunk]:
         yield raw_corpus.load_chunk(planned)
     elif isinstance(planned, JsonLinesRef):
         yield jsonl.load(planned)
+    elif isinstance(planned, TmxFragment):
+        yield tmx.load(planned)
     else:
         yield from arrow_files.load(planned)

@@ -1,12 +1,13 @@
 """WMT's SGML test sets (`newsdev2017-enzh-src.en.sgm`), plain or inside archives.
 
 WMT's files before 2021 are SGML in name only (sacreBLEU calls them fake SGML: an `&` is
-not always escaped), so they are read as T2T and sacreBLEU read them, a line at a time:
-the text between each `<seg …>` and its `</seg>`, in order, stripped, with its entities
-(`&amp;`, `&lt;`, `&quot;`, `&#39;`, ...) unescaped, which T2T and sacreBLEU leave as
-they are. A segment split over lines is joined with a space. The work is done on bytes in
-the file's own encoding (the markup is ASCII, which no byte of a character of an
-ASCII-compatible encoding can be), so that decoding stays the cleaner's, line by line.
+not always escaped), so they are read as T2T and sacreBLEU read them, by pattern rather
+than by an SGML parser: the text between each `<seg …>` and its `</seg>`, in order,
+stripped, with its entities (`&amp;`, `&lt;`, `&quot;`, `&#39;`, ...) unescaped, which
+T2T and sacreBLEU leave as they are. A segment split over lines is joined with a space.
+The work is done on blocks of bytes in the file's own encoding, one regular expression
+over each (the markup is ASCII, which no byte of a character of an ASCII-compatible
+encoding can be), so that decoding stays the cleaner's, line by line.
 
 The source and reference files of a set have different names but the same documents and
 segment ids; a pair whose segment counts or ids differ is refused before it is read.
@@ -23,13 +24,24 @@ from collections.abc import Iterable, Iterator
 from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
 from nmtpipe.transforms.storage import encodings
 from nmtpipe.transforms.storage.inputs import CorpusInput, file_name, without_compression
-from nmtpipe.transforms.storage.raw_corpus import RawChunk, Side, open_lines, read_chunks
+from nmtpipe.transforms.storage.raw_corpus import (
+    RawChunk,
+    Side,
+    open_binary,
+    open_lines,
+    read_chunks,
+    text_blocks,
+)
 
 SUFFIXES = (".sgm", ".sgml")
-_SEG_START = re.compile(rb"<seg\b([^>]*)>", re.IGNORECASE)
-_SEG_END = re.compile(rb"</seg\s*>", re.IGNORECASE)
-_DOC_ID = re.compile(rb"""<doc\b[^>]*\bdocid\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
+# A document's start (its id) or a whole segment (its attributes, its text), in order.
+_ITEM = re.compile(
+    rb"""<doc\b[^>]*?\bdocid\s*=\s*["']?([^"'\s>]+)[^>]*>|<seg\b([^>]*)>(.*?)</seg\s*>""",
+    re.IGNORECASE | re.DOTALL,
+)
 _SEG_ID = re.compile(rb"""\bid\s*=\s*["']?([^"'\s>]+)""", re.IGNORECASE)
+_OPEN_SEG = re.compile(rb"<seg\b", re.IGNORECASE)
+_LINE_BREAKS = re.compile(rb"\s*\n\s*")
 _ENTITY = re.compile(rb"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 
 
@@ -57,56 +69,58 @@ def unescape(text: bytes, codec: str) -> bytes:
     return _ENTITY.sub(replace, text)
 
 
-def _segments(lines: Iterable[bytes]) -> Iterator[tuple[bytes, bytes, bytes]]:
+def _segments(blocks: Iterable[bytes]) -> Iterator[tuple[bytes, bytes, bytes]]:
     """(document id, segment id, raw text) of every segment, in order."""
     doc = b""
-    pending: list[bytes] | None = None  # a segment still open at the end of a line
-    seg_id = b""
-    for line in lines:
-        if pending is None and b"<" not in line:
-            continue
-        found = _DOC_ID.search(line)
-        if found:
-            doc = found.group(1)
-        pos = 0
-        while True:
-            if pending is None:
-                start = _SEG_START.search(line, pos)
-                if start is None:
-                    break
-                ident = _SEG_ID.search(start.group(1))
-                seg_id = ident.group(1) if ident else b""
-                pending, pos = [], start.end()
-            end = _SEG_END.search(line, pos)
-            if end is None:
-                pending.append(line[pos:].strip())
-                break
-            pending.append(line[pos : end.start()].strip())
-            yield doc, seg_id, b" ".join(p for p in pending if p)
-            pending, pos = None, end.end()
+    pending = b""
+    for block in blocks:
+        data = pending + block
+        end = 0
+        for found in _ITEM.finditer(data):
+            end = found.end()
+            if found.group(1) is not None:
+                doc = found.group(1)
+                continue
+            ident = _SEG_ID.search(found.group(2))
+            text = found.group(3).strip()
+            if b"\n" in text:
+                text = _LINE_BREAKS.sub(b" ", text)
+            yield doc, ident.group(1) if ident else b"", text
+        rest = data[end:]
+        opened = _OPEN_SEG.search(rest)
+        if opened is None:  # at most a tag cut in two
+            opened = re.search(rb"<[^>]*$", rest)
+        pending = rest[opened.start() :] if opened else b""
 
 
-def segment_texts(lines: Iterable[bytes], codec: str) -> Iterator[bytes]:
+def segment_texts(blocks: Iterable[bytes], codec: str) -> Iterator[bytes]:
     """The texts of an SGML file's segments, unescaped, in order."""
-    for _, _, text in _segments(lines):
+    for _, _, text in _segments(blocks):
         yield unescape(text, codec)
+
+
+@contextlib.contextmanager
+def _opened(url: str, wanted: str) -> Iterator[tuple[Iterator[bytes], str]]:
+    with open_binary(url) as f:
+        yield text_blocks(f, url, wanted)
 
 
 @contextlib.contextmanager
 def open_side(url: str, wanted: str) -> Iterator[Side]:
     """One side of a pair: an SGML file's segments, or a text file's lines."""
-    with open_lines(url, wanted) as side:
-        if not is_sgml(url):
+    if not is_sgml(url):
+        with open_lines(url, wanted) as side:
             yield side
-            return
-        codec = encodings.decoding_codec(side.encoding)
-        yield Side(segment_texts(side.records, codec), side.encoding, "segments")
+        return
+    with _opened(url, wanted) as (blocks, encoding):
+        codec = encodings.decoding_codec(encoding)
+        yield Side(segment_texts(blocks, codec), encoding, "segments")
 
 
 def _ids(url: str, wanted: str) -> Iterator[tuple[bytes, bytes]]:
-    with open_lines(url, wanted) as side:
+    with _opened(url, wanted) as (blocks, _):
         count = 0
-        for doc, seg, _ in _segments(side.records):
+        for doc, seg, _ in _segments(blocks):
             count += 1
             yield doc, seg
         if count == 0:

@@ -1,14 +1,22 @@
-"""TMX translation memories (OPUS's `.tmx`, `.tmx.gz`), parsed as they stream.
+"""TMX translation memories (OPUS's `.tmx`, `.tmx.gz`), parsed in parallel as they stream.
 
 A TMX is one XML document of `<tu>` units, each with a `<tuv xml:lang=…><seg>` per
-language. It is fed to Expat a block at a time, whose handlers keep only the texts of the
-unit being read (no tree is built: 2.5 times faster than ElementTree's pull parser, whose
-tree of each block would be dropped anyway), so a file of many gigabytes is parsed in
-the memory of a block. A unit's languages come from `xml:lang` (or TMX 1.1's `lang`), matched to the
-pair's in any case and with any region (`zh-CN`, `zh_TW`, `ZH` are Chinese); the text of
-a `<seg>` is its own and its `<hi>` runs', without the native codes of its inline markup
-(`<bpt>`, `<ept>`, `<it>`, `<ph>`, `<ut>`). A unit lacking a language is a `bad-record`
-reject; a record's number is its unit's (from 1).
+language. Where it is planned, it is only cut: read a block at a time (decompressed, and
+transcoded to UTF-8 when it is in another encoding), cut after its last complete unit,
+its units counted, so that each `TmxFragment` of whole units knows the number of its
+first. The workers that clean the chunks parse the fragments, each with Expat, whose
+handlers keep only the texts of the unit being read (no tree is built: 2.5 times faster
+than ElementTree's pull parser). So no process holds more than a fragment of a file of
+many gigabytes, and the parsing, which costs more than the cutting by far, is shared by
+every worker.
+
+A unit's languages come from `xml:lang` (or TMX 1.1's `lang`), matched to the pair's in
+any case and with any region (`zh-CN`, `zh_TW`, `ZH` are Chinese); the text of a `<seg>`
+is its own and its `<hi>` runs', without the native codes of its inline markup (`<bpt>`,
+`<ept>`, `<it>`, `<ph>`, `<ut>`). A unit lacking a language is a `bad-record` reject; a
+record's number is its unit's (from 1). A fragment is parsed on its own, so entities
+declared in a TMX's own DTD are unknown to it: TMX writers use XML's five and character
+references.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ import codecs
 import itertools
 import re
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from xml.parsers import expat
 
 from nmtpipe.transforms.errors import InputError
@@ -25,11 +33,18 @@ from nmtpipe.transforms.formats.corpus.fields import pick_language
 from nmtpipe.transforms.storage import encodings
 from nmtpipe.transforms.storage.encodings import UTF8
 from nmtpipe.transforms.storage.inputs import CorpusInput
-from nmtpipe.transforms.storage.raw_corpus import RawChunk, Unread, open_binary, read_blocks
+from nmtpipe.transforms.storage.raw_corpus import (
+    RawChunk,
+    Unread,
+    open_binary,
+    read_blocks,
+    read_head,
+)
 from nmtpipe.transforms.text.filters import BAD_RECORD
 
-# Fed to the parser this many bytes at a time: a block's units are what a parse holds.
-TMX_BLOCK = 1 << 18
+# Read this many bytes at a time, where a TMX is cut into fragments.
+TMX_BLOCK = 1 << 20
+_UNIT_START = re.compile(rb"<tu[\s>/]")
 _TEXT_MARKUP = "hi"  # inline markup whose content is text of the sentence
 _DECLARED = re.compile(rb"""<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
@@ -119,63 +134,118 @@ class _Handlers:
             self._parts.append(data)
 
 
-def _units(inp: CorpusInput) -> Iterator[Unit]:
-    """Each unit, in order."""
+class TmxFragment(NamedTuple):
+    """Whole units of a TMX, as UTF-8 XML: units `first_unit` to `first_unit + units - 1`
+    (`encoding`: the file's, as reported)."""
+
+    inp: CorpusInput
+    first_unit: int
+    units: int
+    data: bytes
+    encoding: str
+
+    @property
+    def origin(self) -> str:
+        return self.inp.origin
+
+    @property
+    def first_line(self) -> int:
+        return self.first_unit
+
+
+def _utf8_blocks(inp: CorpusInput, f: Any) -> tuple[Iterator[bytes], str]:
+    """The file's bytes in blocks, as UTF-8, and its encoding as declared (or marked)."""
+    head = read_head(f, inp.src, TMX_BLOCK)
+    declared = encoding_of(head)
+    blocks = itertools.chain([head], read_blocks(f, inp.src, TMX_BLOCK))
+    if encodings.canonical(declared) != UTF8:
+        blocks = encodings.transcoded(blocks, declared)
+    return blocks, declared
+
+
+def plan(inp: CorpusInput, chunk_units: int) -> Iterator[TmxFragment]:
+    """The units of a TMX cut into fragments of about `chunk_units` units (at least a
+    block's worth), not parsed."""
+    with open_binary(inp.src) as f:
+        blocks, declared = _utf8_blocks(inp, f)
+        encoding = declared if encodings.transcodes(declared) else UTF8
+        first, pending, parts, count = 1, b"", [], 0
+        started = False
+        for block in blocks:
+            data = pending + block
+            if not started:  # the prolog and the header go
+                start = _UNIT_START.search(data)
+                if start is None:
+                    pending = data[-8:]
+                    continue
+                data, started = data[start.start() :], True
+            end = _last_unit_end(data)
+            pending, whole = data[end:], data[:end]
+            if whole:
+                parts.append(whole)
+                count += len(_UNIT_START.findall(whole))
+            if count >= chunk_units:
+                yield TmxFragment(inp, first, count, b"".join(parts), encoding)
+                first, parts, count = first + count, [], 0
+        if _UNIT_START.search(pending):
+            raise InputError(f"{inp.src}: tu {first + count} is not closed: the file is cut short")
+        if count:
+            yield TmxFragment(inp, first, count, b"".join(parts), encoding)
+
+
+def _last_unit_end(data: bytes) -> int:
+    """Where the last complete `</tu>` of `data` ends (0 if none does)."""
+    found = data.rfind(b"</tu")
+    while found >= 0:
+        close = data.find(b">", found)
+        if close >= 0 and data[found + 4 : close].strip() == b"":
+            return close + 1
+        found = data.rfind(b"</tu", 0, found)
+    return 0
+
+
+def _units(fragment: TmxFragment) -> list[Unit]:
+    """A fragment's units, parsed; InputError where it is no well-formed XML, or holds
+    another number of units than were counted (a `<tu` inside a comment or CDATA)."""
+    inp = fragment.inp
     assert inp.fields is not None
     handlers = _Handlers(inp.fields)
-    parser = expat.ParserCreate()
+    parser = expat.ParserCreate("utf-8")
     parser.buffer_text = True
     parser.StartElementHandler = handlers.start
     parser.EndElementHandler = handlers.end
     parser.CharacterDataHandler = handlers.text
-    with open_binary(inp.src) as f:
-        for block in itertools.chain(read_blocks(f, inp.src, TMX_BLOCK), [b""]):
-            try:
-                parser.Parse(block, not block)
-            except expat.ExpatError as e:
-                raise InputError(
-                    f"{inp.src}: not a well-formed TMX: {expat.ErrorString(e.code)} at line "
-                    f"{e.lineno}, column {e.offset} (after tu {handlers.count})"
-                ) from None
-            yield from handlers.units
-            handlers.units = []
+    try:
+        parser.Parse(b"<body>" + fragment.data + b"</body>", True)
+    except expat.ExpatError as e:
+        raise InputError(
+            f"{inp.src}: not a well-formed TMX: {expat.ErrorString(e.code)} in tu "
+            f"{fragment.first_unit + handlers.count}"
+        ) from None
+    if handlers.count != fragment.units:
+        last = fragment.first_unit + fragment.units - 1
+        raise InputError(
+            f"{inp.src}: tu {fragment.first_unit} to {last}: {handlers.count} units parsed "
+            f"where {fragment.units} start (a '<tu' inside a comment or CDATA?)"
+        )
+    return handlers.units
 
 
-def declared_encoding(inp: CorpusInput) -> str:
-    with open_binary(inp.src) as f:
-        return encoding_of(f.read(256))
-
-
-def chunks(inp: CorpusInput, chunk_units: int) -> Iterator[RawChunk]:
-    """The units of a TMX, `chunk_units` at a time, as UTF-8 (a TMX in UTF-16 says so in
-    its chunks' encodings, which are transcoded ones)."""
-    declared = declared_encoding(inp)
-    encoding = declared if encodings.transcodes(declared) else UTF8
-    first = 1
-    pending: list[Unit] = []
-
-    def chunk() -> RawChunk:
-        sides: tuple[list[str], list[str]] = ([], [])
-        unread = []
-        for i, unit in enumerate(pending):
-            texts = [(text or "").replace("\n", " ") for text in (unit.src, unit.tgt)]
-            if unit.problem is not None:
-                raw = [None if t is None else t.encode(UTF8, "surrogatepass") for t in unit[:2]]
-                unread.append(Unread(i, BAD_RECORD, f"tu {first + i}: {unit.problem}", *raw))
-                texts = ["", ""]
-            for side, text in zip(sides, texts, strict=True):
-                side.append(text)
-        src, tgt = ("\n".join(side).encode(UTF8, "surrogatepass") for side in sides)
-        return RawChunk(
-            inp.origin, inp.role, first, src, tgt, inp.columns, (encoding, encoding),
-            tuple(unread),
-        )  # fmt: skip
-
-    for unit in _units(inp):
-        pending.append(unit)
-        if len(pending) == chunk_units:
-            yield chunk()
-            first += len(pending)
-            pending = []
-    if pending:
-        yield chunk()
+def load(fragment: TmxFragment) -> RawChunk:
+    """A fragment's units as a chunk of pairs (UTF-8, whatever the file's encoding)."""
+    inp, first = fragment.inp, fragment.first_unit
+    sides: tuple[list[str], list[str]] = ([], [])
+    unread = []
+    for i, unit in enumerate(_units(fragment)):
+        texts = [(text or "").replace("\n", " ") for text in (unit.src, unit.tgt)]
+        if unit.problem is not None:
+            raw = [None if t is None else t.encode(UTF8, "surrogatepass") for t in unit[:2]]
+            unread.append(Unread(i, BAD_RECORD, f"tu {first + i}: {unit.problem}", *raw))
+            texts = ["", ""]
+        for side, text in zip(sides, texts, strict=True):
+            side.append(text)
+    src, tgt = ("\n".join(side).encode(UTF8, "surrogatepass") for side in sides)
+    encoding = fragment.encoding
+    return RawChunk(
+        inp.origin, inp.role, first, src, tgt, inp.columns, (encoding, encoding), tuple(unread)
+    )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
-from nmtpipe.transforms.formats.corpus import chunks
+from nmtpipe.transforms.formats.corpus import chunks, sgml
 from nmtpipe.transforms.formats.corpus.sgml import is_sgml, segment_texts, unescape
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from tests.helpers import sgml_set, shared_lines, write_tgz
@@ -43,7 +43,7 @@ def test_segments_in_order_unescaped_as_wmt_writes_them(tmp_path: Path):
 def test_fake_sgml_as_wmt_ships_it():
     lines = [
         b'<srcset setid="x" srclang="any">',
-        b'<doc sysid="ref" docid="a" genre="news">',
+        b'<doc sysid="ref" docid="a-document-id-long-enough-to-be-cut" genre="news" origlang="en">',
         b"<p>",
         b'<seg id="1"> AT&T &#x4e2d;&#25991; &eacute; &bogus; </seg>',  # a bare & kept
         b'<seg id="2">two</seg><seg id="3">three</seg>',  # two on a line
@@ -52,7 +52,11 @@ def test_fake_sgml_as_wmt_ships_it():
         b'<seg id="5"></seg>',  # empty: a record all the same
         b"</p></doc></srcset>",
     ]
-    got = list(segment_texts(lines, "utf-8"))
+    text = b"\n".join(lines)
+    blocks = [text[i : i + 5] for i in range(0, len(text), 5)]  # cut anywhere
+    got = list(segment_texts(blocks, "utf-8"))
+    ids = [(doc, seg) for doc, seg, _ in sgml._segments(blocks)]
+    assert ids == [(b"a-document-id-long-enough-to-be-cut", str(n).encode()) for n in range(1, 6)]
     assert got == ["AT&T 中文 é &bogus;".encode(), b"two", b"three", b"split here", b""]
 
 
