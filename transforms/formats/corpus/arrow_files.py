@@ -2,9 +2,10 @@
 
 Parquet files are planned by their footers: a `TableRef` names consecutive row groups of
 about a chunk's rows, and the worker that cleans it reads just those, in batches of a
-chunk's rows, so that no corpus text passes through a shuffle. An Arrow file (`datasets`'
-`save_to_disk` writes IPC streams) says how many rows its batches hold only by reading
-them: it is read in one pass, where it is planned, into chunks.
+chunk's rows, so that no corpus text passes through a shuffle. A row group larger than a
+chunk (`datasets` writes 100 MB of rows to one) is read where it is planned, into chunks,
+as is an Arrow file (`save_to_disk` writes IPC streams, which say how many rows their
+batches hold only by reading them).
 """
 
 from __future__ import annotations
@@ -76,29 +77,42 @@ def schema_of(inp: CorpusInput) -> pa.Schema:
 
 
 def plan(inp: CorpusInput, chunk_rows: int) -> Iterator[TableRef | RawChunk]:
-    """The chunks of a Parquet or Arrow table: refs to row groups of about `chunk_rows`
-    rows each, or an Arrow file's rows read into chunks."""
-    if inp.layout == PARQUET:
-        with _opened(inp.src) as f:
-            meta = pq.ParquetFile(f).metadata
-            sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
-        yield from _group(inp, sizes, chunk_rows)
+    """The chunks of a Parquet or Arrow table: refs to consecutive row groups of about
+    `chunk_rows` rows each; the rows of a larger row group, or of an Arrow file, read
+    into chunks here (a ref to a part of a row group would decode all that precedes
+    it)."""
+    if inp.layout != PARQUET:
+        with _arrow_reader(inp.src) as reader:
+            yield from _stream_chunks(inp, _arrow_batches(reader), chunk_rows, 1)
         return
-    with _arrow_reader(inp.src) as reader:
-        yield from _stream_chunks(inp, reader, chunk_rows)
-
-
-def _group(inp: CorpusInput, sizes: list[int], chunk_rows: int) -> Iterator[TableRef]:
-    """Consecutive parts of about `chunk_rows` rows together (a larger part alone)."""
-    start = rows = 0
-    first = 1
-    for k, size in enumerate(sizes):
-        rows += size
-        if rows >= chunk_rows or k == len(sizes) - 1:
-            if rows:
+    with _opened(inp.src) as f:
+        parquet = pq.ParquetFile(f)
+        meta = parquet.metadata
+        sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        start, first, rows = 0, 1, 0
+        for k, size in enumerate(sizes):
+            if size > chunk_rows:
+                if rows:
+                    yield TableRef(inp, (start, k), first, chunk_rows)
+                    first += rows
+                batches = parquet.iter_batches(
+                    batch_size=chunk_rows, row_groups=[k], columns=_columns(inp)
+                )
+                yield from _stream_chunks(inp, batches, chunk_rows, first)
+                first += size
+                start, rows = k + 1, 0
+                continue
+            rows += size
+            if rows >= chunk_rows or k == len(sizes) - 1:
                 yield TableRef(inp, (start, k + 1), first, chunk_rows)
-            first += rows
-            start, rows = k + 1, 0
+                first += rows
+                start, rows = k + 1, 0
+
+
+def _arrow_batches(reader: Any) -> Iterator[pa.RecordBatch]:
+    if isinstance(reader, pa.ipc.RecordBatchFileReader):
+        return (reader.get_batch(i) for i in range(reader.num_record_batches))
+    return iter(reader)
 
 
 def _columns(inp: CorpusInput) -> list[str]:
@@ -107,14 +121,13 @@ def _columns(inp: CorpusInput) -> list[str]:
     return sorted({path.split(".", 1)[0] for path in inp.fields})
 
 
-def _stream_chunks(inp: CorpusInput, reader: Any, chunk_rows: int) -> Iterator[RawChunk]:
+def _stream_chunks(
+    inp: CorpusInput, batches: Iterator[pa.RecordBatch], chunk_rows: int, first: int
+) -> Iterator[RawChunk]:
+    """Rows of record batches, `chunk_rows` to a chunk; the first is record `first`."""
     assert inp.fields is not None
     pending: list[pa.RecordBatch] = []
-    rows, first = 0, 1
-    if isinstance(reader, pa.ipc.RecordBatchFileReader):
-        batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
-    else:
-        batches = iter(reader)
+    rows = 0
     for batch in _batches(batches, inp.src):
         pending.append(batch)
         rows += batch.num_rows

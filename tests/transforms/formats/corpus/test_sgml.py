@@ -119,9 +119,12 @@ def test_pairs_whose_segments_differ_are_refused_naming_both(
         list(chunks.plan(inp, 10))
 
 
-def test_a_file_without_segments_is_refused(tmp_path: Path):
+def test_files_without_segments_are_refused(tmp_path: Path):
     (tmp_path / "s.en.sgm").write_bytes(b"just text\n")
     (tmp_path / "r.zh.sgm").write_bytes(sgml_set(["x"], ["d"], "zh", ref=True))
     inp = CorpusInput("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
+    with pytest.raises(CorpusAlignmentError, match=r"s\.en\.sgm has 0 segments but .* has 1"):
+        list(chunks.plan(inp, 10))
+    (tmp_path / "r.zh.sgm").write_bytes(b"also text\n")
     with pytest.raises(InputError, match=r"s\.en\.sgm: no <seg> elements"):
         list(chunks.plan(inp, 10))

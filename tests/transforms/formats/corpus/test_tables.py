@@ -15,6 +15,7 @@ from nmtpipe.transforms.formats.corpus.arrow_files import TableRef
 from nmtpipe.transforms.formats.corpus.fields import default_fields, matches, parse_fields
 from nmtpipe.transforms.formats.corpus.jsonl import JsonLinesRef
 from nmtpipe.transforms.formats.corpus.tables import resolve_tables
+from nmtpipe.transforms.storage.raw_corpus import RawChunk
 from tests.helpers import shared_lines
 
 datasets = pytest.importorskip("datasets")
@@ -79,6 +80,11 @@ def test_parquet_is_planned_by_row_groups_and_loaded_a_chunk_at_a_time(tmp_path:
     assert pairs_of(str(tmp_path / "g.parquet"), chunk_lines=10) == EXPECTED
     loaded = list(chunks.load(planned[0]))
     assert [c.first_line for c in loaded] == [1, 11]  # 12 rows read 10 at a time
+    pq.write_table(table, tmp_path / "big.parquet", row_group_size=len(EN))  # one group
+    (big,) = resolve_tables(str(tmp_path / "big.parquet"), "train", LANGS)
+    streamed = list(chunks.plan(big, 10))  # read where planned: a ref would decode it all
+    assert all(isinstance(p, RawChunk) for p in streamed) and len(streamed) == 5
+    assert pairs_of(str(tmp_path / "big.parquet"), chunk_lines=10) == EXPECTED
 
 
 def test_nulls_and_line_breaks_in_fields(tmp_path: Path):
