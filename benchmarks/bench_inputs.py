@@ -58,11 +58,6 @@ def _batches(prefix: Path):
 
 def write_layouts(prefix: Path) -> dict[str, Path]:
     """Each layout of the corpus at `prefix`, written once beside it."""
-    import datasets
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    datasets.disable_progress_bars()
     out = {"plain": prefix}
     names = {
         "parquet": f"{prefix}.parquet",
@@ -73,6 +68,11 @@ def write_layouts(prefix: Path) -> dict[str, Path]:
     out |= {k: Path(v) for k, v in names.items()}
     if all(p.exists() for p in out.values() if p != prefix):
         return out
+    import datasets  # the bench extra's: the Parquet file as `datasets` writes it
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    datasets.disable_progress_bars()
     struct = pa.struct([("en", pa.string()), ("zh", pa.string())])
     tables = [
         pa.table({"translation": pa.StructArray.from_arrays([pa.array(s), pa.array(t)],
