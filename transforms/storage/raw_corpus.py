@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import difflib
 import itertools
 import lzma
 import tarfile
@@ -98,16 +99,17 @@ def open_binary(url: str) -> Iterator[BinaryIO]:
                 member, archive = archived
                 raw = stack.enter_context(fsspec.open(archive, "rb"))
                 tar = stack.enter_context(tarfile.open(fileobj=raw, mode="r|*"))
-                stream = next(
-                    (
-                        tar.extractfile(info)
-                        for info in tar
-                        if info.isfile() and info.name.removeprefix("./") == member
-                    ),
-                    None,
-                )
+                stream, names = None, []
+                for info in tar:
+                    name = info.name.removeprefix("./")
+                    if info.isfile() and name == member:
+                        stream = tar.extractfile(info)
+                        break
+                    names.append(name)
                 if stream is None:
-                    raise InputError(f"{archive} has no member {member}")
+                    near = difflib.get_close_matches(member, names, n=1)
+                    hint = f" (did you mean {near[0]}?)" if near else ""
+                    raise InputError(f"{archive} has no member {member}{hint}")
                 if compression is not None:
                     stream = stack.enter_context(compr[compression](stream, mode="rb"))
         except FileNotFoundError as e:

@@ -85,7 +85,7 @@ def test_members_of_a_tgz_archive(tmp_path: Path):
     missing = CorpusInput(
         "train", f"tar://nc/nope.en::{archive}", f"tar://nc/news.zh-en.zh::{archive}"
     )
-    with pytest.raises(InputError, match=r"has no member nc/nope\.en"):
+    with pytest.raises(InputError, match=r"has no member nc/nope\.en \(did you mean nc/news"):
         list(read_chunks(missing, 10))
 
 
