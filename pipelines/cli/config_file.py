@@ -97,6 +97,17 @@ def parse_setting(text: str) -> tuple[str, str]:
     return name, value
 
 
+def add_settings(parser: argparse.ArgumentParser) -> None:
+    """`--set NAME=VALUE`, repeatable: the config's variables, for `run` and `refresh`."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        type=parse_setting,
+        metavar="NAME=VALUE",
+        help="set a variable of the config's vars: ({NAME} in its paths)",
+    )
+
+
 def _variables(section: Any, settings: dict[str, str], url: str) -> dict[str, str | None]:
     """The config's variables (`vars:`, with `settings` over them) and `{example}`."""
     section = section or {}

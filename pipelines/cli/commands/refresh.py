@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from nmtpipe.pipelines.cli import logs
-from nmtpipe.pipelines.cli.config_file import example_config, load_config, parse_setting
+from nmtpipe.pipelines.cli.config_file import add_settings, example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
 from nmtpipe.pipelines.workflow.refresh import UNTIL, RefreshResult, refresh
@@ -56,13 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(Airflow's Beam operator)",
     )
     parser.add_argument("--example", action="store_true", help="the bundled example config")
-    parser.add_argument(
-        "--set",
-        action="append",
-        type=parse_setting,
-        metavar="NAME=VALUE",
-        help="set a variable of the config's vars: ({NAME} in its paths)",
-    )
+    add_settings(parser)
     parser.add_argument(
         "--workdir",
         metavar="DIR",

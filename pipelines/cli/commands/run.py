@@ -9,9 +9,9 @@ from typing import Any
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.config_file import (
     EXAMPLES,
+    add_settings,
     example_config,
     load_config,
-    parse_setting,
 )
 from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
@@ -46,13 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a bundled config: example (the five-minute demo; the default), "
                         "tatoeba (the 30-minute recipe) or t2t-enzh (T2T's translate_enzh "
                         "inputs, read from the archives in --set data=DIR)")  # fmt: skip
-    parser.add_argument(
-        "--set",
-        action="append",
-        type=parse_setting,
-        metavar="NAME=VALUE",
-        help="set a variable of the config's vars: ({NAME} in its paths)",
-    )
+    add_settings(parser)
     parser.add_argument(
         "--from", dest="first", choices=STEPS, default=STEPS[0], help="the first step to run"
     )

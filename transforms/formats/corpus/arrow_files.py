@@ -35,14 +35,6 @@ class TableRef(NamedTuple):
     first_row: int
     batch_rows: int
 
-    @property
-    def origin(self) -> str:
-        return self.inp.origin
-
-    @property
-    def first_line(self) -> int:
-        return self.first_row
-
 
 @contextlib.contextmanager
 def _opened(url: str) -> Iterator[Any]:

@@ -32,14 +32,6 @@ class JsonLinesRef(NamedTuple):
     ref: ChunkRef
     inp: CorpusInput
 
-    @property
-    def origin(self) -> str:
-        return self.ref.origin
-
-    @property
-    def first_line(self) -> int:
-        return self.ref.first_line
-
 
 def first_object(inp: CorpusInput) -> dict:
     """The shape of the file's first record (`fields.Tree`), to find its fields by."""

@@ -144,14 +144,6 @@ class TmxFragment(NamedTuple):
     data: bytes
     encoding: str
 
-    @property
-    def origin(self) -> str:
-        return self.inp.origin
-
-    @property
-    def first_line(self) -> int:
-        return self.first_unit
-
 
 def _utf8_blocks(inp: CorpusInput, f: Any) -> tuple[Iterator[bytes], str]:
     """The file's bytes in blocks, as UTF-8, and its encoding as declared (or marked)."""
