@@ -27,6 +27,7 @@ from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, StepOutcome
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
 from nmtpipe.transforms.text.filters import (
+    BAD_RECORD,
     DUPLICATE,
     EMPTY,
     INVALID_UTF8,
@@ -125,6 +126,7 @@ _HINTS = {
     UNDECODABLE: "; name its encoding with --src-encoding/--tgt-encoding",
     WRONG_LANGUAGE: "; are --src-lang and --tgt-lang its languages, in its order?",
     EMPTY: "; for a table, name its fields with --table-columns",
+    BAD_RECORD: "; for a table, name its fields with --table-columns",
 }
 
 
