@@ -17,14 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nmtpipe.pipelines.beam.forked_workers import FORKS
-from nmtpipe.pipelines.beam.options import (
-    describe,
-    forks_workers,
-    pipeline_options,
-    run_branches,
-    runs_locally,
-)
+from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branches, runs_locally
 from nmtpipe.pipelines.workflow.steps.protocol import Engine, How, Log, Step, Written
 from nmtpipe.transforms.formats.step_summary import read_summary
 from nmtpipe.transforms.storage import fsio
@@ -69,8 +62,6 @@ class _Pipeline(Engine):
             beam_args = [*beam_args, *IN_PROCESS]
             options = pipeline_options(beam_args, size, cores_per_worker=cores)
         graphs = [step.graph(options) for step in steps]
-        if any(graphs) and forks_workers(options):
-            FORKS.warm_up()  # where the command has not: the workers' imports start now
         runner = describe(options, size) if any(graphs) else "the driver"
         for step in steps:
             how.log(step.announce(runner, options))
