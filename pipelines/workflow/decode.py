@@ -21,7 +21,7 @@ from nmtpipe.pipelines.workflow.steps.protocol import Evaluation
 from nmtpipe.pipelines.workflow.steps.torch_steps import Legacy, TorchStep
 from nmtpipe.pipelines.workflow.train import committed_data, trained_checkpoint
 from nmtpipe.trainers.generate.decode_config import DecodeConfig
-from nmtpipe.trainers.runtime.run_files import NBEST, SCORES
+from nmtpipe.trainers.runtime.run_files import HYPOTHESES, NBEST, SCORES
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import StepOutcome
 
@@ -86,6 +86,9 @@ class DecodeStep(TorchStep):
 
     def evaluation(self, outcome: StepOutcome) -> Evaluation:
         return Evaluation(self.name, outcome.stats, self.output)
+
+    def places(self, outcome: StepOutcome) -> dict[str, str]:
+        return {f"translations ({self.name})": fsio.join(self.output, HYPOTHESES)}
 
 
 def examples(evaluation: Evaluation, count: int = 5) -> list[dict[str, Any]]:

@@ -119,6 +119,14 @@ def evaluations(results: list[StageResult]) -> list[Evaluation]:
     return [evaluation for result in results for evaluation in result.evaluations]
 
 
+def places(results: list[StageResult], report: str | None) -> dict[str, str]:
+    """Where a person finds what the run made, by what it is: the model, its learning
+    curves, each test set's translations (from the steps, `Step.places`), and the
+    dataset's `report`, in the order of the chain."""
+    found = {what: url for result in results for what, url in result.places.items()}
+    return found if report is None else {**found, "report": report}
+
+
 def write_run_report(results: list[StageResult]) -> str | None:
     """The report of the furthest dataset the run's steps made or found (encoded, else
     prepared), written beside it; its URL, or None if the run went through none."""

@@ -23,7 +23,7 @@ from typing import Any
 from nmtpipe import __version__
 from nmtpipe.pipelines.workflow.steps.protocol import Written
 from nmtpipe.pipelines.workflow.steps.torch_steps import Legacy, TorchStep
-from nmtpipe.trainers.runtime.run_files import AVERAGE, BEST, LAST, SUMMARY
+from nmtpipe.trainers.runtime.run_files import AVERAGE, BEST, CURVES_SVG, LAST, SUMMARY
 from nmtpipe.trainers.train.train_config import TrainConfig
 from nmtpipe.transforms.errors import OutputError
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc, data_fingerprint
@@ -153,6 +153,13 @@ class TrainStep(TorchStep):
     def figures(self, outcome: StepOutcome) -> str:
         summary = outcome.stats
         return f"{summary['updates']} updates, valid loss {summary['valid_loss']:.3f}"
+
+    def places(self, outcome: StepOutcome) -> dict[str, str]:
+        committed = outcome.manifest
+        found = {"model": fsio.join(self.output, committed["checkpoint"])}
+        if any(f["path"] == CURVES_SVG for f in committed["files"]):
+            found["curves"] = fsio.join(self.output, CURVES_SVG)
+        return found
 
 
 def trained_checkpoint(url: str) -> dict[str, str]:

@@ -18,6 +18,7 @@ from nmtpipe.pipelines.cli.rank import RANK_MODULE
 from nmtpipe.pipelines.workflow.decode import examples
 from nmtpipe.pipelines.workflow.run import (
     evaluations,
+    places,
     run_workflow,
     stage_names,
     summary_table,
@@ -33,8 +34,9 @@ holds the options of its command (`nmtpipe STEP --help`, with underscores); the
 workflow connects the steps under `root` ({root}/prepared, vocab, encoded, checkpoints,
 decoded). A step whose result is already there with the same inputs and options is
 reported as cached and not run again; a changed option runs that step and those after
-it. Ends with a table of what each step did and the path of the dataset's report,
-{root}/encoded/report.html ({root}/prepared/report.html when it stops before encode;
+it. Ends with a table of what each step did, the test sets' scores, and where to find
+the model, its learning curves, the translations and the dataset's report
+({root}/encoded/report.html; {root}/prepared/report.html when it stops before encode;
 see `nmtpipe report`).
 """
 EPILOG = """\
@@ -98,7 +100,10 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     page = write_run_report(results)
     if page is not None:
         result["report"] = page
-        report += f"\nreport: {page}"
+    where = places(results, page)
+    if where:
+        result["places"] = where
+        report += "\n" + places_block(where)
     logs.show(args, logs.Shown(result, report))
     failed = results[-1]
     if failed.error is not None:
@@ -106,6 +111,15 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         print(line, file=sys.stderr)
         return code
     return 0
+
+
+def places_block(where: dict[str, str]) -> str:
+    """The block `run` ends with: where the model, its curves, the translations and the
+    dataset report are, one line each."""
+    width = max(map(len, where))
+    return "\n".join(
+        ["where things are:", *(f"  {what:<{width}}  {url}" for what, url in where.items())]
+    )
 
 
 def evaluation_report(scored: list[Evaluation], count: int = 5) -> str:

@@ -127,6 +127,11 @@ class Step(ABC):
         """The test set its output scores, if it scores one."""
         return None
 
+    def places(self, outcome: StepOutcome) -> dict[str, str]:
+        """What a person looks for in its committed output (a model, its learning curves,
+        translations), by what it is, with its URL: where `nmtpipe run` ends."""
+        return {}
+
 
 Committed = tuple[dict[str, Any], dict[str, Any]]  # the manifest and the statistics
 

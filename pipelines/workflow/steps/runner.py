@@ -101,6 +101,13 @@ class StageResult:
         found = (step.evaluation(outcome) for step, outcome in self.done)
         return [evaluation for evaluation in found if evaluation is not None]
 
+    @property
+    def places(self) -> dict[str, str]:
+        """What a person looks for in its steps' outputs, by what it is (`Step.places`)."""
+        return {
+            what: url for step, outcome in self.done for what, url in step.places(outcome).items()
+        }
+
 
 Show = Callable[[str, Step, StepOutcome], None]  # a stage's name, a step, its outcome
 

@@ -91,6 +91,18 @@ def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     assert manifest(root / "decoded")["checkpoint"]["sha256"] == chosen["sha256"]
     assert manifest(root / "decoded" / "news")["name"] == "news"
     assert not (root / "workflow").exists()
+    # It ends by saying where the model, its curves, the translations and the report are.
+    where = {
+        "model": f"{root}/checkpoints/{trained['checkpoint']}",
+        "curves": f"{root}/checkpoints/learning_curve.svg",
+        "translations (test)": f"{root}/decoded/hypotheses.txt",
+        "translations (news)": f"{root}/decoded/news/hypotheses.txt",
+        "report": f"{root}/encoded/report.html",
+    }
+    assert command_result(out)["places"] == where
+    block = first.rstrip("\n").splitlines()[-6:]
+    assert block == ["where things are:"] + [f"  {k:<19}  {v}" for k, v in where.items()]
+    assert all(Path(url).is_file() for url in where.values())
     assert main(["run", str(path)]) == 0
     out = capsys.readouterr().out
     assert set(table(out).values()) == {"cached"}
