@@ -443,3 +443,13 @@ def test_the_bundled_runs_take_the_time_the_latest_figures_give():
     assert not problems, f"not the latest figures ({sorted(minutes)} minutes):\n" + "\n".join(
         problems
     )
+
+
+def test_the_benchmarks_page_opens_with_the_figures_and_leaves_the_history_to_its_page():
+    # A reader's contents: the latest figures and how to reproduce them, no dated entries.
+    text = (ROOT / "docs/benchmarks.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^(#+) (.+)$", text, re.M)
+    assert [h for _, h in headings[:3]] == ["Benchmarks", "Latest figures", "How to reproduce"]
+    dated = [h for _, h in headings if re.search(r"\d{4}-\d\d-\d\d|\bissue \d+", h)]
+    assert dated == []
+    assert "](benchmark-history.md#" in text  # each figure links to its record
