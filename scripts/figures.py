@@ -101,10 +101,13 @@ def readme_table(results: str) -> list[str]:
 
 
 def docs_section(results: str) -> list[str]:
-    """The "Latest figures" section with its record links pointing into the history page."""
-    return _relinked(
-        latest_section(results), results, lambda anchor, _: f"{HISTORY_PAGE.name}#{anchor}"
-    )
+    """The "Latest figures" section with its record links pointing into the history page,
+    without the comment for RESULTS.md's editors that opens it."""
+    section = latest_section(results)
+    if section and section[0].startswith("<!--"):
+        end = next(i for i, line in enumerate(section) if line.rstrip().endswith("-->"))
+        section = "\n".join(section[end + 1 :]).strip("\n").splitlines()
+    return _relinked(section, results, lambda anchor, _: f"{HISTORY_PAGE.name}#{anchor}")
 
 
 def _filled(root: Path, page: Path, block: list[str]) -> str:
