@@ -8,8 +8,9 @@
 - docs/reference/config.md: the workflow config (YAML) of `nmtpipe run` and `nmtpipe
   refresh`, from each step's typed config (its `option()` fields: key, type, default,
   choices, help) and the workflow's own keys;
-- README.md's results table, from benchmarks/RESULTS.md's "Latest figures"
-  (`figures.py`).
+- README.md's results table and docs/benchmarks.md's latest figures, from
+  benchmarks/RESULTS.md's "Latest figures", and docs/benchmark-history.md, which
+  includes the rest of RESULTS.md (`figures.py`).
 
     python scripts/gen_docs.py           # rewrite the pages
     python scripts/gen_docs.py --check   # write nothing; exit 1 naming each stale page
@@ -34,7 +35,14 @@ from typing import Any
 WIDTH = 100
 os.environ["COLUMNS"] = str(WIDTH)
 
-from figures import README, readme_page  # noqa: E402  (beside this script)
+from figures import (  # noqa: E402  (beside this script)
+    BENCHMARKS_PAGE,
+    HISTORY_PAGE,
+    README,
+    benchmarks_page,
+    history_page,
+    readme_page,
+)
 
 from nmtpipe.pipelines.beam.options import NmtpipeOptions  # noqa: E402
 from nmtpipe.pipelines.cli.main import (  # noqa: E402
@@ -391,7 +399,13 @@ def config_page() -> str:
 
 def pages(root: Path = ROOT) -> dict[Path, str]:
     """Every generated page by its path from the top of the repository."""
-    found = {CLI / "index.md": cli_index(), CONFIG_PAGE: config_page(), README: readme_page(root)}
+    found = {
+        CLI / "index.md": cli_index(),
+        CONFIG_PAGE: config_page(),
+        README: readme_page(root),
+        BENCHMARKS_PAGE: benchmarks_page(root),
+        HISTORY_PAGE: history_page(root),
+    }
     for name in COMMANDS:
         found[CLI / f"{name}.md"] = command_page(name)
     return {path: content.rstrip("\n") + "\n" for path, content in found.items()}
@@ -433,7 +447,9 @@ def main(argv: list[str] | None = None) -> int:
         if extra.relative_to(args.root) not in wanted:
             extra.unlink()
     print(
-        f"wrote {len(wanted) - 1} pages under {REFERENCE}/ and {README}'s figures", file=sys.stderr
+        f"wrote {len(wanted) - 3} pages under {REFERENCE}/, {README}'s figures and the "
+        "benchmark pages",
+        file=sys.stderr,
     )
     return 0
 

@@ -411,3 +411,45 @@ def test_every_flag_named_in_the_prose_exists():
                 where = page.relative_to(ROOT)
                 problems.append(f"{where}: `{span}`: {flag} is no option of {command or 'nmtpipe'}")
     assert not problems, "\n".join(problems)
+
+
+RUN_TIME = re.compile(r" in (?:(\d+):(\d\d)|(\d+) s)\b")  # 18:24, 161 s
+STATED = re.compile(r"about (\d+) minutes|(\d+)-minute|half an hour")
+
+
+def test_the_bundled_runs_take_the_time_the_latest_figures_give():
+    # How long the demo and the recipe take is stated in the README, the manual, `nmtpipe
+    # run --help` and the bundled configs; each must be the latest figure of one of them in
+    # RESULTS.md (which README and the benchmarks page show), rounded to minutes.
+    results = (ROOT / "benchmarks/RESULTS.md").read_text(encoding="utf-8")
+    minutes = set()
+    for row in results.split("## Latest figures", 1)[1].split("\n## ", 1)[0].splitlines():
+        if row.startswith("| the ") and "`nmtpipe run --example" in row:
+            found = RUN_TIME.search(row)
+            assert found, row
+            seconds = int(found[1]) * 60 + int(found[2]) if found[1] else int(found[3])
+            minutes.add(round(seconds / 60))
+    assert len(minutes) == 2, minutes  # the demo's and the recipe's
+    texts = {str(p.relative_to(ROOT)): p.read_text(encoding="utf-8") for p in PAGES}
+    for config in (ROOT / "pipelines/example").glob("*.yaml"):
+        texts[str(config.relative_to(ROOT))] = config.read_text(encoding="utf-8")
+    texts["nmtpipe run --help"] = _command_parser(build_parser("run"), "run").format_help()
+    problems = [
+        f"{where}: '{match[0]}'"
+        for where, text in texts.items()
+        for match in STATED.finditer(" ".join(text.split()))
+        if int(match[1] or match[2] or 0) not in minutes
+    ]
+    assert not problems, f"not the latest figures ({sorted(minutes)} minutes):\n" + "\n".join(
+        problems
+    )
+
+
+def test_the_benchmarks_page_opens_with_the_figures_and_leaves_the_history_to_its_page():
+    # A reader's contents: the latest figures and how to reproduce them, no dated entries.
+    text = (ROOT / "docs/benchmarks.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^(#+) (.+)$", text, re.M)
+    assert [h for _, h in headings[:3]] == ["Benchmarks", "Latest figures", "How to reproduce"]
+    dated = [h for _, h in headings if re.search(r"\d{4}-\d\d-\d\d|\bissue \d+", h)]
+    assert dated == []
+    assert "](benchmark-history.md#" in text  # each figure links to its record

@@ -36,8 +36,8 @@ from nmtpipe.pipelines.workflow.run_config import (
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.storage import fsio
 
-# the demo; the 30-minute recipe; T2T's translate_enzh inputs from their archives
-EXAMPLES = ("example", "tatoeba", "t2t-enzh")
+# the demo; the recipe on CPUs and on GPUs; T2T's translate_enzh inputs from their archives
+EXAMPLES = ("example", "tatoeba", "tatoeba-gpu", "t2t-enzh")
 _TOP_LEVEL = {"root", "beam", "refresh", "evaluate", "vars", *STEPS}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -1,5 +1,7 @@
 """README's results table is RESULTS.md's "Latest figures" with GitHub's anchors: the
-two slug rules against anchors known to work on each, and the table's rewriting."""
+two slug rules against anchors known to work on each, and the table's rewriting; the
+manual's Benchmarks page shows the same section linking into its history page, which
+includes the rest of RESULTS.md by line."""
 
 from __future__ import annotations
 
@@ -57,3 +59,53 @@ def test_the_readme_table_links_into_results_on_github():
     )
     with pytest.raises(SystemExit, match="no such heading"):
         figures.readme_table(results.replace("#vocab-model-t2t-vs-x", "#gone"))
+
+
+RESULTS = "\n".join(
+    [
+        "# Results",  # line 1
+        "",
+        "Measured side by side.",
+        "",
+        "## Latest figures",  # line 5
+        "",
+        "<!-- for RESULTS.md's editors",
+        "only -->",
+        "The latest of each.",
+        "",
+        "| work | record |",
+        "| --- | --- |",
+        "| vocab | [v](#vocab-model-t2t-vs-x) |",
+        "",
+        "## `vocab --model t2t` vs x",  # line 15
+        "",
+        "The record.",
+    ]
+)
+
+
+def test_the_manuals_latest_figures_link_into_the_history_page():
+    section = figures.docs_section(RESULTS)
+    assert section[0] == "The latest of each."
+    assert section[-1] == "| vocab | [v](benchmark-history.md#vocab-model-t2t-vs-x) |"
+    assert not any(line.startswith("#") for line in section)  # the history stays out
+
+
+def test_the_history_page_includes_what_follows_the_latest_figures(tmp_path):
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks/RESULTS.md").write_text(RESULTS, encoding="utf-8")
+    page = figures.history_page(tmp_path)
+    snippets = [line for line in page.splitlines() if line.startswith("--8<--")]
+    assert snippets == ['--8<-- "benchmarks/RESULTS.md:2:4"', '--8<-- "benchmarks/RESULTS.md:15:"']
+    lines = RESULTS.splitlines()
+    assert lines[2 - 1 : 4] == ["", "Measured side by side.", ""]
+    assert lines[15 - 1] == "## `vocab --model t2t` vs x"
+
+
+def test_a_page_without_the_markers_is_refused(tmp_path):
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks/RESULTS.md").write_text(RESULTS, encoding="utf-8")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/benchmarks.md").write_text("# Benchmarks\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="markers of the generated figures are missing"):
+        figures.benchmarks_page(tmp_path)

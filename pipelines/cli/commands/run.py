@@ -52,8 +52,9 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", nargs="?", metavar="CONFIG", help="a workflow config (YAML)")
     parser.add_argument("--example", nargs="?", const="example", choices=EXAMPLES, metavar="NAME",
-                        help="a bundled config: example (the five-minute demo; the default), "
-                        "tatoeba (the 30-minute recipe) or t2t-enzh (T2T's translate_enzh "
+                        help="a bundled config: example (the demo, about 3 minutes on two CPU "
+                        "cores; the default), tatoeba (the recipe, about 18 minutes), "
+                        "tatoeba-gpu (the recipe on GPUs) or t2t-enzh (T2T's translate_enzh "
                         "inputs, read from the archives in --set data=DIR)")  # fmt: skip
     add_settings(parser)
     names = stage_names()

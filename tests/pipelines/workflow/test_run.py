@@ -228,6 +228,24 @@ def test_broken_files_and_the_bundled_example(tmp_path, capsys, monkeypatch):
     assert recipe.train.best_checkpoint_metric == "bleu" and recipe.evaluate == example.evaluate
 
 
+def test_the_gpu_recipe_is_the_recipes_data_with_a_larger_model():
+    # A config cannot include another, so tatoeba-gpu.yaml repeats tatoeba.yaml's data
+    # steps: they must stay the same, or the two recipes would learn from different data.
+    def sections(name: str) -> dict:
+        return yaml.safe_load(Path(example_config(name)).read_text(encoding="utf-8"))
+
+    gpu_doc, cpu_doc = sections("tatoeba-gpu"), sections("tatoeba")
+    for step in ("prepare", "vocab", "encode", "evaluate"):
+        assert gpu_doc[step] == cpu_doc[step], step
+    gpu = load_config(example_config("tatoeba-gpu"))  # nmtpipe run --example tatoeba-gpu
+    assert gpu.root == "runs/tatoeba-gpu" and gpu.nproc == {"train": 1, "decode": 1}
+    assert (gpu.train.arch, gpu.train.max_tokens, gpu.train.max_update) == (
+        "transformer_small", 8192, 20000,
+    )  # fmt: skip
+    assert gpu.train.best_checkpoint_metric == "bleu" and gpu.train.patience == 10
+    assert gpu.decode.search.beam == 5 and gpu.train.save_dir == "runs/tatoeba-gpu/checkpoints"
+
+
 def _digests(root: Path, step: str) -> dict[str, str]:
     doc = json.loads((root / step / "manifest.json").read_text())
     return {f["path"]: f["sha256"] for f in doc["files"]}
