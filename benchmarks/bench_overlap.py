@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from nmtpipe.pipelines.workflow.version_overlap import version_exclusions
+from nmtpipe.pipelines.workflow.refresh.version_overlap import version_exclusions
 from nmtpipe.transforms.formats.overlap_index import VersionPart, index_url
 from nmtpipe.transforms.storage import versions
 

@@ -99,7 +99,8 @@ def main() -> None:
     from nmtpipe.pipelines.cli.commands.prepare import config_from_args
     from nmtpipe.pipelines.workflow.prepare import PrepareStep
     from nmtpipe.pipelines.workflow.prepare_plan import make_plan
-    from nmtpipe.pipelines.workflow.step import Running, commit_step
+    from nmtpipe.pipelines.workflow.steps.beam_steps import Running
+    from nmtpipe.pipelines.workflow.steps.protocol import commit_step
     from nmtpipe.transforms.formats.step_summary import read_summary
 
     data = (
@@ -123,7 +124,7 @@ def main() -> None:
         step.release()
         if not args.floor:
             running = Running(beam_args, options, quiet=True, log=lambda _: None)
-            commit_step(step, read_summary(step.summary_url), running)
+            commit_step(step, step.write(read_summary(step.summary_url), running))
             mark("commit")
     what = "the smallest pipeline" if args.floor else "prepare"
     print(f"{what} on {describe(options, plan.input_bytes)}", file=sys.stderr)

@@ -1,7 +1,10 @@
-"""The layout's rules hold: imports run one way (import-linter), torch jobs load no Beam."""
+"""The layout's rules hold: imports run one way (import-linter), torch jobs load no Beam,
+a folder of code holds at most twelve modules, the benchmarks import no circle."""
 
 from __future__ import annotations
 
+import ast
+import graphlib
 import shutil
 import subprocess
 import sys
@@ -44,11 +47,16 @@ def test_an_upward_import_breaks_the_build(tmp_path):
 
 
 def test_the_torch_jobs_load_no_beam():
+    """Nor does the torch side of the step protocol: a torch job's step is planned and
+    committed where Beam is never loaded."""
     script = (
         "import sys\n"
         "import nmtpipe.trainers.generate.decode, nmtpipe.trainers.train.train\n"
         "import nmtpipe.trainers.generate.translate, nmtpipe.trainers.train.launch\n"
         "import nmtpipe.pipelines.cli.rank\n"
+        "import nmtpipe.pipelines.workflow.steps.protocol\n"
+        "import nmtpipe.pipelines.workflow.steps.torch_steps\n"
+        "import nmtpipe.pipelines.workflow.train, nmtpipe.pipelines.workflow.decode\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'apache_beam')\n"
         "assert not loaded, loaded[:5]\n"
     )
@@ -86,3 +94,39 @@ def test_every_room_but_export_is_kept_from_the_export_extra():
     rooms = {"nmtpipe.pipelines", "nmtpipe.transforms"} | trainers
     assert set(contract["source_modules"]) == rooms - {"nmtpipe.trainers.export"}
     assert "ignore_imports" not in contract
+
+
+# The code's folders: beyond twelve modules, a folder holds rooms that want names.
+FOLDERS = ("nmtpipe", "pipelines", "transforms", "trainers", "scripts")
+MOST_MODULES = 12
+
+
+def test_no_folder_of_code_holds_more_than_twelve_modules():
+    crowded = {}
+    for top in FOLDERS:
+        for folder in [REPO / top, *(REPO / top).rglob("*")]:
+            if folder.is_dir() and "__pycache__" not in folder.parts:
+                modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+                if len(modules) > MOST_MODULES:
+                    crowded[str(folder.relative_to(REPO))] = len(modules)
+    assert crowded == {}
+
+
+def _script_imports(path: Path, names: set[str]) -> set[str]:
+    """The scripts of `names` that the script at `path` imports, at any depth."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found & names - {path.stem}
+
+
+def test_the_benchmarks_import_each_other_in_no_circle():
+    """The benchmark scripts import each other by name (they run as `python
+    benchmarks/NAME.py`, not as a package, so import-linter cannot see them)."""
+    scripts = {path.stem: path for path in (REPO / "benchmarks").glob("*.py")}
+    graph = {name: _script_imports(path, set(scripts)) for name, path in scripts.items()}
+    assert any(graph.values())  # the check sees their imports
+    list(graphlib.TopologicalSorter(graph).static_order())  # CycleError names a circle

@@ -27,7 +27,6 @@ from nmtpipe.pipelines.cli import flags
 from nmtpipe.pipelines.cli.main import command_module
 from nmtpipe.pipelines.workflow.run_config import (
     STEPS,
-    TORCH_STEPS,
     WIRING,
     EvalSet,
     RefreshSettings,
@@ -55,9 +54,12 @@ def example_config(name: str = "example") -> str:
     return f"{example_folder()}/{name}.yaml"
 
 
-def _step_config(step: str, options: dict[str, Any], root: str, source: str) -> tuple[Any, int]:
-    """A step's typed config, wired under `root`, and its process count (torch steps):
-    the section read straight into the config's option table (`flags.from_mapping`)."""
+def _step_config(
+    step: str, options: dict[str, Any], root: str, source: str
+) -> tuple[Any, int | None]:
+    """A step's typed config, wired under `root`, and its process count (None for a
+    step whose command runs no processes of its own): the section read straight into
+    the config's option table (`flags.from_mapping`)."""
     for key in options:
         if key in WIRING[step]:
             raise ConfigError(
@@ -65,9 +67,8 @@ def _step_config(step: str, options: dict[str, Any], root: str, source: str) -> 
             )
     module = command_module(step)
     where = f"{source}: {step}"
-    values, plain = flags.from_mapping(
-        module.CONFIG, options, where, step, getattr(module, "PLAIN", {})
-    )
+    own = getattr(module, "PLAIN", {})
+    values, plain = flags.from_mapping(module.CONFIG, options, where, step, own)
     values.update(wiring(root, step))
     try:
         if hasattr(module, "make_config"):  # a command whose own options shape the config
@@ -76,7 +77,7 @@ def _step_config(step: str, options: dict[str, Any], root: str, source: str) -> 
             config = flags.make(module.CONFIG, values)
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
-    return config, plain.get("nproc", 1) if step in TORCH_STEPS else 1
+    return config, plain.get("nproc", 1) if "nproc" in own else None
 
 
 def _paths(value: Any, where: str) -> tuple[str, ...]:
@@ -194,7 +195,7 @@ def load_config(url: str, settings: dict[str, str] | None = None) -> RunConfig:
         if not isinstance(section, dict):
             raise ConfigError(f"{url}: {step} is a mapping of its options")
         configs[step], processes = _step_config(step, section, root, url)
-        if step in TORCH_STEPS:
+        if processes is not None:
             nproc[step] = processes
     return RunConfig(
         root=root,

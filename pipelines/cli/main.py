@@ -173,10 +173,15 @@ def _option_strings(parser: argparse.ArgumentParser, command: str) -> list[str]:
     return [flag for action in sub.choices[command]._actions for flag in action.option_strings]
 
 
-def show_step(step: str, outcome: Any) -> dict[str, Any]:
-    """Show what step `step` did as its own command reports it, on stderr; its result,
-    for the command that ran it (`run`, `refresh`) to put in its own."""
-    shown = command_module(step).shown(outcome)
+def show_step(command: str | None, outcome: Any) -> dict[str, Any]:
+    """Show a step's outcome as its command reports it (a step of no command: where its
+    output is), on stderr; its result, for the command that ran it (`run`, `refresh`)
+    to put in its own."""
+    if command is None:
+        head = logs.outcome_head(outcome, "result", "made")
+        shown = logs.Shown(logs.outcome_result(outcome), head)
+    else:
+        shown = command_module(command).shown(outcome)
     logs.tell(shown.report)
     return shown.result
 

@@ -10,6 +10,7 @@ from typing import Any
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
 from nmtpipe.trainers.train.launch import Job, finish, is_main_rank, run_job
+from nmtpipe.transforms.storage.commit import StepOutcome
 
 
 def add_nproc(group: argparse._ArgumentGroup) -> None:
@@ -24,11 +25,21 @@ def add_nproc(group: argparse._ArgumentGroup) -> None:
 
 
 def run_torch_job(
-    config: Job, args: argparse.Namespace, shown: Callable[[dict[str, Any]], logs.Shown]
+    config: Job, args: argparse.Namespace, report: Callable[[dict[str, Any]], str]
 ) -> int:
     """With --nproc N the job runs on N processes under torchrun; under torchrun (a
-    multi-node job) each rank does its share, and the first shows the result."""
+    multi-node job) each rank does its share, and the first shows the result: its
+    summary, and `report` of it."""
     summary = run_job(config, args.nproc, args.verbose, rank_module=RANK_MODULE)
     if is_main_rank():
-        logs.show(args, shown(summary))
+        logs.show(args, logs.Shown(summary, report(summary)))
     return finish()
+
+
+def shown_step(
+    outcome: StepOutcome, report: Callable[[dict[str, Any]], str], what: str
+) -> logs.Shown:
+    """A torch step's outcome in `run` or `refresh`: the job's summary, and its `report`
+    after a line saying that the output held this `what` already, if it did."""
+    head = [logs.outcome_head(outcome, what, "")] if outcome.cached else []
+    return logs.Shown(outcome.stats, "\n".join([*head, report(outcome.stats)]))

@@ -1,2 +1,2 @@
-"""The driver: each step planned, reused or built and committed (one skeleton), `nmtpipe run`,
+"""The driver: the steps (one protocol, whatever does their work), `nmtpipe run`'s chain,
 `refresh`, the reports. May import pipelines.beam, trainers, transforms; never cli."""

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import worker_cores
-from nmtpipe.pipelines.workflow.step import Running, Step, Written, run_step
+from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep, Running
+from nmtpipe.pipelines.workflow.steps.protocol import Written
+from nmtpipe.pipelines.workflow.steps.runner import run_step
 from nmtpipe.transforms.beam.encode import EncodeShards
 from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
 from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards
@@ -270,13 +272,15 @@ def encode_fingerprint(prepared: str, vocab: str, config: EncodeConfig) -> str:
     )
 
 
-class EncodeStep(Step):
+class EncodeStep(BeamStep):
     """`nmtpipe encode` as a step: its inputs and fingerprint (read first, to see whether
     the output holds this result already), its parts, its graph, then its commit."""
 
     kind = KIND
     label = "Encode"
     ours = _OURS
+    command = "encode"
+    dataset_report = True
 
     def __init__(self, config: EncodeConfig) -> None:
         root, prepared = read_prepared(config.prepared)
@@ -347,6 +351,10 @@ class EncodeStep(Step):
         return _manifest_doc(
             self.config, self.fingerprint, self.inputs, self.vocab, self.spaces, files, stats
         )
+
+    def figures(self, outcome: StepOutcome) -> str:
+        splits = outcome.manifest["splits"]
+        return ", ".join(f"{split} {info['pairs']:,}" for split, info in splits.items())
 
 
 def run_encode(config: EncodeConfig, beam_args: list[str], **how: Any) -> StepOutcome:

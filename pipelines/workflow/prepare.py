@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import runs_locally
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, PreparePlan, make_plan
-from nmtpipe.pipelines.workflow.step import Running, Step, Written, run_step
+from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep, Running
+from nmtpipe.pipelines.workflow.steps.protocol import Written
+from nmtpipe.pipelines.workflow.steps.runner import run_step
 from nmtpipe.transforms.beam.prepare import PrepareCorpus
 from nmtpipe.transforms.errors import InputError, OutputError
 from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards
@@ -178,7 +180,7 @@ def _spill_root(spill_dir: str | None, options: PipelineOptions, output: str) ->
     return None if spill_dir in (None, "none") else spill_dir
 
 
-class PrepareStep(Step):
+class PrepareStep(BeamStep):
     """`nmtpipe prepare` as a step: its plan (the inputs resolved and fingerprinted with
     the options, `make_plan`), the graph that cleans, splits, counts and shards them,
     and the commit."""
@@ -186,6 +188,8 @@ class PrepareStep(Step):
     kind = KIND
     label = "Prepare"
     ours = _OURS
+    command = "prepare"
+    dataset_report = True
 
     def __init__(self, plan: PreparePlan) -> None:
         self.plan = plan
@@ -226,6 +230,10 @@ class PrepareStep(Step):
     def manifest(self, files: list[dict[str, Any]], stats: dict[str, Any] | None) -> dict:
         assert stats is not None
         return _manifest_doc(self.plan, files, stats)
+
+    def figures(self, outcome: StepOutcome) -> str:
+        splits = outcome.manifest["splits"]
+        return ", ".join(f"{split} {info['pairs']:,}" for split, info in splits.items())
 
 
 def run_prepare(config: PrepareConfig, beam_args: list[str], **how: Any) -> StepOutcome:

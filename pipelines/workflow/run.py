@@ -1,120 +1,111 @@
-"""`nmtpipe run CONFIG`: the whole chain from one config, every step cached.
+"""`nmtpipe run CONFIG`: the chain of stages from one config, given to the one runner.
 
-Each step runs with its typed config (`run_config.py`), wired under the root. prepare,
-vocab and encode report `cached` when their output already holds the result (their
-manifests' fingerprints cover inputs and options) and rebuild in place when an input or
-option changed. train and decode are skipped when their record says they finished with
-the same options and input (`step_outputs.py`); a changed training option continues
-from the last checkpoint, and decoding follows.
+The chain (`CHAIN`) is a list of stages (`steps/runner.py`), each a name and the steps
+it plans from the config, wired under the root: prepare, vocab, encode, train, and
+decode (the test split, then each `evaluate:` set). Every step is reused when its
+output's manifest holds its result and rebuilt in place when an input or option changed
+(`replace`); the trained model goes on from its checkpoints when only the options of its
+training changed (`train.py`), and decoding follows. A new stage is its step's module
+and one `register` line.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
-from nmtpipe.pipelines.workflow import step_outputs
-from nmtpipe.pipelines.workflow.encode import run_encode
-from nmtpipe.pipelines.workflow.prepare import run_prepare
+from nmtpipe.pipelines.workflow import legacy
+from nmtpipe.pipelines.workflow.decode import DecodeStep
+from nmtpipe.pipelines.workflow.encode import EncodeStep
+from nmtpipe.pipelines.workflow.prepare import PrepareStep
+from nmtpipe.pipelines.workflow.prepare_plan import make_plan
 from nmtpipe.pipelines.workflow.report import write_report
-from nmtpipe.pipelines.workflow.run_config import BEAM_STEPS, STEPS, WIRING, RunConfig
-from nmtpipe.pipelines.workflow.vocab import run_vocab
-from nmtpipe.trainers.train.launch import run_job
-from nmtpipe.transforms.storage import manifest
+from nmtpipe.pipelines.workflow.run_config import RunConfig
+from nmtpipe.pipelines.workflow.steps.protocol import Evaluation, How
+from nmtpipe.pipelines.workflow.steps.runner import Plan, Show, Stage, StageResult, run_stages
+from nmtpipe.pipelines.workflow.train import TrainStep
+from nmtpipe.pipelines.workflow.vocab import VocabStep
+from nmtpipe.transforms.formats.prepared import read_prepared
 
-# What a step has to show when it has run: (step, its outcome or summary).
-Show = Callable[[str, Any], None]
+CHAIN: tuple[Stage, ...] = ()  # in the order they run
 
 
-@dataclass
-class StepResult:
-    step: str
-    status: str  # ran, cached, failed, skipped (outside --from/--until)
-    seconds: float = 0.0
-    figures: str = ""
-    error: Exception | None = None  # why it failed
+def register(stage: Stage, after: str | None = None) -> None:
+    """Add `stage` to the chain after the stage named `after` (default: last)."""
+    global CHAIN
+    names = stage_names()
+    if stage.name in names:
+        raise ValueError(f"a stage {stage.name!r} is in the chain already")
+    at = len(CHAIN) if after is None else names.index(after) + 1
+    CHAIN = (*CHAIN[:at], stage, *CHAIN[at:])
+
+
+def stage_names() -> list[str]:
+    """The stages of the chain, in order (`--from`, `--until`)."""
+    return [stage.name for stage in CHAIN]
+
+
+def _prepare(config: RunConfig) -> list[Plan]:
+    return [lambda: PrepareStep(make_plan(config.prepare))]
+
+
+def _vocab(config: RunConfig) -> list[Plan]:
+    return [lambda: VocabStep(config.vocab, [read_prepared(config.vocab.prepared)])]
+
+
+def _encode(config: RunConfig) -> list[Plan]:
+    return [lambda: EncodeStep(config.encode)]
+
+
+def _train(config: RunConfig) -> list[Plan]:
+    nproc = config.nproc.get("train", 1)
+    return [lambda: TrainStep(config.train, nproc, legacy=legacy.run_train(config))]
+
+
+def _decode(config: RunConfig) -> list[Plan]:
+    """The test split, then each `evaluate:` set with the same options into
+    `{root}/decoded/{name}/`."""
+    model, nproc = config.train.save_dir, config.nproc.get("decode", 1)
+    sets = [(config.decode, None)] + [
+        (dataclasses.replace(config.decode, inputs=s.inputs, references=s.references,
+                             output=config.decoded(s.name)), s.name)
+        for s in config.evaluate
+    ]  # fmt: skip
+    return [
+        lambda job=job, name=name: DecodeStep(job, model, nproc, name, legacy.run_decode(config))
+        for job, name in sets
+    ]
+
+
+register(Stage("prepare", _prepare))
+register(Stage("vocab", _vocab))
+register(Stage("encode", _encode))
+register(Stage("train", _train))
+register(Stage("decode", _decode))
 
 
 def run_workflow(
     config: RunConfig,
-    first: str = "prepare",
-    last: str = "decode",
+    first: str | None = None,
+    last: str | None = None,
     log: Callable[[str], None] = print,
-    show: Show = lambda step, result: None,
+    show: Show = lambda name, step, outcome: None,
     quiet: bool = True,
     rank_module: str | None = None,
-) -> list[StepResult]:
-    """Run the steps from `first` to `last`; stop at the first that fails (its result
-    holds the error). `quiet` keeps local Beam workers off the terminal and decoding's
-    progress to itself; `rank_module` is what each torchrun rank runs (`run_job`)."""
-    chosen = STEPS[STEPS.index(first) : STEPS.index(last) + 1]
-    results = []
-    for step in STEPS:
-        if step not in chosen:
-            results.append(StepResult(step, "skipped"))
-            continue
-        log(f"== {step}")
-        started = time.perf_counter()
-        try:
-            status = _run_one(config, step, log, show, quiet, rank_module)
-        except Exception as error:
-            results.append(StepResult(step, "failed", time.perf_counter() - started, error=error))
-            break
-        result = StepResult(step, status, time.perf_counter() - started)
-        result.figures = step_outputs.figures(config, step)
-        results.append(result)
-    return results
+) -> list[StageResult]:
+    """Run the stages from `first` to `last` (default: all); stop at the first that
+    fails (its result holds the error). `quiet` keeps local Beam workers and the torch
+    jobs' progress off the terminal; `rank_module` is what each torchrun rank runs."""
+    names = stage_names()
+    chosen = names[names.index(first or names[0]) : names.index(last or names[-1]) + 1]
+    how = How(config.beam, replace=True, log=log, quiet=quiet, rank_module=rank_module)
+    return run_stages(CHAIN, config, how, chosen.__contains__, show)
 
 
-def _run_one(
-    config: RunConfig,
-    step: str,
-    log: Callable[[str], None],
-    show: Show,
-    quiet: bool,
-    rank_module: str | None,
-) -> str:
-    if step in BEAM_STEPS:
-        run = {"prepare": run_prepare, "vocab": run_vocab, "encode": run_encode}[step]
-        # A Beam step's output is rebuilt in place when the config changes.
-        outcome = run(config.step(step), list(config.beam), replace=True, log=log, quiet=quiet)
-        show(step, outcome)
-        return "cached" if outcome.cached else "ran"
-    fingerprint = manifest.fingerprint(
-        {
-            "step": step,
-            "options": config.fingerprinted(step),
-            "input": step_outputs.upstream_fingerprint(config, step),
-        }
-    )
-    record = step_outputs.read_record(config, step)
-    if record is not None and record["fingerprint"] == fingerprint:
-        return "cached"
-    if record is not None:
-        step_outputs.remove_record(config, step)
-    nproc = config.nproc.get(step, 1)
-    on = {"verbose": not quiet, "rank_module": rank_module}
-    if step == "train":
-        show(step, run_job(config.train, nproc, **on))
-    else:
-        job = dataclasses.replace(config.decode, checkpoint=config.decode_checkpoint())
-        show(step, run_job(job, nproc, **on))
-        for extra in config.evaluate:
-            output = config.decoded(extra.name)
-            extra_job = dataclasses.replace(job, inputs=extra.inputs, references=extra.references,
-                                            output=output)  # fmt: skip
-            show(step, run_job(extra_job, nproc, **on))
-    step_outputs.write_record(config, step, fingerprint)
-    return "ran"
-
-
-def summary_table(results: list[StepResult]) -> str:
+def summary_table(results: list[StageResult]) -> str:
     rows = [("step", "status", "time", "result")]
     rows += [
-        (r.step, r.status, f"{r.seconds:.1f} s" if r.seconds else "", r.figures) for r in results
+        (r.name, r.status, f"{r.seconds:.1f} s" if r.seconds else "", r.figures) for r in results
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     return "\n".join(
@@ -123,10 +114,21 @@ def summary_table(results: list[StepResult]) -> str:
     ).rstrip()
 
 
-def write_run_report(config: RunConfig) -> str | None:
-    """The report of the furthest Beam step's committed output under the root (encoded,
-    else prepared), written beside it; its URL, or None before prepare has run."""
-    for step in ("encode", "prepare"):
-        if step_outputs.committed(config, step) is not None:
-            return write_report(config.url(WIRING[step]["output"]))
-    return None
+def evaluations(results: list[StageResult]) -> list[Evaluation]:
+    """The test sets the run's steps scored, in order."""
+    return [evaluation for result in results for evaluation in result.evaluations]
+
+
+def places(results: list[StageResult], report: str | None) -> dict[str, str]:
+    """Where a person finds what the run made, by what it is: the model, its learning
+    curves, each test set's translations (from the steps, `Step.places`), and the
+    dataset's `report`, in the order of the chain."""
+    found = {what: url for result in results for what, url in result.places.items()}
+    return found if report is None else {**found, "report": report}
+
+
+def write_run_report(results: list[StageResult]) -> str | None:
+    """The report of the furthest dataset the run's steps made or found (encoded, else
+    prepared), written beside it; its URL, or None if the run went through none."""
+    described = [outcome.output for r in results for step, outcome in r.done if step.dataset_report]
+    return write_report(described[-1]) if described else None

@@ -9,7 +9,6 @@ connects the steps under the root:
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,14 +17,13 @@ from nmtpipe.pipelines.workflow.encode import EncodeConfig
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 from nmtpipe.pipelines.workflow.vocab import VocabConfig
 from nmtpipe.trainers.generate.decode_config import DecodeConfig
-from nmtpipe.trainers.runtime.run_files import AVERAGE, BEST, LAST
+from nmtpipe.trainers.runtime.run_files import BEST
 from nmtpipe.trainers.train.train_config import TrainConfig
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.storage import fsio
 
+# The sections of a config: each step's options, read into its command's typed config.
 STEPS = ("prepare", "vocab", "encode", "train", "decode")
-BEAM_STEPS = ("prepare", "vocab", "encode")
-TORCH_STEPS = ("train", "decode")
 # What each step reads and writes under the root: set by the workflow, never by a config.
 WIRING: dict[str, dict[str, str]] = {
     "prepare": {"output": "prepared"},
@@ -104,29 +102,6 @@ class RunConfig:
 
     def url(self, rel: str) -> str:
         return fsio.join(self.root, rel)
-
-    def step(self, name: str) -> Any:
-        """The typed config of step `name`."""
-        return getattr(self, name)
-
-    def decode_checkpoint(self) -> str:
-        """The checkpoint decode reads: the average of the last ones when training
-        averages (`average_last`), else the best one, or the last one when training
-        ended before any validation chose a best."""
-        if self.train.average_last:
-            return self.url(f"checkpoints/{AVERAGE}")
-        best = self.url(WIRING["decode"]["checkpoint"])
-        return best if fsio.exists(best) else self.url(f"checkpoints/{LAST}")
-
-    def fingerprinted(self, step: str) -> dict[str, Any]:
-        """What a torch step's result depends on of the config: its typed options (so a
-        default written out is the same config as one left out), less the paths the
-        workflow wires, and for decode the extra test sets."""
-        typed = dataclasses.asdict(self.step(step))
-        options = {k: v for k, v in typed.items() if k not in WIRING[step]}
-        if step == "decode":
-            options["evaluate"] = [dataclasses.asdict(s) for s in self.evaluate]
-        return options
 
     def decoded(self, name: str | None = None) -> str:
         """Where the test split's translations go, or those of the extra set `name`."""

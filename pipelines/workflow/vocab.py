@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import run_branches
-from nmtpipe.pipelines.workflow.step import Running, Step, Written, run_step
+from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep, Running
+from nmtpipe.pipelines.workflow.steps.protocol import Written
+from nmtpipe.pipelines.workflow.steps.runner import run_step
 from nmtpipe.transforms.beam.sample import SampleTrainText
 from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.formats.prepared import pair_bytes, read_prepared
@@ -127,13 +129,14 @@ def _train_shards(parts: list[tuple[str, dict[str, Any]]]) -> list[TrainShard]:
     return shards
 
 
-class VocabStep(Step):
+class VocabStep(BeamStep):
     """`nmtpipe vocab` as a step: the prepared parts read and fingerprinted with the
     options; its work is the driver's (each side's vocabulary built, samples drawn in
     Beam), committed with the fairseq dictionaries."""
 
     kind = KIND
     ours = _OURS
+    command = "vocab"
 
     def __init__(self, config: VocabConfig, parts: list[tuple[str, dict[str, Any]]]) -> None:
         self.config, self.parts = config, parts
@@ -196,6 +199,11 @@ class VocabStep(Step):
             "special_ids": kind.special_ids(config),
             "files": sorted(files, key=lambda f: f["path"]),
         }
+
+    def figures(self, outcome: StepOutcome) -> str:
+        doc = outcome.manifest
+        sizes = {side: v.get("vocab_size") for side, v in doc["vocabularies"].items()}
+        return f"{doc['model']} " + ", ".join(f"{s} {n:,}" for s, n in sizes.items() if n)
 
 
 def run_vocab(

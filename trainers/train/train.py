@@ -374,6 +374,7 @@ class Trainer:
             "updates": self.position.update,
             "epoch": self.position.epoch,
             "resumed": resumed,
+            "data_fingerprint": self.data.data_fingerprint,  # what it trained on last
             "seconds": round(seconds, 1),
             "target_tokens_per_s": round(seen_tokens / seconds, 1) if seconds else 0.0,
             "data_share": round(self.data_seconds / seconds, 4) if seconds else 0.0,

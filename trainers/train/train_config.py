@@ -14,6 +14,10 @@ from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.options import number_pair, option
 
 BEST_METRICS = ("loss", "bleu")
+# What defines the model a checkpoint holds (its shape: what `checkpoint.check_compatible`
+# compares), which the checkpoints must match to be continued; every other option steers
+# or extends its training.
+MODEL_OPTIONS = ("arch", "dropout", "pre_norm", "model_overrides", "format")
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,12 @@ class TrainConfig:
     def evaluates_bleu(self) -> bool:
         """Whether each validation translates the validation split and scores it."""
         return self.eval_bleu or self.best_checkpoint_metric == "bleu"
+
+    def model_options(self, default_format: str) -> dict[str, Any]:
+        """The options that define the model (`MODEL_OPTIONS`), the shards' format
+        resolved (`default_format`: the data's first)."""
+        options = {name: getattr(self, name) for name in MODEL_OPTIONS}
+        return options | {"format": self.format or default_format}
 
     @property
     def output(self) -> str:

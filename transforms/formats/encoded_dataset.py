@@ -202,8 +202,7 @@ class EncodedDataset:
         self.vocab_sizes: dict[str, int] = doc["vocab_sizes"][fmt]  # ids per language
         self.joined: bool = doc["joined"]  # one vocabulary for both languages
         self.vocab_fingerprint: str = doc["vocab"]["fingerprint"]
-        # What training resumes must match: the encode output's, or a version's parts'.
-        self.data_fingerprint: str = doc.get("data_fingerprint", doc["fingerprint"])
+        self.data_fingerprint = data_fingerprint(doc)
         self._splits = splits
 
     @property
@@ -317,6 +316,12 @@ def open_dataset(
                 f"the manifest says {info['pairs']}"
             )
     return EncodedDataset(root, doc, fmt, splits)
+
+
+def data_fingerprint(doc: dict[str, Any]) -> str:
+    """What identifies the data of an encode output's or a version's manifest (what
+    training resumes must match): the encode output's fingerprint, or its parts'."""
+    return doc.get("data_fingerprint", doc["fingerprint"])
 
 
 def committed_doc(url: str) -> dict[str, Any]:

@@ -40,18 +40,23 @@ def reuse_committed(
     force: bool,
     log: Callable[[str], None],
     replace: bool = False,
+    goes_on: Callable[[dict[str, Any]], str | None] = lambda committed: None,
 ) -> dict[str, Any] | None:
     """The committed manifest at `out` if it holds exactly this result, else None.
 
     A result from other inputs or options is an error unless `replace` (or `force`,
-    which rebuilds even an identical result). Before returning None for a rebuild the
-    old manifest is removed, so that a reader can never take the half-rewritten folder
-    for the old result.
+    which rebuilds even an identical result), or unless the step goes on from it
+    (`goes_on` says so in the line it returns: a model trained further). Before
+    returning None for a rebuild the old manifest is removed, so that a reader can never
+    take the half-rewritten folder for the old result.
     """
     fsio.require_output_folder(out)
     existing = None if force else manifest.read_manifest(out, kind)
     if existing is not None:
-        if existing["fingerprint"] != fingerprint and replace:
+        going_on = goes_on(existing) if existing["fingerprint"] != fingerprint else None
+        if going_on is not None:
+            log(going_on)
+        elif existing["fingerprint"] != fingerprint and replace:
             log(f"{out} holds a result from other inputs or options; replacing it")
         elif existing["fingerprint"] != fingerprint:
             raise OutputError(

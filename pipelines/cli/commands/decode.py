@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from nmtpipe.pipelines.cli import flags, logs
-from nmtpipe.pipelines.cli.torch_jobs import add_nproc, run_torch_job
+from nmtpipe.pipelines.cli.torch_jobs import add_nproc, run_torch_job, shown_step
 from nmtpipe.trainers.generate.decode_config import JOB, DecodeConfig
+from nmtpipe.transforms.storage.commit import StepOutcome
 
 DESCRIPTION = """\
 Translate with a trained checkpoint: a split of an encoded dataset (--data, default the
@@ -67,9 +67,9 @@ def report(summary: dict) -> str:
     return "\n".join(lines)
 
 
-def shown(summary: dict[str, Any]) -> logs.Shown:
-    return logs.Shown(summary, report(summary))
+def shown(outcome: StepOutcome) -> logs.Shown:
+    return shown_step(outcome, report, "translation")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    return run_torch_job(flags.from_args(CONFIG, args), args, shown)
+    return run_torch_job(flags.from_args(CONFIG, args), args, report)

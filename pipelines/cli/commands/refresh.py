@@ -6,15 +6,17 @@ import argparse
 import dataclasses
 import os
 import sys
-from typing import Any
 
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.config_file import add_settings, example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
-from nmtpipe.pipelines.workflow.refresh import UNTIL, RefreshResult, refresh
-from nmtpipe.pipelines.workflow.version_jobs import on_latest
+from nmtpipe.pipelines.workflow.refresh import latest
+from nmtpipe.pipelines.workflow.refresh.refresh import UNTIL, RefreshResult, refresh
+from nmtpipe.pipelines.workflow.steps.protocol import How, Step
+from nmtpipe.pipelines.workflow.steps.runner import run_stages
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.storage.commit import StepOutcome
 
 TAKES_BEAM = True  # options it does not know go to Beam (main.py)
 DESCRIPTION = """\
@@ -134,13 +136,16 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     logs.tell(report(done, config.root))
     result = dataclasses.asdict(done)  # and the results of --train and --decode, as they end
 
-    def show(step: str, summary: dict[str, Any]) -> None:
-        result[step] = show_step(step, summary)
+    def show(stage: str, step: Step, outcome: StepOutcome) -> None:
+        result[stage] = show_step(step.command, outcome)
 
+    wanted = [(args.train, latest.TRAIN), (args.decode, latest.DECODE)]
+    how = How(config.beam, log=logs.progress, quiet=not args.verbose, rank_module=RANK_MODULE)
     try:
-        for step in ("train", "decode"):
-            if getattr(args, step):
-                on_latest(step, config, logs.progress, show, args.verbose, RANK_MODULE)
+        stages = [stage for asked, stage in wanted if asked]
+        failed = [r for r in run_stages(stages, config, how, show=show) if r.error is not None]
+        if failed:
+            raise failed[0].error
     finally:  # what was published is a result even when training on it fails
         logs.result(args, result)
     return 0

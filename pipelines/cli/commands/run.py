@@ -15,10 +15,18 @@ from nmtpipe.pipelines.cli.config_file import (
 )
 from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
-from nmtpipe.pipelines.workflow import step_outputs
-from nmtpipe.pipelines.workflow.run import run_workflow, summary_table, write_run_report
-from nmtpipe.pipelines.workflow.run_config import STEPS, RunConfig
+from nmtpipe.pipelines.workflow.decode import examples
+from nmtpipe.pipelines.workflow.run import (
+    evaluations,
+    places,
+    run_workflow,
+    stage_names,
+    summary_table,
+    write_run_report,
+)
+from nmtpipe.pipelines.workflow.steps.protocol import Evaluation, Step
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.storage.commit import StepOutcome
 
 DESCRIPTION = """\
 Run prepare → vocab → encode → train → decode from one YAML config. Each step's section
@@ -26,8 +34,9 @@ holds the options of its command (`nmtpipe STEP --help`, with underscores); the
 workflow connects the steps under `root` ({root}/prepared, vocab, encoded, checkpoints,
 decoded). A step whose result is already there with the same inputs and options is
 reported as cached and not run again; a changed option runs that step and those after
-it. Ends with a table of what each step did and the path of the dataset's report,
-{root}/encoded/report.html ({root}/prepared/report.html when it stops before encode;
+it. Ends with a table of what each step did, the test sets' scores, and where to find
+the model, its learning curves, the translations and the dataset's report
+({root}/encoded/report.html; {root}/prepared/report.html when it stops before encode;
 see `nmtpipe report`).
 """
 EPILOG = """\
@@ -48,70 +57,84 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "tatoeba-gpu (the recipe on GPUs) or t2t-enzh (T2T's translate_enzh "
                         "inputs, read from the archives in --set data=DIR)")  # fmt: skip
     add_settings(parser)
+    names = stage_names()
     parser.add_argument(
-        "--from", dest="first", choices=STEPS, default=STEPS[0], help="the first step to run"
+        "--from", dest="first", choices=names, default=names[0], help="the first step to run"
     )
     parser.add_argument(
-        "--until", dest="last", choices=STEPS, default=STEPS[-1], help="the last step to run"
+        "--until", dest="last", choices=names, default=names[-1], help="the last step to run"
     )
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if bool(args.config) == bool(args.example):
         raise ConfigError("give a CONFIG file or --example")
-    if STEPS.index(args.first) > STEPS.index(args.last):
+    names = stage_names()
+    if names.index(args.first) > names.index(args.last):
         raise ConfigError(f"--from {args.first} comes after --until {args.last}")
     path = example_config(args.example) if args.example else args.config
     config = load_config(path, dict(args.set or []))
-    shown: dict[str, list[dict[str, Any]]] = {}  # step → the results it showed
+    shown: dict[str, list[dict[str, Any]]] = {}  # stage → the results its steps showed
 
-    def show(step: str, outcome: Any) -> None:
-        shown.setdefault(step, []).append(show_step(step, outcome))
+    def show(stage: str, step: Step, outcome: StepOutcome) -> None:
+        shown.setdefault(stage, []).append(show_step(step.command, outcome))
 
     results = run_workflow(
         config, args.first, args.last, logs.progress, show, not args.verbose, RANK_MODULE
     )
     steps = [
         {
-            "step": r.step,
+            "step": r.name,
             "status": r.status,
             "seconds": round(r.seconds, 1),
             "figures": r.figures,
-            "results": shown.get(r.step, []),
+            "results": shown.get(r.name, []),
         }
         for r in results
     ]
     result: dict = {"steps": steps}
     report = summary_table(results)
-    if any(r.step == "decode" and r.status in ("ran", "cached") for r in results):
-        evaluations = step_outputs.evaluations(config)
-        result["scores"] = dict(evaluations)
-        report += "\n" + evaluation_report(config, evaluations)
-    page = write_run_report(config)
+    scored = evaluations(results)
+    if scored:
+        result["scores"] = {evaluation.name: evaluation.scores for evaluation in scored}
+        report += "\n" + evaluation_report(scored)
+    page = write_run_report(results)
     if page is not None:
         result["report"] = page
-        report += f"\nreport: {page}"
+    where = places(results, page)
+    if where:
+        result["places"] = where
+        report += "\n" + places_block(where)
     logs.show(args, logs.Shown(result, report))
     failed = results[-1]
     if failed.error is not None:
-        line, code = logs.error_line(failed.step, failed.error, args.verbose)
+        line, code = logs.error_line(failed.name, failed.error, args.verbose)
         print(line, file=sys.stderr)
         return code
     return 0
 
 
-def evaluation_report(
-    config: RunConfig, evaluations: list[tuple[str, dict[str, Any]]], count: int = 5
-) -> str:
+def places_block(where: dict[str, str]) -> str:
+    """The block `run` ends with: where the model, its curves, the translations and the
+    dataset report are, one line each."""
+    width = max(map(len, where))
+    return "\n".join(
+        ["where things are:", *(f"  {what:<{width}}  {url}" for what, url in where.items())]
+    )
+
+
+def evaluation_report(scored: list[Evaluation], count: int = 5) -> str:
     """Each test set's BLEU as sacreBLEU writes it, with its signature, then `count`
-    translations of the test split to read."""
+    translations of the first set (the test split) to read."""
     lines = []
-    for name, scores in evaluations:
+    for evaluation in scored:
+        scores = evaluation.scores
         if "bleu_line" in scores:
+            name = evaluation.name
             lines.append(f"{name} ({scores['sentences']:,} sentences): {scores['bleu_line']}")
             lines.append(f"    {scores['bleu_signature']}")
-    lines.append(f"{count} translations of the {config.decode.split} split:")
-    for record in step_outputs.examples(config, count):
+    lines.append(f"{count} translations of the {scored[0].name} split:")
+    for record in examples(scored[0], count):
         best = record["hypotheses"][0]["text"] if record["hypotheses"] else ""
         lines += [
             f"  source      {record['source']}",

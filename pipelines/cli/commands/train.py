@@ -11,8 +11,9 @@ import argparse
 from typing import Any
 
 from nmtpipe.pipelines.cli import flags, logs
-from nmtpipe.pipelines.cli.torch_jobs import add_nproc, run_torch_job
+from nmtpipe.pipelines.cli.torch_jobs import add_nproc, run_torch_job, shown_step
 from nmtpipe.trainers.train.train_config import TrainConfig
+from nmtpipe.transforms.storage.commit import StepOutcome
 
 DESCRIPTION = """\
 Train a translation model (a Transformer preset, or the GRU seq2seq: --arch rnn_gru) on
@@ -67,9 +68,9 @@ def report(summary: dict[str, Any]) -> str:
     )
 
 
-def shown(summary: dict[str, Any]) -> logs.Shown:
-    return logs.Shown(summary, report(summary))
+def shown(outcome: StepOutcome) -> logs.Shown:
+    return shown_step(outcome, report, "model")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    return run_torch_job(flags.from_args(CONFIG, args), args, shown)
+    return run_torch_job(flags.from_args(CONFIG, args), args, report)

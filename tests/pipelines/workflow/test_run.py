@@ -12,6 +12,7 @@ from nmtpipe.pipelines.cli.config_file import example_config, load_config
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.transforms.errors import ConfigError
 from tests.helpers import IN_MEMORY, command_result, example_lines, train_records, write_pair
+from tests.pipelines.workflow.old_roots import old_run_root
 
 
 def config(tmp_path: Path, **changes) -> Path:
@@ -46,6 +47,10 @@ def table(stdout: str) -> dict[str, str]:
     return {s["step"]: s["status"] for s in command_result(stdout)["steps"]}
 
 
+def manifest(folder: Path) -> dict:
+    return json.loads((folder / "manifest.json").read_text())
+
+
 def updates_logged(root: Path) -> list[int]:
     """The updates of the per-update records in the run's train_log.jsonl."""
     return [record["update"] for record in train_records(root / "checkpoints") if "loss" in record]
@@ -76,8 +81,33 @@ def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     assert [len(step["results"]) for step in steps] == [1, 1, 1, 1, 2]
     assert steps[3]["results"][0]["updates"] == 4 and steps[4]["results"][1]["sentences"] == 5
     assert updates_logged(root) == [1, 2, 3, 4]
+    # Each output is committed by its manifest, decoding's naming the checkpoint the
+    # training chose (the best one once a validation chose one, else the last).
+    trained = manifest(root / "checkpoints")
+    best = (root / "checkpoints" / "checkpoint_best.pt").exists()
+    assert trained["kind"] == "nmtpipe.train"
+    assert trained["checkpoint"] == ("checkpoint_best.pt" if best else "checkpoint_last.pt")
+    (chosen,) = [f for f in trained["files"] if f["path"] == trained["checkpoint"]]
+    assert manifest(root / "decoded")["checkpoint"]["sha256"] == chosen["sha256"]
+    assert manifest(root / "decoded" / "news")["name"] == "news"
+    assert not (root / "workflow").exists()
+    # It ends by saying where the model, its curves, the translations and the report are.
+    where = {
+        "model": f"{root}/checkpoints/{trained['checkpoint']}",
+        "curves": f"{root}/checkpoints/learning_curve.svg",
+        "translations (test)": f"{root}/decoded/hypotheses.txt",
+        "translations (news)": f"{root}/decoded/news/hypotheses.txt",
+        "report": f"{root}/encoded/report.html",
+    }
+    assert command_result(out)["places"] == where
+    block = first.rstrip("\n").splitlines()[-6:]
+    assert block == ["where things are:"] + [f"  {k:<19}  {v}" for k, v in where.items()]
+    assert all(Path(url).is_file() for url in where.values())
     assert main(["run", str(path)]) == 0
-    assert set(table(capsys.readouterr().out).values()) == {"cached"}
+    out = capsys.readouterr().out
+    assert set(table(out).values()) == {"cached"}
+    # Found cached, a step shows what it holds as when it ran.
+    assert command_result(out)["steps"][3]["results"][0]["updates"] == 4
     # A decoding option: only decode runs again.
     path = config(tmp_path, decode__beam=3)
     assert main(["run", str(path)]) == 0
@@ -86,8 +116,9 @@ def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     # More updates: training resumes where it stopped, decoding follows.
     path = config(tmp_path, decode__beam=3, train__max_update=6)
     assert main(["run", str(path)]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert table(out)["train"] == "ran" and table(out)["decode"] == "ran"
+    assert f"continuing the model in {root}/checkpoints from update 4" in err
     assert json.loads((root / "checkpoints" / "train_summary.json").read_text())["resumed"]
     assert updates_logged(root) == [1, 2, 3, 4, 5, 6]  # the resumed run appended
     # --from/--until pick a part of the chain.
@@ -100,11 +131,35 @@ def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     path = config(tmp_path, decode__beam=3, decode__max_tokens=4096, train={**train, **defaults})
     assert main(["run", str(path)]) == 0
     assert set(table(capsys.readouterr().out).values()) == {"cached"}
+    # A root as an nmtpipe before manifests for training and decoding left it: its
+    # records are read once, the outputs they say are finished committed as they are.
+    old_run_root(path)
+    assert main(["run", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert set(table(out).values()) == {"cached"}
+    assert err.count("made by an older nmtpipe, committed as it is") == 3  # train, 2 sets
+    assert not (root / "workflow").exists() and updates_logged(root)[-1] == 6
+    # Its records of another decoding: the model is committed as it is, decoding runs.
+    before = tmp_path / "before.yaml"
+    before.write_text(config(tmp_path, train={**train, **defaults}).read_text())
+    path = config(tmp_path, decode__beam=3, decode__max_tokens=4096, train={**train, **defaults})
+    old_run_root(path, trained_with=before)
+    assert main(["run", str(path)]) == 0
+    statuses = table(capsys.readouterr().out)
+    assert statuses["train"] == "cached" and statuses["decode"] == "ran"
+    assert (root / "decoded" / "news" / "manifest.json").exists()
+    # Another model (here: another dropout) is refused: the model there is never deleted.
+    path = config(tmp_path, decode__beam=3, train={**train, "dropout": 0.2})
+    assert main(["run", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert table(out)["train"] == "failed" and "holds another model (other architecture" in err
+    assert f"delete {root}/checkpoints to train this one there" in err
+    assert (root / "checkpoints" / "manifest.json").exists()
 
 
 def test_a_later_step_alone_needs_the_earlier_ones(tmp_path, capsys):
     assert main(["run", str(config(tmp_path)), "--from", "train"]) == 1
-    assert "holds no encode output; run encode first" in capsys.readouterr().err
+    assert "holds no committed encode output" in capsys.readouterr().err
     assert main(["run", str(config(tmp_path)), "--from", "decode", "--until", "train"]) == 2
 
 
@@ -169,11 +224,6 @@ def test_broken_files_and_the_bundled_example(tmp_path, capsys, monkeypatch):
     (news,) = example.evaluate  # the out-of-domain set, from the bundled folder
     assert news.name == "ntrex128" and all(Path(p).is_file() for p in news.inputs + news.references)
     recipe = load_config(example_config("tatoeba"))  # nmtpipe run --example tatoeba
-    # the best checkpoint once training chose one (before: the last)
-    assert recipe.decode_checkpoint() == "runs/tatoeba/checkpoints/checkpoint_last.pt"
-    (tmp_path / "runs/tatoeba/checkpoints").mkdir(parents=True)
-    (tmp_path / "runs/tatoeba/checkpoints/checkpoint_best.pt").write_bytes(b"")
-    assert recipe.decode_checkpoint() == "runs/tatoeba/checkpoints/checkpoint_best.pt"
     assert not recipe.train.average_last
     assert recipe.train.best_checkpoint_metric == "bleu" and recipe.evaluate == example.evaluate
 

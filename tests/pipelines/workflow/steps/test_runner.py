@@ -8,13 +8,15 @@ from datetime import datetime
 
 import pytest
 
-from nmtpipe.pipelines.workflow.step import Step, Written, run_step, run_steps
+from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep
+from nmtpipe.pipelines.workflow.steps.protocol import Written
+from nmtpipe.pipelines.workflow.steps.runner import run_step, run_steps
 from nmtpipe.transforms.errors import ConfigError, OutputError
 from nmtpipe.transforms.storage import fsio, manifest
 from tests.helpers import IN_MEMORY
 
 
-class Counting(Step):
+class Counting(BeamStep):
     """Writes one file on the driver, keeps statistics; counts its builds."""
 
     kind = "nmtpipe.test"

@@ -14,14 +14,16 @@ A refresh keeps, under the config's root:
     exclusions/{fingerprint}.parquet  what a version leaves out of its parts (a pair in
                                     two inputs, overlap with another input's test pairs)
     versions/NNNNNN/manifest.json   the published versions; versions/LATEST is the newest
-    models/{vocab}/                 training continued on each version (`--train`)
+    models/{vocab}/                 training continued on each version (`--train`,
+                                    `latest.py`), committed by its manifest
     translations/NNNNNN/            its test split translated and scored (`--decode`)
 
 Each refresh compares the inputs with the last published version, prepares the new and
 changed inputs (all in one Beam pipeline), keeps the vocabulary unless the new parts'
 tokens outside it (coverage drift) pass a threshold, encodes what the vocabulary has
-not encoded yet (one pipeline again), and publishes the next version. Everything but
-the version is content-addressed, so a killed refresh loses only its unfinished work.
+not encoded yet (one pipeline again), and publishes the next version: its stages
+(`STAGES`), in order. Everything but the version is content-addressed, so a killed
+refresh loses only its unfinished work.
 """
 
 from __future__ import annotations
@@ -37,10 +39,11 @@ from nmtpipe import __version__
 from nmtpipe.pipelines.workflow.encode import EncodeStep, encode_fingerprint
 from nmtpipe.pipelines.workflow.prepare import PrepareStep
 from nmtpipe.pipelines.workflow.prepare_plan import make_plan, resolve_inputs
+from nmtpipe.pipelines.workflow.refresh.version_overlap import summary, version_exclusions
 from nmtpipe.pipelines.workflow.report import write_report
 from nmtpipe.pipelines.workflow.run_config import RunConfig
-from nmtpipe.pipelines.workflow.step import Step, run_steps
-from nmtpipe.pipelines.workflow.version_overlap import summary, version_exclusions
+from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep
+from nmtpipe.pipelines.workflow.steps.runner import run_steps
 from nmtpipe.pipelines.workflow.vocab import run_vocab
 from nmtpipe.transforms.formats import encoded_dataset, prepared
 from nmtpipe.transforms.formats.exclusions import write_exclusions
@@ -51,7 +54,6 @@ from nmtpipe.transforms.text.split import SPLITS
 from nmtpipe.transforms.vocab import counts, vocabulary
 from nmtpipe.transforms.vocab.counts import JOINED
 
-UNTIL = ("prepare", "vocab", "encode", "publish")
 _OWNED = ("parts", "vocabs", "exclusions")
 
 
@@ -120,6 +122,7 @@ class Refresh:
         self.vocab_config = dataclasses.replace(config.vocab, prepared=self.root, output=self.root)
         self.encode_key = manifest.fingerprint(config.encode.options())[:8]
         self.listed = {p["key"]: p for p in (self.previous or {}).get("parts", [])}
+        self.encoded: list[StepOutcome] = []  # each part's encoding, once encoded
 
     def run(self, until: str = "publish") -> RefreshResult:
         started = time.perf_counter()
@@ -129,29 +132,33 @@ class Refresh:
         if self.previous is not None and not changed:
             result.status, result.number = "unchanged", self.latest
             return result
-        result.prepared = self._ran(self._run([part.step for part in parts]), "prepare")
-        result.status = "prepare"
-        if until != "prepare":
-            self._vocab(parts, result)
-            result.status = "vocab"
-        if until not in ("prepare", "vocab"):
-            encoded = self._run([self._encode_step(part, result.vocab) for part in parts])
-            result.encoded = self._ran(encoded, "encode")
-            result.status = "encode"
-        if until == "publish":
-            doc = self._version_doc(parts, encoded, result)
-            doc["exclusions"] = self._exclusions(parts, doc["parts"])
-            for split, n in doc["exclusions"]["pairs"].items():
-                doc["splits"][split] -= n
-            result.splits = doc["splits"]
-            result.number = versions.publish(self.root, doc)
-            result.report = write_report(versions.version_url(self.root, result.number))
-            result.retired = versions.retain(self.root, self.settings.keep_versions, _OWNED)
-            result.status = "published"
+        for name, stage in STAGES:  # in order, up to `until`
+            result.status = name
+            stage(self, parts, result)
+            if name == until:
+                break
         result.seconds = time.perf_counter() - started
         return result
 
-    def _run(self, steps: list[Step]) -> list[StepOutcome]:
+    def _prepare(self, parts: list[Part], result: RefreshResult) -> None:
+        result.prepared = self._ran(self._run([part.step for part in parts]), "prepare")
+
+    def _encode(self, parts: list[Part], result: RefreshResult) -> None:
+        self.encoded = self._run([self._encode_step(part, result.vocab) for part in parts])
+        result.encoded = self._ran(self.encoded, "encode")
+
+    def _publish(self, parts: list[Part], result: RefreshResult) -> None:
+        doc = self._version_doc(parts, self.encoded, result)
+        doc["exclusions"] = self._exclusions(parts, doc["parts"])
+        for split, n in doc["exclusions"]["pairs"].items():
+            doc["splits"][split] -= n
+        result.splits = doc["splits"]
+        result.number = versions.publish(self.root, doc)
+        result.report = write_report(versions.version_url(self.root, result.number))
+        result.retired = versions.retain(self.root, self.settings.keep_versions, _OWNED)
+        result.status = "published"
+
+    def _run(self, steps: list[BeamStep]) -> list[StepOutcome]:
         """Run `steps` (their graphs in one pipeline; a committed one is kept). On a
         local runner, work of up to `in_process_bytes` runs in this process, where
         starting worker processes would cost more than the work (the usual refresh: one
@@ -357,6 +364,16 @@ class Refresh:
             },
             "files": [],
         }
+
+
+# A refresh's stages, in order: `--until` stops after one (Airflow runs them as tasks).
+STAGES: tuple[tuple[str, Callable[[Refresh, list[Part], RefreshResult], None]], ...] = (
+    ("prepare", Refresh._prepare),
+    ("vocab", Refresh._vocab),
+    ("encode", Refresh._encode),
+    ("publish", Refresh._publish),
+)
+UNTIL = tuple(name for name, _ in STAGES)
 
 
 def refresh(

@@ -22,7 +22,7 @@ from nmtpipe.pipelines.cli.main import main
 from nmtpipe.pipelines.workflow.encode import EncodeStep
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
-from nmtpipe.pipelines.workflow.version_overlap import version_exclusions
+from nmtpipe.pipelines.workflow.refresh.version_overlap import version_exclusions
 from nmtpipe.transforms.formats import overlap_index
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
 from nmtpipe.transforms.formats.exclusions import read_exclusions
@@ -32,6 +32,7 @@ from nmtpipe.transforms.storage import fsio, manifest, versions
 from nmtpipe.transforms.text.t2t_tokenizer import count_tokens
 from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, command_result, example_lines, write_pair
+from tests.pipelines.workflow.old_roots import old_refresh_model
 
 EN, ZH = example_lines("tatoeba-cmn", "en")[::20], example_lines("tatoeba-cmn", "zh")[::20]
 THIRD = len(EN) // 3
@@ -375,7 +376,21 @@ def test_until_stops_before_publishing_and_train_continues_on_each_version(tmp_p
     hypotheses = (root / "translations" / "000002" / "hypotheses.txt").read_text().splitlines()
     assert len(hypotheses) == scores["sentences"] and "unchanged" in out
     assert main(["refresh", str(path), "--decode"]) == 0
-    assert "is decoded already" in capsys.readouterr().err
+    assert f"cached: {root}/translations/000002 already holds this translation" in (
+        capsys.readouterr().err
+    )
+    # A root as an nmtpipe before manifests for training and decoding left it: decoding
+    # first is refused in one line that says what to do; training commits the model as it
+    # is (no more updates on this version), then decoding its translations.
+    old_refresh_model(save_dir, 2)
+    assert main(["refresh", str(path), "--decode"]) == 2
+    assert "was trained by an older nmtpipe; run nmtpipe refresh --train once" in (
+        capsys.readouterr().err
+    )
+    assert "made by an older nmtpipe" in refresh(path, capsys, "--train", "--decode")
+    assert json.loads((save_dir / "train_summary.json").read_text())["updates"] == 4
+    assert not (save_dir / "version.json").exists()
+    assert (root / "translations" / "000002" / "manifest.json").exists()
     # Raw text against a version: normalised and encoded as the version's parts were.
     (tmp_path / "raw.en").write_text("Good morning.\nWhere is the station?\n", encoding="utf-8")
     assert main(["decode", "--checkpoint", str(save_dir / "checkpoint_last.pt"),

@@ -1,0 +1,109 @@
+"""The steps whose work is a Beam graph or the driver's (prepare, vocab, encode): their
+shape and their engine.
+
+A Beam step adds to the protocol (`protocol.py`) its **graph**, the Beam transform that
+writes its files and a summary of them (None for a step whose work is the driver's, such
+as a vocabulary), and its **write**: the files checked and completed from the summary,
+its statistics. The engine runs the graphs of a call's steps as one pipeline (one job
+on a remote runner), on the options Beam was given, then has each step write.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from abc import abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branches, runs_locally
+from nmtpipe.pipelines.workflow.steps.protocol import Engine, How, Log, Step, Written
+from nmtpipe.transforms.formats.step_summary import read_summary
+from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.storage.commit import STAGING
+
+if TYPE_CHECKING:
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+IN_PROCESS = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
+
+
+@dataclass(frozen=True)
+class Running:
+    """How the steps of one pipeline run: Beam's arguments and options, whether local
+    workers keep off the terminal, and where to say what a user should know."""
+
+    beam_args: list[str]
+    options: PipelineOptions
+    quiet: bool
+    log: Log
+
+
+def check_options(beam_args: tuple[str, ...]) -> None:
+    """Beam's options parsed, so that a typo fails before any work."""
+    pipeline_options(list(beam_args))
+
+
+class _Pipeline(Engine):
+    """The graphs of a call's steps run as one pipeline (so none may read another's
+    output); on a local runner, work of up to `how.in_process_bytes` runs in this
+    process, whatever mode the Beam options name (a refresh's small change). Then each
+    step writes its files on the driver."""
+
+    def build(self, steps: list[BeamStep], how: How) -> Iterator[tuple[Written, str]]:
+        beam_args = list(how.beam_args)
+        size = sum(step.input_bytes for step in steps)
+        cores = max(step.cores_per_worker for step in steps)
+        options = pipeline_options(beam_args, size, cores_per_worker=cores)
+        small = how.in_process_bytes is not None and size <= how.in_process_bytes
+        if small and runs_locally(options):
+            beam_args = [*beam_args, *IN_PROCESS]
+            options = pipeline_options(beam_args, size, cores_per_worker=cores)
+        graphs = [step.graph(options) for step in steps]
+        runner = describe(options, size) if any(graphs) else "the driver"
+        for step in steps:
+            how.log(step.announce(runner, options))
+        try:
+            if any(graphs):
+                branches = [g for g in graphs if g is not None]
+                run_branches(options, steps[0].label, branches, how.quiet)
+        finally:
+            for step in steps:
+                step.release()
+        running = Running(beam_args, options, how.quiet, how.log)
+        for step, graph in zip(steps, graphs, strict=True):
+            summary = None if graph is None else read_summary(step.summary_url)
+            yield step.write(summary, running), runner
+
+
+class BeamStep(Step):
+    """A step whose work is a Beam graph, or the driver's."""
+
+    engine = _Pipeline()
+    label = "Step"  # the pipeline's label for its graphs
+    input_bytes = 0  # what its work reads (picks the local runner's mode)
+    cores_per_worker = 1  # the cores one worker of its graph keeps busy
+
+    @functools.cached_property
+    def summary_url(self) -> str:
+        """Where its graph leaves the summary of what it wrote (one per run)."""
+        return fsio.join(self.output, STAGING, f"summary-{uuid.uuid4().hex}.json")
+
+    def graph(self, options: PipelineOptions) -> beam.PTransform | None:
+        """The Beam graph that writes the step's files and `summary_url`; None where the
+        driver does the work, in `write`."""
+        return None
+
+    @abstractmethod
+    def announce(self, runner: str, options: PipelineOptions) -> str:
+        """The line said before the work starts."""
+
+    @abstractmethod
+    def write(self, summary: dict[str, Any] | None, running: Running) -> Written:
+        """The step's own part of the commit, after its graph ran (`summary`: what the
+        graph wrote; None without a graph): checked, completed, its statistics."""
+
+    def release(self) -> None:
+        """Remove what the graph left on its way (spilled batches), run or failed."""
