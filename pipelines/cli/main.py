@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         return module.run(args, rest)
     except KeyboardInterrupt:
         print("nmtpipe: interrupted; nothing was committed", file=sys.stderr)
-        return 130
+        return logs.INTERRUPTED
     except Exception as exc:
         line, code = logs.error_line(args.command, exc, args.verbose)
         print(line, file=sys.stderr)
