@@ -28,11 +28,12 @@ from nmtpipe.pipelines.workflow.run_config import (
     RunConfig,
     wiring,
 )
-from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.errors import ConfigError, InputError, did_you_mean
 from nmtpipe.transforms.storage import fsio
 
 EXAMPLES = ("example", "tatoeba")  # the demo; the 30-minute recipe
-_TOP_LEVEL = {"root", "beam", "refresh", "evaluate", *STEPS}
+# The keys a config may have, in the order a config is written.
+_TOP_LEVEL = ("root", "beam", *STEPS, "evaluate", "refresh")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -104,11 +105,12 @@ def load_config(url: str) -> RunConfig:
         raise ConfigError(f"{url}: not valid YAML: {e}") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"{url}: a config is a mapping of root, beam and the steps")
-    unknown = sorted(set(doc) - _TOP_LEVEL)
+    unknown = [str(key) for key in doc if key not in _TOP_LEVEL]
     if unknown:
+        named = ", ".join(key + did_you_mean(key, _TOP_LEVEL) for key in unknown)
         raise ConfigError(
-            f"{url}: unknown key(s) {', '.join(unknown)}; known: root, beam, refresh, "
-            "evaluate, steps"
+            f"{url}: unknown key{'s' * (len(unknown) > 1)} {named}; a config's keys are "
+            f"{', '.join(_TOP_LEVEL)}"
         )
     root = doc.get("root")
     if not isinstance(root, str) or not root:

@@ -279,8 +279,8 @@ class EncodeStep(Step):
     ours = _OURS
 
     def __init__(self, config: EncodeConfig) -> None:
-        root, prepared = read_prepared(config.prepared)
-        vocab = open_vocabulary(config.vocab)
+        root, prepared = read_prepared(config.prepared, "--prepared")
+        vocab = open_vocabulary(config.vocab, "--vocab")
         langs = _check_languages(prepared, vocab)
         self.config, self.root, self.prepared = config, root, prepared
         self.vocab, self.langs = vocab, langs

@@ -12,11 +12,13 @@ A step supplies only what differs (`Step`):
 `run_steps` does the rest, the same for every step: Beam's options checked first, so
 that a typo fails before any work; each committed result reused when it holds exactly
 this one (`transforms/storage/commit.py`); the graphs of the others run as one pipeline
-(one job on a remote runner); each committed; one `StepOutcome` each.
+(one job on a remote runner); each committed; one `StepOutcome` each. A failure leaves
+nothing uncommitted behind (`commit.building`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -38,7 +40,13 @@ from nmtpipe.pipelines.beam.options import (
 from nmtpipe.transforms.formats.dataset_card import write_card
 from nmtpipe.transforms.formats.step_summary import read_summary
 from nmtpipe.transforms.storage import fsio
-from nmtpipe.transforms.storage.commit import STAGING, StepOutcome, commit, reuse_committed
+from nmtpipe.transforms.storage.commit import (
+    STAGING,
+    StepOutcome,
+    building,
+    commit,
+    reuse_committed,
+)
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
 
 if TYPE_CHECKING:
@@ -187,15 +195,18 @@ def run_steps(
     started = time.perf_counter()
     local = runs_locally(pipeline_options(beam_args))  # fails early on bad Beam options
     steps = [plan() for plan in plans]
-    reused = [_reuse(step, force, replace, log) for step in steps]
-    todo = [step for step, done in zip(steps, reused, strict=True) if done is None]
-    built = iter(())
-    runner = "cached"
-    if todo:
-        size = sum(step.input_bytes for step in todo)
-        small = in_process_bytes is not None and size <= in_process_bytes
-        commits, runner = _build(todo, beam_args, log, quiet, local and small)
-        built = iter(commits)
+    with contextlib.ExitStack() as failing:  # a failure leaves no output it began
+        for step in steps:
+            failing.enter_context(building(step.output, step.ours))
+        reused = [_reuse(step, force, replace, log) for step in steps]
+        todo = [step for step, done in zip(steps, reused, strict=True) if done is None]
+        built = iter(())
+        runner = "cached"
+        if todo:
+            size = sum(step.input_bytes for step in todo)
+            small = in_process_bytes is not None and size <= in_process_bytes
+            commits, runner = _build(todo, beam_args, log, quiet, local and small)
+            built = iter(commits)
     seconds = time.perf_counter() - started
     outcomes = []
     for step, done in zip(steps, reused, strict=True):

@@ -95,6 +95,8 @@ class _Build:
     ) -> None:
         self.options, self.parts, self.staging, self.running = config, parts, staging, running
         self.log = running.log
+        # What a build spills goes with the staging folder, where that is on local disk.
+        self.spill = fsio.url_to_fs(staging)[1] if fsio.is_local(staging) else None
         langs = parts[0][1]["options"]["languages"]
         self.columns = {langs["src"]: ["src"], langs["tgt"]: ["tgt"], JOINED: ["src", "tgt"]}
         self.train_shards = _train_shards(parts)
@@ -209,5 +211,7 @@ def run_vocab(
     refresh's `parts`, as (root, manifest): their token counts are summed); `how`:
     `run_steps`' force, replace, log and quiet."""
     return run_step(
-        lambda: VocabStep(config, parts or [read_prepared(config.prepared)]), beam_args, **how
+        lambda: VocabStep(config, parts or [read_prepared(config.prepared, "--prepared")]),
+        beam_args,
+        **how,
     )

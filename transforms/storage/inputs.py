@@ -81,7 +81,7 @@ def _side_url(prefix: str, lang: str, compression: str) -> str:
     return f"{prefix}.{lang}{compression}"
 
 
-def _find_side(prefix: str, lang: str) -> str:
+def _find_side(prefix: str, lang: str, role: str) -> str:
     """`PREFIX.LANG`, or the first of `PREFIX.LANG.gz`/`.bz2`/`.xz`/`.zst` that exists."""
     if split_archive_url(prefix):
         # Listing a compressed archive means reading all of it; the reader reports a
@@ -91,7 +91,15 @@ def _find_side(prefix: str, lang: str) -> str:
     for url in tried:
         if fsio.exists(url):
             return fsio.canonical_url(url)
-    raise InputError(f"no file for {prefix}.{lang}: tried {', '.join(tried)}")
+    message = f"no file for {prefix}.{lang}: tried {', '.join(tried)}"
+    raise _missing(prefix, f"--{role}pref", message)
+
+
+def _missing(url: str, option: str, message: str) -> InputError:
+    """The error of an input not found: that its bucket does not exist, where that is
+    why (`fsio.require_bucket`), else `message`."""
+    fsio.require_bucket(url, option)
+    return InputError(message)
 
 
 def _has_glob(url: str) -> bool:
@@ -112,16 +120,22 @@ def resolve_pair_prefix(prefix: str, src_lang: str, tgt_lang: str, role: str) ->
     """Inputs for a fairseq-style prefix (`PREFIX.{src,tgt}`); globs allowed in PREFIX."""
     rel = _is_relative(prefix)
     if not _has_glob(prefix) or split_archive_url(prefix):
-        src, tgt = _find_side(prefix, src_lang), _find_side(prefix, tgt_lang)
+        src, tgt = _find_side(prefix, src_lang, role), _find_side(prefix, tgt_lang, role)
         return [CorpusInput(role, src, tgt, relative=rel and not split_archive_url(prefix))]
     side = re.compile(
         re.escape(f".{src_lang}") + "(" + "|".join(map(re.escape, COMPRESSION_SUFFIXES[1:])) + ")?$"
     )
     prefixes = sorted({side.sub("", m) for m in _glob(f"{prefix}.{src_lang}*") if side.search(m)})
     if not prefixes:
-        raise InputError(f"no files match {prefix}.{src_lang} (with or without compression suffix)")
+        raise _missing(
+            prefix,
+            f"--{role}pref",
+            f"no files match {prefix}.{src_lang} (with or without compression suffix)",
+        )
     return [
-        CorpusInput(role, _find_side(p, src_lang), _find_side(p, tgt_lang), relative=rel)
+        CorpusInput(
+            role, _find_side(p, src_lang, role), _find_side(p, tgt_lang, role), relative=rel
+        )
         for p in prefixes
     ]
 
@@ -145,9 +159,9 @@ def resolve_tsv(pattern: str, columns: tuple[int, int], role: str) -> list[Corpu
         return [CorpusInput(role, pattern, None, columns)]
     urls = _glob(pattern) if _has_glob(pattern) else [pattern]
     if not urls:
-        raise InputError(f"no files match {pattern}")
+        raise _missing(pattern, "--tsv", f"no files match {pattern}")
     for url in urls:
         if not fsio.exists(url):
-            raise InputError(f"no such file: {url}")
+            raise _missing(url, "--tsv", f"no such file: {url}")
     rel = _is_relative(pattern)
     return [CorpusInput(role, fsio.canonical_url(u), None, columns, rel) for u in urls]

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from nmtpipe.pipelines.cli import flags, logs
-from nmtpipe.pipelines.cli.torch_jobs import add_nproc, run_torch_job
+from nmtpipe.pipelines.cli.torch_jobs import add_nproc, run_torch_job, with_checkpoint_file
 from nmtpipe.trainers.generate.decode_config import JOB, DecodeConfig
 
 DESCRIPTION = """\
@@ -72,4 +72,4 @@ def shown(summary: dict[str, Any]) -> logs.Shown:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    return run_torch_job(flags.from_args(CONFIG, args), args, shown)
+    return run_torch_job(with_checkpoint_file(flags.from_args(CONFIG, args)), args, shown)
