@@ -2,9 +2,10 @@
 progress every step reports (`transforms/progress.py`).
 
 On a terminal a tqdm bar (count, rate, ETA); when stderr is a file or a pipe (cron, CI,
-a scheduler's log) one plain line per interval with the same figures, so logs stay
-readable; nothing at all with `--quiet`. Notes (one-off lines such as "preparing 3
-inputs on FnApiRunner") follow the same switch. `main` installs it once per command;
+a scheduler's log) one plain line per interval with the same figures, each stamped with
+the time it was written, so logs stay readable; nothing at all with `--quiet`. Notes
+(one-off lines such as "preparing 3 inputs on FnApiRunner") follow the same switch and
+are stamped the same way in a log. `main` installs it once per command;
 torch jobs carry it to their ranks (`rank.py`). stdout is never written here: it
 carries each command's result.
 """
@@ -30,8 +31,12 @@ class Terminal(progress.Display):
     interval: float = 30.0
 
     def note(self, message: str) -> None:
-        if not self.quiet:  # above a bar, which is drawn again below it
+        if self.quiet:
+            return
+        if sys.stderr.isatty():  # above a bar, which is drawn again below it
             tqdm.write(message, file=sys.stderr)
+        else:
+            print(stamped(message), file=sys.stderr, flush=True)
 
     def bar(
         self, what: str, total: int | None, unit: str, initial: int, stream: TextIO | None
@@ -39,6 +44,11 @@ class Terminal(progress.Display):
         if self.quiet:
             return None
         return Bar(what, total, unit, initial, stream or sys.stderr, self.interval)
+
+
+def stamped(line: str) -> str:
+    """A line of a log, after the local time it was written (to the second)."""
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}"
 
 
 def install(quiet: bool) -> None:
@@ -70,6 +80,8 @@ class Bar:
         self._shown: int | None = None  # the count of the last plain line
         if self._plain:
             self._started = self._last = time.monotonic()
+            if unit and total is not None:  # a log has the total from the start
+                self._line()
         else:
             self._bar = tqdm(
                 total=total, initial=initial, desc=what, unit=unit, file=stream,
@@ -94,10 +106,11 @@ class Bar:
 
     def _line(self) -> None:
         self._last, self._shown = time.monotonic(), self.n
-        print(self.line(self._last - self._started), file=self._stream, flush=True)
+        print(stamped(self.line(self._last - self._started)), file=self._stream, flush=True)
 
     def line(self, elapsed: float) -> str:
-        """The plain line: `what: n/total unit [elapsed<eta, rate unit/s] figures`."""
+        """The plain line (after its time stamp): `what: n/total unit [elapsed<eta,
+        rate unit/s] figures`."""
         if not self.unit:  # nothing to count: how long it has been running
             return f"{self.what}: {tqdm.format_interval(elapsed)} elapsed"
         done = self.n - self._initial
