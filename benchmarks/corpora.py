@@ -62,15 +62,3 @@ def add_option(parser: argparse.ArgumentParser) -> None:
         default="longtail",
         help="which generated corpus (default longtail; recombined: the saturated one)",
     )
-
-
-def command_line(generate: Callable[..., None], doc: str) -> None:
-    """A generator script's command line: `--pairs N --out PREFIX [--seed S]`."""
-    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
-    parser.add_argument("--pairs", type=int, required=True)
-    parser.add_argument(
-        "--out", required=True, help="output prefix; writes PREFIX.en and PREFIX.zh"
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    generate(args.pairs, args.out, args.seed)

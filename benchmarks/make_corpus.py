@@ -42,6 +42,6 @@ def generate(pairs: int, out: str, seed: int = 0) -> None:
 
 
 if __name__ == "__main__":
-    from corpora import command_line
+    from generator_cli import command_line
 
     command_line(generate, __doc__)

@@ -5,7 +5,8 @@
   They are downloaded with `pip download --no-deps`, never installed: `apache-flink` pins
   an old apache-beam.
 - Spark: the `pyspark` sdist, whose deps/ folder (bin/spark-class, jars/) is a SPARK_HOME.
-- Beam's job-server jar for the installed apache-beam, with the ordinary Maven client.
+
+Beam's job server comes from Maven (`cluster_job_server`).
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def spark_home(cache: Path, version: str, say: Callable[[str], None]) -> Path:
     return _fresh_home(cache, f"spark-{version}", build)
 
 
-# -- Beam ---------------------------------------------------------------------------------
+# -- the submitting side -------------------------------------------------------------------
 
 
 def beam_version(python: str) -> str:
@@ -151,80 +152,3 @@ def beam_version(python: str) -> str:
             "pipelines (its Beam version picks the job-server jar)"
         )
     return version
-
-
-def fetch_job_server_jar(
-    artifact: str, beam: str, cache: Path, override: str | None, env_name: str
-) -> Path:
-    """The job-server jar: `override`, else the cache, else Maven (into the cache).
-
-    Fails with one line that names the artifact and where to put the jar.
-    """
-    if override:
-        jar = Path(override).expanduser()
-        if not zipfile.is_zipfile(jar):
-            raise ClusterError(f"{env_name}={override} is not a jar file")
-        return jar.resolve()
-    jars = cache / "jars"
-    jar = jars / f"{artifact}-{beam}.jar"
-    if zipfile.is_zipfile(jar):
-        return jar
-    coordinates = f"org.apache.beam:{artifact}:{beam}"
-    remedy = (
-        f"put the jar at {jar} or set {env_name}=/path/to/{jar.name} "
-        "(or start with --no-job-server)"
-    )
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ClusterError(f"cannot fetch {coordinates}: no `mvn` on PATH; {remedy}")
-    jars.mkdir(parents=True, exist_ok=True)
-    log = jars / f"{artifact}-{beam}.mvn.log"
-    with tempfile.TemporaryDirectory(dir=jars, prefix=".fetch-") as tmp:
-        cmd = [mvn, "-q", "-B", "-U", "dependency:copy", f"-Dartifact={coordinates}"]
-        with open(log, "w") as out:
-            rc = subprocess.run(
-                [*cmd, f"-DoutputDirectory={tmp}"],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                check=False,
-            ).returncode
-        fetched = Path(tmp) / jar.name
-        if rc != 0 or not zipfile.is_zipfile(fetched):
-            raise ClusterError(
-                f"cannot fetch {coordinates} with Maven (the repository refused or lacks it; "
-                f"log: {log}); {remedy}"
-            )
-        os.replace(fetched, jar)
-    return jar
-
-
-def bundled_version(jar: Path, group: str, artifacts: tuple[str, ...]) -> str | None:
-    """The version of `group:artifact` shaded into `jar`, read from its Maven metadata."""
-    try:
-        with zipfile.ZipFile(jar) as zf:
-            names = set(zf.namelist())
-            if group == "org.apache.spark" and "spark-version-info.properties" in names:
-                text = zf.read("spark-version-info.properties").decode(errors="replace")
-                found = re.search(r"^version=(\S+)", text, re.M)
-                if found:
-                    return found.group(1)
-            for artifact in artifacts:
-                name = f"META-INF/maven/{group}/{artifact}/pom.properties"
-                if name in names:
-                    text = zf.read(name).decode(errors="replace")
-                    found = re.search(r"^version=(\S+)", text, re.M)
-                    if found:
-                        return found.group(1)
-    except (OSError, zipfile.BadZipFile):
-        return None
-    return None
-
-
-def main_class(jar: Path) -> str | None:
-    try:
-        with zipfile.ZipFile(jar) as zf:
-            manifest = zf.read("META-INF/MANIFEST.MF").decode(errors="replace")
-    except (OSError, KeyError, zipfile.BadZipFile):
-        return None
-    found = re.search(r"^Main-Class:\s*(\S+)", manifest, re.M)
-    return found.group(1) if found else None

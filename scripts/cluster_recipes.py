@@ -1,9 +1,10 @@
 """What `scripts/local-cluster` runs: its settings, and each cluster's processes.
 
-Flink 1.20 (a JobManager and TaskManagers) and Spark 3.5 (a master and workers), each
-with Beam's job server in front; the Beam options that submit to them. A `Layout` says
-which of those run on this host: all of them (one host), or the head (JobManager or
-master, job server) here and the workers on other hosts, each beside a Beam worker pool.
+Flink (a JobManager and TaskManagers) and Spark (a master and workers) of the versions
+their Beam job server was built for (`cluster_job_server`), each with that job server in
+front; the Beam options that submit to them. A `Layout` says which of those run on this
+host: all of them (one host), or the head (JobManager or master, job server) here and the
+workers on other hosts, each beside a Beam worker pool.
 """
 
 from __future__ import annotations
@@ -15,23 +16,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cluster_job_server import (
+    ASSEMBLIES,
+    DRIVER,
+    FLINK_LINE,
+    MAVEN_CENTRAL,
+    SHADED_ARTIFACT,
+    SPARK_LINE,
+    JobServer,
+)
 from cluster_procs import ClusterError, get_json, port_open
 
 REPO = Path(__file__).resolve().parents[1]
 CLUSTERS = ("flink", "spark")
 SLOTS = 2  # Flink task slots, Spark worker cores: the machine's 2 cores
-FLINK_LINE, SPARK_LINE = "1.20", "3.5"  # what Beam's flink-1.20 and spark-3 job servers run on
-# Without a job-server jar to follow (see local_cluster._pick_version): the newest Flink
-# 1.20 patch, and the Spark that Beam's spark-3 runner is built against.
-DEFAULT_FLINK, DEFAULT_SPARK = "1.20.5", "3.5.0"
-JOB_SERVER_ARTIFACT = {
-    "flink": f"beam-runners-flink-{FLINK_LINE}-job-server",
-    "spark": "beam-runners-spark-3-job-server",
-}
-JOB_SERVER_MAIN = {
-    "flink": "org.apache.beam.runners.flink.FlinkJobServerDriver",
-    "spark": "org.apache.beam.runners.spark.SparkJobServerDriver",
-}
+# Without a job server to follow (--no-job-server; a worker host that finds none): the
+# versions the assembled job servers run, the tested ones.
+DEFAULT_FLINK, DEFAULT_SPARK = "1.19.0", "3.5.6"
 
 # Every setting, its default and what it is for: read once, in Settings.from_env, and
 # listed by --help.
@@ -43,23 +44,30 @@ ENV = {
     "NMTPIPE_CLUSTER_STATE": ("<cache>/state", "pids, configuration and logs, per cluster"),
     "NMTPIPE_PYTHON": (
         "python on PATH, else <repo>/.venv/bin/python",
-        "the python that submits pipelines: its apache-beam version picks the jar",
+        "the python that submits pipelines: its apache-beam version picks the shaded jar",
     ),
     "NMTPIPE_FLINK_VERSION": (
-        f"the job server's Flink if {FLINK_LINE}.x, else {DEFAULT_FLINK}",
-        "Flink from PyPI (apache-flink, apache-flink-libraries)",
+        f"the job server's Flink, else {DEFAULT_FLINK}",
+        f"Flink from PyPI (apache-flink, apache-flink-libraries); a {FLINK_LINE}.x for "
+        "the default job server",
     ),
     "NMTPIPE_SPARK_VERSION": (
-        f"the job server's Spark if {SPARK_LINE}.x, else {DEFAULT_SPARK}",
-        "Spark from PyPI (pyspark)",
+        f"the job server's Spark, else {DEFAULT_SPARK}",
+        f"Spark from PyPI (pyspark); a {SPARK_LINE}.x for the default job server",
     ),
-    "NMTPIPE_FLINK_JOB_SERVER_JAR": (
-        f"<cache>/jars/{JOB_SERVER_ARTIFACT['flink']}-<beam>.jar",
-        "an existing Flink job-server jar",
+    "NMTPIPE_FLINK_JOB_SERVER": (
+        f"<cache>/jars/{SHADED_ARTIFACT['flink']}-<beam>.jar, else "
+        f"<cache>/job-servers/{ASSEMBLIES['flink'].name}/lib",
+        "a Flink job server to use: a jar, or a folder of jars (run with java -cp)",
     ),
-    "NMTPIPE_SPARK_JOB_SERVER_JAR": (
-        f"<cache>/jars/{JOB_SERVER_ARTIFACT['spark']}-<beam>.jar",
-        "an existing Spark job-server jar",
+    "NMTPIPE_SPARK_JOB_SERVER": (
+        f"<cache>/jars/{SHADED_ARTIFACT['spark']}-<beam>.jar, else "
+        f"<cache>/job-servers/{ASSEMBLIES['spark'].name}/lib",
+        "a Spark job server to use: a jar, or a folder of jars (run with java -cp)",
+    ),
+    "NMTPIPE_MAVEN_REPOSITORY": (
+        MAVEN_CENTRAL,
+        "where Beam's shaded job-server jar is downloaded from, as Beam's SDK does",
     ),
     "NMTPIPE_FLINK_REST_PORT": ("8081", "Flink REST API and web UI"),
     "NMTPIPE_FLINK_RPC_PORT": ("6123", "Flink JobManager RPC"),
@@ -78,7 +86,7 @@ ENV = {
 }
 # Java 17 keeps JDK internals closed; Flink (its shipped env.java.opts.all) and Spark
 # (launcher JavaModuleOptions) open these. The job servers are the Flink client and the
-# Spark driver, started by plain `java -jar`, so they get the union too.
+# Spark driver, started by plain `java`, so they get the union too.
 JAVA_OPENS = [
     "java.lang", "java.lang.invoke", "java.lang.reflect", "java.io", "java.net", "java.nio",
     "java.text", "java.time", "java.util", "java.util.concurrent",
@@ -104,7 +112,8 @@ class Settings:
     state_root: Path
     python: str | None
     versions: dict[str, str | None]
-    jars: dict[str, str | None]
+    job_servers: dict[str, str | None]
+    maven_repository: str
     ports: dict[str, int]
     memory: dict[str, str]
     timeout_s: float
@@ -143,7 +152,8 @@ class Settings:
             state_root=Path(state).expanduser().absolute() if state else cache / "state",
             python=env.get("NMTPIPE_PYTHON") or None,
             versions={c: env.get(f"NMTPIPE_{c.upper()}_VERSION") or None for c in CLUSTERS},
-            jars={c: env.get(f"NMTPIPE_{c.upper()}_JOB_SERVER_JAR") or None for c in CLUSTERS},
+            job_servers={c: env.get(f"NMTPIPE_{c.upper()}_JOB_SERVER") or None for c in CLUSTERS},
+            maven_repository=get("NMTPIPE_MAVEN_REPOSITORY"),
             ports=ports,
             memory={
                 "jm": get("NMTPIPE_FLINK_JM_MEMORY"),
@@ -228,6 +238,9 @@ def flink_config(settings: Settings, state: Path, layout: Layout) -> str:
         "jobmanager.bind-host": bind,
         "jobmanager.memory.process.size": settings.memory["jm"],
         "jobmanager.execution.failover-strategy": "region",
+        # On a busy 2-core machine a TaskManager took longer than the default 10 s to
+        # accept a task (the job failed "not responding after a rpcTimeout").
+        "pekko.ask.timeout": "60 s",
         "taskmanager.host": layout.address,
         "taskmanager.bind-host": bind,
         "taskmanager.numberOfTaskSlots": layout.slots,
@@ -276,7 +289,7 @@ def spark_master(url: str) -> dict:
 
 
 def _job_server(
-    cluster: str, jar: Path, state: Path, settings: Settings, master_args: list[str],
+    cluster: str, server: JobServer, state: Path, settings: Settings, master_args: list[str],
     layout: Layout,
 ) -> Component:  # fmt: skip
     port = settings.ports[f"{cluster}_job"]
@@ -290,7 +303,8 @@ def _job_server(
         cores = layout.workers * layout.slots
         argv += [f"-Dspark.cores.max={cores}", "-Dspark.scheduler.minRegisteredResourcesRatio=1",
                  "-Dspark.scheduler.maxRegisteredResourcesWaitingTime=60s"]  # fmt: skip
-    argv += ["-jar", str(jar), *master_args, "--job-host", layout.head, "--job-port", str(port)]
+    argv += ["-cp", server.classpath, DRIVER[cluster], *master_args]
+    argv += ["--job-host", layout.head, "--job-port", str(port)]
     argv += ["--artifact-port", "0", "--expansion-port", "0"]
     argv += ["--artifacts-dir", str(state / "artifacts")]
     env = dict(os.environ, SPARK_LOCAL_IP=layout.spark_host(layout.head))
@@ -320,7 +334,7 @@ def worker_pool(python: str, settings: Settings) -> Component:
 
 
 def flink_components(
-    home: Path, state: Path, settings: Settings, jar: Path | None, layout: Layout,
+    home: Path, state: Path, settings: Settings, server: JobServer | None, layout: Layout,
     python: str | None,
 ) -> list[Component]:  # fmt: skip
     rest = f"http://{layout.head}:{settings.ports['flink_rest']}"
@@ -355,9 +369,9 @@ def flink_components(
                                     env, f"{rest}/taskmanagers", tm_waiting(k + 1)))  # fmt: skip
     if layout.pools and layout.local_workers:
         components.append(worker_pool(python or sys.executable, settings))
-    if jar and layout.runs_head:
+    if server and layout.runs_head:
         master = ["--flink-master", f"{layout.head}:{settings.ports['flink_rest']}"]
-        components.append(_job_server("flink", jar, state, settings, master, layout))
+        components.append(_job_server("flink", server, state, settings, master, layout))
     return components
 
 
@@ -368,7 +382,7 @@ def _on(taskmanager: dict, address: str) -> bool:
 
 
 def spark_components(
-    home: Path, state: Path, settings: Settings, jar: Path | None, layout: Layout,
+    home: Path, state: Path, settings: Settings, server: JobServer | None, layout: Layout,
     python: str | None,
 ) -> list[Component]:  # fmt: skip
     ports = settings.ports
@@ -419,7 +433,7 @@ def spark_components(
         components.append(Component(name, worker, worker_env, url, worker_waiting(k + 1)))
     if layout.pools and layout.local_workers:
         components.append(worker_pool(python or sys.executable, settings))
-    if jar and layout.runs_head:
+    if server and layout.runs_head:
         args = ["--spark-master-url", master_url]
-        components.append(_job_server("spark", jar, state, settings, args, layout))
+        components.append(_job_server("spark", server, state, settings, args, layout))
     return components

@@ -133,6 +133,8 @@ def spellings(action: argparse.Action) -> str:
     if action.nargs == 0:
         return ", ".join(code(flag) for flag in action.option_strings)
     metavar = action.metavar or choices or action.dest.upper()
+    if isinstance(metavar, tuple):  # one name per value (`--train-pair SRC TGT`)
+        metavar = " ".join(metavar)
     if action.nargs in ("+", "*"):
         metavar = f"{metavar} [{metavar} ...]"
     elif action.nargs == "?":
@@ -251,6 +253,8 @@ def cli_index() -> str:
 
 
 def kind_of(opt: Option) -> str:
+    if opt.spec.nargs is not None:  # items of several values: `[SRC, TGT]`
+        return f"list of [{', '.join(opt.spec.metavar or ())}] items"
     kind = {"str": "string", "int": "integer", "float": "number", "bool": "true/false"}
     shown = kind[opt.kind]
     return f"list of {shown}s" if opt.many else shown
@@ -346,8 +350,12 @@ as on the command line: `[--runner=DataflowRunner, --project=my-project]` |
 {steps}
 | `evaluate` | mapping | more test sets the decode step translates and scores after the \
 test split: `NAME: {{input: PATHS, reference: PATHS}}`, into `{{root}}/decoded/NAME/`; \
-`{{example}}` in a path is the bundled example folder |
+`{{example}}` in a path (of any section) is the bundled example folder |
 | `refresh` | mapping | the settings of `nmtpipe refresh` (below) |
+| `vars` | mapping | variables for the config's paths: `NAME: VALUE` makes `{{NAME}}` in any \
+string of the config VALUE (`vars: {{data: /tmp/t2t_datagen}}`, then \
+`tar://dev/newsdev2017-enzh-src.en.sgm::{{data}}/dev.tgz`); `nmtpipe run --set NAME=VALUE` \
+sets one, and a null VALUE must be set so |
 """
 
 

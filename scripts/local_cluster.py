@@ -23,6 +23,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import cluster_fetch as fetch
+import cluster_job_server as job_servers
+from cluster_job_server import (
+    DRIVER,
+    FLINK_LINE,
+    SHADED_ARTIFACT,
+    SPARK_LINE,
+    TESTED_SDK,
+    JobServer,
+)
 from cluster_procs import (
     ClusterError,
     own_members,
@@ -40,12 +49,8 @@ from cluster_recipes import (
     DEFAULT_FLINK,
     DEFAULT_SPARK,
     ENV,
-    FLINK_LINE,
-    JOB_SERVER_ARTIFACT,
-    JOB_SERVER_MAIN,
     REPO,
     SLOTS,
-    SPARK_LINE,
     Component,
     Layout,
     Settings,
@@ -93,52 +98,69 @@ def _submit_python(settings: Settings) -> tuple[str, str]:
     )
 
 
-def _job_server_jar(cluster: str, settings: Settings, python: str, beam: str) -> Path:
-    """The job-server jar for the Beam of `python`, which submits the jobs."""
+def _job_server(cluster: str, settings: Settings, python: str, beam: str) -> JobServer:
+    """The job server for the Beam of `python`, which submits the jobs: the setting's, the
+    cache's, else fetched (Beam's shaded jar, or one assembled by Maven); one line says
+    which and from what."""
     say(f"{cluster}: apache-beam {beam} (from {python})")
-    artifact = JOB_SERVER_ARTIFACT[cluster]
-    env_name = f"NMTPIPE_{cluster.upper()}_JOB_SERVER_JAR"
-    jar = fetch.fetch_job_server_jar(
-        artifact, beam, settings.cache, settings.jars[cluster], env_name
-    )
-    main = fetch.main_class(jar)
-    if main != JOB_SERVER_MAIN[cluster]:
-        say(f"warning: {jar} has Main-Class {main}, not {JOB_SERVER_MAIN[cluster]}")
-    if beam not in jar.name:
-        say(f"warning: {jar.name} may not be Beam {beam}: a job server must match the SDK")
-    return jar
+    env_name = f"NMTPIPE_{cluster.upper()}_JOB_SERVER"
+    if settings.job_servers[cluster]:
+        server = job_servers.given(cluster, settings.job_servers[cluster], env_name)
+    else:
+        server = job_servers.cached(cluster, beam, settings.cache) or job_servers.fetch(
+            cluster, beam, settings.cache, settings.maven_repository, env_name,
+            lambda text: say(f"{cluster}: {text}"),
+        )  # fmt: skip
+    engine = f"{cluster.capitalize()} {server.engine or '(version unknown)'}"
+    say(f"{cluster}: job server: {server.source}; built for {engine}")
+    if server.path.is_file():
+        main = job_servers.main_class(server.path)
+        if main not in (None, DRIVER[cluster]):
+            say(f"warning: {server.path} has Main-Class {main}; running {DRIVER[cluster]}")
+        if beam not in server.path.name:
+            say(f"warning: {server.path.name} may not be Beam {beam}: it must match the SDK")
+    elif beam != TESTED_SDK:
+        say(f"note: this job server was tested with apache-beam {TESTED_SDK}, not {beam}")
+    return server
 
 
-def _known_jar_version(cluster: str, settings: Settings, beam: str) -> str | None:
-    """The Flink or Spark version shaded into a job-server jar already here (the
-    setting's, or the cache's for this Beam), without fetching one: a worker host
-    needs no jar, but its engine must be the head's."""
-    cached = settings.cache / "jars" / f"{JOB_SERVER_ARTIFACT[cluster]}-{beam}.jar"
-    jar = Path(settings.jars[cluster] or cached)
-    return _shaded_version(cluster, jar) if jar.is_file() else None
+def _known_engine_version(cluster: str, settings: Settings, beam: str | None) -> str | None:
+    """The Flink or Spark version of the job server the setting names or the cache holds,
+    without fetching one: a worker host needs no job server, but its engine must be the
+    head's."""
+    name = settings.job_servers[cluster]
+    if name:
+        return job_servers.given(cluster, name, f"NMTPIPE_{cluster.upper()}_JOB_SERVER").engine
+    server = job_servers.cached(cluster, beam or "", settings.cache)
+    return server.engine if server else None
 
 
-def _shaded_version(cluster: str, jar: Path) -> str | None:
-    if cluster == "flink":
-        return fetch.bundled_version(jar, "org.apache.flink", ("flink-runtime", "flink-core"))
-    return fetch.bundled_version(jar, "org.apache.spark", ("spark-core_2.12",))
-
-
-def _pick_version(cluster: str, settings: Settings, shaded: str | None) -> str:
-    """The cluster's version: the env's, else the one the job server was built with."""
-    line, default = (
-        (FLINK_LINE, DEFAULT_FLINK) if cluster == "flink" else (SPARK_LINE, DEFAULT_SPARK)
-    )
+def _pick_version(cluster: str, settings: Settings, follows: str | None) -> str:
+    """The cluster's version: the setting's, else the job server's, else the default;
+    a setting on another minor version than the job server's fails in one line."""
     wanted = settings.versions[cluster]
-    if wanted:
-        if shaded and shaded != wanted:
-            say(f"warning: the job server runs {cluster} {shaded}, the cluster {wanted}")
-        return wanted
-    if shaded and shaded.startswith(line + "."):
-        return shaded
-    if shaded:
-        say(f"warning: the job server runs {cluster} {shaded}, not {line}.x; using {default}")
-    return default
+    if wanted and follows and _minor(wanted) != _minor(follows):
+        name = f"NMTPIPE_{cluster.upper()}_VERSION"
+        raise ClusterError(
+            f"{name}={wanted} does not match the job server, built for {cluster.capitalize()} "
+            f"{follows}: unset {name} or name a {_minor(follows)}.x"
+        )
+    return wanted or follows or (DEFAULT_FLINK if cluster == "flink" else DEFAULT_SPARK)
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def _require_java() -> None:
+    """Flink and Spark need a Java of 17 or newer (Java 17 is what is tested)."""
+    major = job_servers.java_major()
+    if major is None or major < 17:
+        found = f"`java -version` says {major}" if major else "no `java` on PATH"
+        raise ClusterError(
+            f"Flink and Spark here need Java 17 ({found}): install a JDK 17 "
+            "(Debian: apt-get install openjdk-17-jdk-headless)"
+        )
 
 
 def _check_ports(cluster: str, settings: Settings, job_server: bool, layout: Layout) -> None:
@@ -190,25 +212,26 @@ def start(
                     f"{cluster} was started before and {why}; "
                     f"run `scripts/local-cluster stop {cluster}` first"
                 )
-            if job_server and not state["job_server_jar"]:
+            if job_server and not state["job_server"]:
                 say(f"{cluster} runs without a job server: stop it, then start it again")
             say(f"{cluster} already runs (started {state['started']}); its options:")
             print(state["options"], flush=True)
             return 0
-        # The python that submits (its Beam picks the jar) and runs the worker pool.
+        _require_java()
+        # The python that submits (its Beam picks the job server) and runs the worker pool.
         python, beam = _submit_python(settings) if job_server or layout.pools else (None, None)
-        jar = _job_server_jar(cluster, settings, python, beam) if job_server else None
-        if jar is not None:
-            shaded = _shaded_version(cluster, jar)
-        elif not layout.runs_head:  # run the head's version: that of the jar, where known
-            shaded = _known_jar_version(cluster, settings, beam)
+        server = _job_server(cluster, settings, python, beam) if job_server else None
+        if server is not None:
+            follows = server.engine
+        elif not layout.runs_head:  # the head's version: its job server's, where known
+            follows = _known_engine_version(cluster, settings, beam)
         else:
-            shaded = None
+            follows = None
         if layout.pools and layout.local_workers:
             _require_nmtpipe(python)
-        # The python whose Beam picked the jar: a restart picks the same one.
+        # The python whose Beam picked the job server: a restart picks the same one.
         settings = dataclasses.replace(settings, python=python or settings.python)
-        version = _pick_version(cluster, settings, shaded)
+        version = _pick_version(cluster, settings, follows)
         _check_ports(cluster, settings, job_server, layout)
         began = time.monotonic()
         get_home = fetch.flink_home if cluster == "flink" else fetch.spark_home
@@ -218,9 +241,9 @@ def start(
             (folder / "conf" / "config.yaml").write_text(flink_config(settings, folder, layout))
             for name in ("log4j-console.properties", "logback-console.xml"):
                 shutil.copy(home / "conf" / name, folder / "conf" / name)
-            components = flink_components(home, folder, settings, jar, layout, python)
+            components = flink_components(home, folder, settings, server, layout, python)
         else:
-            components = spark_components(home, folder, settings, jar, layout, python)
+            components = spark_components(home, folder, settings, server, layout, python)
         options = beam_options(cluster, settings.ports, job_server, layout)
         rest = (
             f"http://{layout.head}:{settings.ports['flink_rest']}"
@@ -233,14 +256,15 @@ def start(
             "version": version,
             "home": str(home),
             "beam": beam,
-            "job_server_jar": str(jar) if jar else None,
+            "job_server": str(server.path) if server else None,
+            "job_server_source": server.source if server else None,
             "started": time.strftime("%Y-%m-%d %H:%M:%S"),
             "options": options,
             "rest": rest,
             "components": [],
             "ready": False,  # until every component answers
             # What `restart` starts again with: the settings given, the jar and version used.
-            "env": _recorded_env(cluster, env or {}, settings, jar, version),
+            "env": _recorded_env(cluster, env or {}, settings, server, version),
         }
         _start_components(cluster, components, folder, state, state_file, settings)
         write_state(state_file, dict(state, ready=True))
@@ -248,7 +272,7 @@ def start(
         if not job_server and layout.runs_head:
             say(
                 "no job server: Beam starts one itself from these options, fetching "
-                f"{JOB_SERVER_ARTIFACT[cluster]} from Maven Central (or pass "
+                f"{SHADED_ARTIFACT[cluster]} from Maven Central (or pass "
                 f"--{cluster}_job_server_jar) and needs Java 17's --add-opens in JDK_JAVA_OPTIONS"
             )
         print(options, flush=True)
@@ -256,13 +280,13 @@ def start(
 
 
 def _recorded_env(
-    cluster: str, env: dict[str, str], settings: Settings, jar: Path | None, version: str
+    cluster: str, env: dict[str, str], settings: Settings, server: JobServer | None, version: str
 ) -> dict[str, str]:
     """The NMTPIPE_* settings that start this cluster again as it is now."""
     recorded = {k: v for k, v in env.items() if k in ENV and v}
     recorded[f"NMTPIPE_{cluster.upper()}_VERSION"] = version
-    if jar is not None:
-        recorded[f"NMTPIPE_{cluster.upper()}_JOB_SERVER_JAR"] = str(jar)
+    if server is not None:
+        recorded[f"NMTPIPE_{cluster.upper()}_JOB_SERVER"] = str(server.path)
     if settings.python:
         recorded["NMTPIPE_PYTHON"] = str(Path(settings.python).absolute())
     return recorded
@@ -362,10 +386,10 @@ def status(clusters: list[str], settings: Settings) -> int:
         if state is None:
             print(f"{cluster}: not running")
             continue
-        jar = state.get("job_server_jar")
+        source = state.get("job_server_source")
         print(
             f"{cluster} {state['version']}: started {state['started']}"
-            + (f", job server {Path(jar).name}" if jar else ", no job server")
+            + (f", job server: {source}" if source else ", no job server")
             + ("" if state.get("ready") else " (starting, or a start that did not finish)")
         )
         for record in state["components"]:
@@ -390,7 +414,7 @@ def options(cluster: str, settings: Settings, as_json: bool) -> int:
         why = f"{', '.join(dead)} no longer runs" if dead else "its start did not finish"
         raise ClusterError(f"{cluster} was started but {why}")
     if as_json:
-        keys = ("cluster", "version", "options", "rest", "job_server_jar", "started")
+        keys = ("cluster", "version", "options", "rest", "job_server", "started")
         found = {k: state.get(k) for k in keys}
         found["pids"] = {r.name: r.pid for r in state["components"]}  # each a process group
         print(json.dumps(found), flush=True)
@@ -419,7 +443,7 @@ def restart(cluster: str, settings: Settings, environ: dict[str, str]) -> int:
         raise ClusterError(f"{cluster}'s recorded settings name another state folder")
     stop([cluster], again)
     layout = Layout(**state.get("layout", {}))
-    return start(cluster, again, bool(state.get("job_server_jar")), state["env"], layout)
+    return start(cluster, again, bool(state.get("job_server")), state["env"], layout)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -427,9 +451,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="local-cluster",
         description=(
-            "A real standalone Flink 1.20 or Spark 3.5 cluster on 127.0.0.1 (2 slots or "
-            "cores) with Beam's job server in front of it. `start` prints on stdout, on one "
-            "line, the Beam options that submit to it."
+            f"A real standalone Flink {FLINK_LINE} or Spark {SPARK_LINE} cluster on 127.0.0.1 "
+            "(2 slots or cores) with Beam's job server in front of it: Beam's shaded jar from "
+            "Maven Central, else one assembled by Maven from Beam's published runner "
+            "libraries. Needs Java 17, and Maven where the shaded jar cannot be had. `start` "
+            "and `options` print on stdout, on one line, the Beam options that submit to it; "
+            f"where they fail, {not_running('CLUSTER')}, which nmtpipe refuses."
         ),
         epilog=(
             "settings (environment variables, with their defaults):\n"
@@ -493,6 +520,8 @@ def build_parser() -> argparse.ArgumentParser:
         "restart", help="stop a started cluster and start it as it was started"
     )
     restart_p.add_argument("cluster", choices=CLUSTERS)
+    for sub in (start_p, restart_p):
+        sub.set_defaults(json=False)
     return parser
 
 
@@ -532,8 +561,22 @@ def _interrupted(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+def not_running(cluster: str) -> str:
+    """What `start`, `restart` and `options` print on stdout when they fail, in place of the
+    options: an option nmtpipe refuses (exit 2, one line), so that `nmtpipe prepare ...
+    $(scripts/local-cluster options flink)` stops instead of running on the local runner."""
+    return f"--{cluster.lower()}-cluster-is-not-running"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    code = _run(args)
+    if code != 0 and args.command in ("start", "restart", "options") and not args.json:
+        print(not_running(args.cluster), flush=True)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         settings = Settings.from_env(os.environ)
         if args.command == "options":

@@ -107,3 +107,109 @@ def write_foreign_checkpoint(path: Path) -> str:
 
     torch.save({"model": {"w": torch.ones(2)}, "args": NotWeights()}, path)
     return f"{NotWeights.__module__}.{NotWeights.__qualname__}"
+
+
+SHARED_DATA = Path("/work/shared/data")
+# Chinese in GB18030, CRLF line ends: a CWMT corpus as its files come.
+GB18030_MEMBER = "cwmt/neu2017/NEU_cn.txt"
+CWMT_PAIRS = [
+    ("cwmt/casia2015/casia2015_en.txt", "cwmt/casia2015/casia2015_ch.txt"),
+    ("cwmt/casict2015/casict2015_en.txt", "cwmt/casict2015/casict2015_ch.txt"),
+    ("cwmt/neu2017/NEU_en.txt", GB18030_MEMBER),
+    ("cwmt/datum2015/datum_en.txt", "cwmt/datum2015/datum_ch.txt"),
+    *((f"cwmt/datum2017/Book{n}_en.txt", f"cwmt/datum2017/Book{n}_cn.txt") for n in range(1, 21)),
+]
+NC_PAIR = (
+    "training-parallel-nc-v13/news-commentary-v13.zh-en.en",
+    "training-parallel-nc-v13/news-commentary-v13.zh-en.zh",
+)
+DEV_PAIR = ("dev/newsdev2017-enzh-src.en.sgm", "dev/newsdev2017-enzh-ref.zh.sgm")
+
+
+def shared_lines(name: str, lang: str) -> list[str]:
+    """The lines of a corpus in /work/shared/data (`tatoeba-cmn`, `ntrex128-enzh`), line
+    ends dropped."""
+    text = (SHARED_DATA / name / f"{name}.{lang}").read_text(encoding="utf-8")
+    return [line.removesuffix("\r") for line in text.split("\n")[:-1]]
+
+
+def write_tgz(path: Path, members: dict[str, bytes]) -> Path:
+    """A .tgz archive holding `members` (name → bytes), in the order given."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def sgml_set(lines: list[str], docids: list[str], lang: str, ref: bool) -> bytes:
+    """WMT's SGML of `lines`: a `<doc>` per run of one document id, a `<seg>` per line,
+    XML-escaped."""
+    from xml.sax.saxutils import escape
+
+    head = (
+        f'<refset setid="newsdev2017" srclang="any" trglang="{lang}">'
+        if ref
+        else '<srcset setid="newsdev2017" srclang="any">'
+    )
+    out, doc, seg = [head], None, 0
+    for line, docid in zip(lines, docids, strict=True):
+        if docid != doc:
+            if doc is not None:
+                out += ["</p>", "</doc>"]
+            sysid = "ref" if ref else "src"
+            out += [f'<doc sysid="{sysid}" docid="{docid}" genre="news" origlang="en">', "<p>"]
+            doc, seg = docid, 0
+        seg += 1
+        out.append(f'<seg id="{seg}">{escape(line, {chr(34): "&quot;"})}</seg>')
+    out += ["</p>", "</doc>", "</refset>" if ref else "</srcset>"]
+    return ("\n".join(out) + "\n").encode()
+
+
+def t2t_enzh_archives(folder: Path, per_corpus: int = 12, gb18030_pairs: int = 300) -> dict:
+    """Miniature copies of the archives T2T's translate_enzh reads, with its member
+    names, made of the shared Tatoeba and NTREX-128 lines: News Commentary, every CWMT
+    corpus (NEU's Chinese side in GB18030, its two sides with CRLF ends), newsdev2017 as
+    SGML. Returns what each member pair holds: {(src member, tgt member): pairs}."""
+    en, zh = shared_lines("tatoeba-cmn", "en"), shared_lines("tatoeba-cmn", "zh")
+    at = 0
+
+    def take(n: int) -> tuple[list[str], list[str]]:
+        nonlocal at
+        at += n
+        return en[at - n : at], zh[at - n : at]
+
+    folder.mkdir(parents=True, exist_ok=True)
+    sizes = {}
+    src, tgt = take(per_corpus * 3)
+    nc = {
+        name: ("\n".join(side) + "\n").encode()
+        for name, side in zip(NC_PAIR, (src, tgt), strict=True)
+    }
+    write_tgz(folder / "training-parallel-nc-v13.tgz", nc)
+    sizes[NC_PAIR] = len(src)
+    members = {}
+    for src_name, tgt_name in CWMT_PAIRS:
+        gb = tgt_name == GB18030_MEMBER
+        src, tgt = take(gb18030_pairs if gb else per_corpus)
+        end = "\r\n" if gb else "\n"
+        members[src_name] = (end.join(src) + end).encode()
+        members[tgt_name] = (end.join(tgt) + end).encode("gb18030" if gb else "utf-8")
+        sizes[(src_name, tgt_name)] = len(src)
+    write_tgz(folder / "cwmt.tgz", members)
+    dev_en, dev_zh = shared_lines("ntrex128-enzh", "en"), shared_lines("ntrex128-enzh", "zh")
+    docids = shared_lines("ntrex128-enzh", "docid")
+    n = 60
+    write_tgz(
+        folder / "dev.tgz",
+        {
+            DEV_PAIR[0]: sgml_set(dev_en[:n], docids[:n], "en", ref=False),
+            DEV_PAIR[1]: sgml_set(dev_zh[:n], docids[:n], "zh", ref=True),
+        },
+    )
+    sizes[DEV_PAIR] = n
+    return sizes

@@ -28,13 +28,14 @@ class Spec:
     help: str
     name: str | None
     aliases: tuple[str, ...]
-    metavar: str | None
+    metavar: str | tuple[str, ...] | None
     choices: tuple[Any, ...] | None
     group: str | None
-    parse: Callable[[str], Any] | None
+    parse: Callable[[Any], Any] | None
     repeat: bool
     invert: bool
     negatable: bool
+    nargs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -52,13 +53,14 @@ def option(
     help: str,
     name: str | None = None,
     aliases: tuple[str, ...] = (),
-    metavar: str | None = None,
+    metavar: str | tuple[str, ...] | None = None,
     choices: tuple[Any, ...] | list[Any] | None = None,
     group: str | None = None,
-    parse: Callable[[str], Any] | None = None,
+    parse: Callable[[Any], Any] | None = None,
     repeat: bool = False,
     invert: bool = False,
     negatable: bool = False,
+    nargs: int | None = None,
 ) -> Any:
     """A config field that is an option (no default: required).
 
@@ -68,10 +70,14 @@ def option(
     by the field's type; a tuple's items comma-separated, spaces around them dropped);
     repeat: a tuple given by repeating the flag, an item each time unless `parse` makes
     more; invert: a switch that turns the (true by default) field off
-    (`--keep-copies` for `drop_copies`); negatable: a switch with a `--no-` form.
+    (`--keep-copies` for `drop_copies`); negatable: a switch with a `--no-` form;
+    nargs: each occurrence takes that many values (`--train-pair SRC TGT`, metavar a tuple
+    of their names), and `parse` makes one item of them: of their texts, or of a YAML
+    item (a list of as many values, or a mapping, which `parse` may refuse with a
+    ValueError); the field is a tuple of items, the flag repeatable.
     """
     spec = Spec(help, name, tuple(aliases), metavar, tuple(choices) if choices else None,
-                 group, parse, repeat, invert, negatable)  # fmt: skip
+                 group, parse, repeat or nargs is not None, invert, negatable, nargs)  # fmt: skip
     return dataclasses.field(default=default, metadata={KEY: spec})
 
 
@@ -191,6 +197,17 @@ class Option:
             return ",".join(map(str, value))
         return value
 
+    def parse_item(self, values: Any) -> Any:
+        """One occurrence of an option of several values (`nargs`): its texts, or a YAML
+        item, made one item."""
+        assert self.spec.nargs is not None and self.spec.parse is not None
+        if isinstance(values, list | tuple):
+            if len(values) != self.spec.nargs or not all(isinstance(v, str) for v in values):
+                raise ValueError(f"wants {self.spec.nargs} values, not {values!r}")
+        elif not isinstance(values, dict):
+            raise ValueError(f"wants a list of {self.spec.nargs} values, not {values!r}")
+        return self.spec.parse(values)
+
     def parse(self, text: str) -> Any:
         """One command-line value; a repeated option's is a tuple of its part."""
         if self.spec.parse is not None:
@@ -211,6 +228,8 @@ class Option:
     def from_value(self, value: Any) -> Any:
         """A value as YAML gives it (a number, a string, true/false, a list), checked and
         typed as its flag's would be; ValueError says what is wrong, not where."""
+        if self.spec.nargs is not None:
+            return self._items(value)
         if isinstance(value, dict) or value is None:
             raise ValueError(f"wants a value, not {value!r}")
         if self.switch:
@@ -229,6 +248,20 @@ class Option:
             found = self.parse(_text(value))
         self.check_choice(found)
         return found
+
+    def _items(self, value: Any) -> tuple[Any, ...]:
+        """The items of an option of several values as YAML gives them: a list of items,
+        or one item (a list of as many strings, or a mapping)."""
+        one = isinstance(value, dict) or (
+            isinstance(value, list)
+            and len(value) == self.spec.nargs
+            and all(isinstance(v, str) for v in value)
+        )
+        if one:
+            return (self.parse_item(value),)
+        if not isinstance(value, list):
+            raise ValueError(f"wants a list of items, not {value!r}")
+        return tuple(self.parse_item(item) for item in value)
 
     def _native(self, value: Any) -> bool:
         if self.many or self.spec.parse is not None or isinstance(value, bool):

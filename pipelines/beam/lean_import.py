@@ -4,9 +4,9 @@
 pandas for Beam DataFrames, pymongo's `bson` for MongoDB IO, boto3 for Beam's own S3
 filesystem. nmtpipe reads and writes through fsspec and Arrow and never uses Beam's
 DataFrames, MongoDB IO or S3 filesystem, yet these imports were about 40% of Beam's
-import time, which every command paid before any work (benchmarks/RESULTS.md, issue
-19). Beam treats each as optional (`except ImportError`), so the `nmtpipe` command has
-them look uninstalled while it imports Beam; afterwards they import normally. Library
+import time, which every command paid before any work (benchmarks/RESULTS.md). Beam
+treats each as optional (`except ImportError`), so the `nmtpipe` command has them look
+uninstalled while it imports Beam; afterwards they import normally. Library
 users who import nmtpipe's modules are not affected, nor are Beam's worker processes.
 
 pyarrow asks once, on its first conversion of Python objects (`pa.array` of a list),
@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import sys
+import warnings
 from types import ModuleType
 
 # Top-level modules Beam imports only for integrations nmtpipe does not use.
@@ -45,14 +46,21 @@ def import_beam(unused: tuple[str, ...] = UNUSED) -> ModuleType:
     asked about pandas meanwhile too, if pandas is among them.
 
     A no-op if Beam is imported already (with its integrations); modules imported
-    already are left alone.
+    already are left alone. A Beam that needs one of them after all gets it: imported
+    again without hiding.
     """
     hider = _Hider(tuple(name for name in unused if name not in sys.modules))
     sys.meta_path.insert(0, hider)
     try:
-        beam = importlib.import_module("apache_beam")
+        with warnings.catch_warnings():  # (what Beam's dependencies warn of at import)
+            warnings.simplefilter("ignore")
+            beam = importlib.import_module("apache_beam")
         if "pandas" in hider.names:
             importlib.import_module("pyarrow").array([])
         return beam
+    except ImportError as e:
+        if (e.name or "").partition(".")[0] not in hider.names:
+            raise
     finally:
         sys.meta_path.remove(hider)
+    return importlib.import_module("apache_beam")

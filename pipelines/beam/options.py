@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import enum
 import functools
 import importlib.util
 import os
@@ -33,8 +34,7 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.runner import PipelineResult, PipelineState
 
-from nmtpipe.pipelines.beam import local_runner
-from nmtpipe.pipelines.beam.worker_watch import watch_workers
+from nmtpipe.pipelines.beam import internals, local_runner
 from nmtpipe.pipelines.usage import unknown_options
 from nmtpipe.transforms.errors import ConfigError, NmtpipeError, RunnerError, find_user_error
 from nmtpipe.transforms.options import duration, duration_text
@@ -85,7 +85,7 @@ class NmtpipeOptions(PipelineOptions):
             " 90s, 30m, 6h or seconds: an engine that lost its workers waits for them"
             " forever. The default is about 18 times the 40 minutes a 100M-pair prepare"
             " would take on a cluster of one 2-core worker (Flink with a worker pool, at the"
-            " rate measured for 1M pairs: benchmarks/RESULTS.md, issue 43), so only a job"
+            " rate measured for 1M pairs: benchmarks/RESULTS.md), so only a job"
             " that stopped making progress meets it. Local runners have none.",
         )
 
@@ -250,11 +250,26 @@ def runs_locally(options: PipelineOptions) -> bool:
     return options.view_as(StandardOptions).runner in LOCAL_RUNNERS
 
 
-def forks_workers(options: PipelineOptions) -> bool:
-    """Whether a run with `options` starts local worker processes (which nmtpipe forks:
-    `local_runner.py`)."""
-    direct = options.view_as(DirectOptions)
-    return runs_locally(options) and direct.direct_running_mode == "multi_processing"
+class Placement(enum.Enum):
+    """Where a run's Beam work runs."""
+
+    IN_PROCESS = "in this process (or its threads)"
+    FORKED = "worker processes forked from nmtpipe's fork server"
+    BEAM_WORKERS = "worker processes started by Beam"
+    REMOTE = "on a remote runner's workers"
+
+
+def placement(options: PipelineOptions) -> Placement:
+    """The one decision of where a run with `options` (as `pipeline_options` made them:
+    its mode picked by input size, or the user's) runs: every runner, the command line
+    and library calls alike go by it. Local worker processes are forked unless this
+    Beam's internals differ from what forking relies on (checked once, here, where
+    workers are first needed: `internals.py`)."""
+    if not runs_locally(options):
+        return Placement.REMOTE
+    if options.view_as(DirectOptions).direct_running_mode != "multi_processing":
+        return Placement.IN_PROCESS
+    return Placement.FORKED if internals.problem() is None else Placement.BEAM_WORKERS
 
 
 _MODES = {"multi_processing": "worker processes", "multi_threading": "worker threads"}
@@ -327,14 +342,17 @@ def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam
     with (
         quiet_stderr(quiet and local) as terminal,
         heartbeat(f"{what} on {runner}", stream=terminal),
-        watch_workers() if local else contextlib.nullcontext(),
+        local_runner.interrupt_kills_workers() if local else contextlib.nullcontext(),
     ):
         try:
             result = pipeline.run()
             # In milliseconds; when they pass first, Beam returns the state then (RUNNING).
             state = result.wait_until_finish(None if deadline is None else deadline * 1000)
-        except Exception as exc:
-            failure = None if local else engine_failure(exc)
+        except BaseException as exc:
+            if _interrupted(exc):
+                said = f"interrupted while Beam ran {what}; it committed nothing"
+                raise Interrupted(said) from exc
+            failure = None if local or not isinstance(exc, Exception) else engine_failure(exc)
             if failure is None:
                 raise
             raise RunnerError(f"the Beam job failed on {runner}: {failure}") from exc
@@ -342,6 +360,22 @@ def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam
             raise RunnerError(_overdue(runner, deadline, _cancel_failure(result)))
     if state != PipelineState.DONE:
         raise NmtpipeError(f"the Beam pipeline ended in state {state}")
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) while a pipeline ran: its message says what was left undone."""
+
+
+def _interrupted(exc: BaseException | None) -> bool:
+    """Whether `exc` is, or comes of, a KeyboardInterrupt (Beam reports one raised in a
+    DoFn as `RuntimeError: KeyboardInterrupt [while running ...]`)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _cancel_failure(result: PipelineResult) -> str | None:
@@ -391,8 +425,8 @@ def engine_failure(exc: BaseException) -> str | None:
 
 def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
     """An empty pipeline on the runner `options` name, its local workers forked
-    (`local_runner.py`) where it starts any."""
-    runner = local_runner.LocalRunner() if forks_workers(options) else None
+    (`local_runner.py`) where `placement` says so."""
+    runner = local_runner.LocalRunner() if placement(options) is Placement.FORKED else None
     return beam.Pipeline(runner=runner, options=options)
 
 

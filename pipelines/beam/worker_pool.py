@@ -16,40 +16,74 @@ SIGINT) ends every worker it started.
 
 Workers are forked from `forked_workers`' fork server, started before the pool serves
 (a prepare job starts one per stage and slot: 16 to 34 of them on the clusters of
-benchmarks/RESULTS.md, issue 43). They write to the pool's stderr, and keep malloc to
-two arenas as nmtpipe's local workers do.
+benchmarks/RESULTS.md). Where this Beam's internals differ from what forking relies on
+(`internals.py`), each is started as Beam's own pool starts one, a new interpreter
+running `apache_beam.runners.worker.sdk_worker_main`. They write to the pool's stderr,
+and keep malloc to two arenas as nmtpipe's local workers do.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
+import pkgutil
 import signal
+import subprocess
+import sys
 import threading
 from concurrent import futures
 
 import grpc
 from apache_beam.portability.api import beam_fn_api_pb2, beam_fn_api_pb2_grpc
 
-from nmtpipe.pipelines.beam import malloc_arenas
-from nmtpipe.pipelines.beam.forked_workers import FORKS, Worker, sdk_worker
+from nmtpipe.pipelines.beam import internals, malloc_arenas
+from nmtpipe.pipelines.beam.forked_workers import HARNESS, Worker, forks, sdk_worker
 
 _LOG = logging.getLogger("nmtpipe.worker_pool")
 
 
+def step_modules() -> list[str]:
+    """Every module of `transforms.beam`, where the steps' DoFns live: what a forked
+    worker unpickles, before the pool knows which steps its jobs run."""
+    from nmtpipe.transforms import beam as steps
+
+    return [f"{steps.__name__}.{m.name}" for m in pkgutil.iter_modules(steps.__path__)]
+
+
 class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
     """Starts an SDK worker process per request; stops none (see the module)."""
+
+    def __init__(self) -> None:
+        self.forked = internals.problem() is None
+        self._started: list[subprocess.Popen] = []
 
     def StartWorker(
         self, request: beam_fn_api_pb2.StartWorkerRequest, context: object
     ) -> beam_fn_api_pb2.StartWorkerResponse:
         control, worker_id = request.control_endpoint.url, request.worker_id
         try:
-            worker = FORKS.start(sdk_worker, control, worker_id, name=f"worker {worker_id}")
+            if self.forked:
+                pid = forks().start(sdk_worker, control, worker_id, name=f"worker {worker_id}").pid
+            else:
+                pid = self._start_as_beam_does(request)
         except OSError as e:
             return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start a worker: {e}")
-        _LOG.info("started worker %s (pid %d) for %s", worker_id, worker.pid, control)
+        _LOG.info("started worker %s (pid %d) for %s", worker_id, pid, control)
         return beam_fn_api_pb2.StartWorkerResponse()
+
+    def _start_as_beam_does(self, request: beam_fn_api_pb2.StartWorkerRequest) -> int:
+        """A worker as a new interpreter, given its endpoints as Beam's pool gives them."""
+        environment = {
+            **os.environ,
+            "CONTROL_API_SERVICE_DESCRIPTOR": str(request.control_endpoint),
+            "PIPELINE_OPTIONS": "{}",
+            "WORKER_ID": request.worker_id,
+        }
+        worker = subprocess.Popen([sys.executable, "-m", HARNESS], env=environment,
+                                  stdout=sys.stderr.fileno())  # fmt: skip
+        self._started = [w for w in self._started if w.poll() is None] + [worker]
+        return worker.pid
 
     def StopWorker(
         self, request: beam_fn_api_pb2.StopWorkerRequest, context: object
@@ -59,15 +93,20 @@ class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
 
     @property
     def workers(self) -> list[Worker]:
-        """The workers started and not yet seen ending."""
-        return FORKS.alive()
+        """The forked workers started and not yet seen ending."""
+        return forks().alive()
 
     def warm_up(self) -> None:
         """Starts the fork server (and its imports) now, not with the first worker."""
-        FORKS.warm_up()
+        if self.forked:
+            forks().preload(step_modules())
 
     def stop_all(self) -> None:
-        FORKS.stop_all()
+        forks().stop()
+        for worker in self._started:
+            worker.terminate()
+        for worker in self._started:
+            worker.wait()
 
 
 def serve(port: int) -> None:

@@ -7,10 +7,16 @@ step's typed config through the config's option table, the one the command's fla
 come from (`flags.from_mapping`): keys are checked before anything runs (an unknown
 key, with the nearest known one, or a value of the wrong type is an error naming the
 file and the key), so a typo never costs a half-run.
+
+A path may name a variable in braces: `{example}` is the bundled example folder, and a
+config may declare its own under `vars:` (`vars: {data: /tmp/t2t_datagen}`, then
+`tar://dev/newsdev2017-enzh-src.en.sgm::{data}/dev.tgz`), which the command line can set
+(`nmtpipe run CONFIG --set data=DIR`): a bundled recipe then reads a user's folder.
 """
 
 from __future__ import annotations
 
+import argparse
 import re
 from importlib import resources
 from typing import Any
@@ -31,10 +37,13 @@ from nmtpipe.pipelines.workflow.run_config import (
 from nmtpipe.transforms.errors import ConfigError, InputError, did_you_mean
 from nmtpipe.transforms.storage import fsio
 
-EXAMPLES = ("example", "tatoeba")  # the demo; the 30-minute recipe
+# the demo; the 30-minute recipe; T2T's translate_enzh inputs from their archives
+EXAMPLES = ("example", "tatoeba", "t2t-enzh")
 # The keys a config may have, in the order a config is written.
-_TOP_LEVEL = ("root", "beam", *STEPS, "evaluate", "refresh")
+_TOP_LEVEL = ("vars", "root", "beam", *STEPS, "evaluate", "refresh")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+EXAMPLE_VARIABLE = "example"
 
 
 def example_folder() -> str:
@@ -72,11 +81,71 @@ def _step_config(step: str, options: dict[str, Any], root: str, source: str) -> 
 
 
 def _paths(value: Any, where: str) -> tuple[str, ...]:
-    """One path or a list of them; `{example}` stands for the bundled example folder."""
+    """One path or a list of them."""
     items = value if isinstance(value, list) else [value]
     if not items or not all(isinstance(v, str) and v for v in items):
         raise ConfigError(f"{where}: wants a path or a list of paths, not {value!r}")
-    return tuple(v.replace("{example}", example_folder()) for v in items)
+    return tuple(items)
+
+
+def parse_setting(text: str) -> tuple[str, str]:
+    """`NAME=VALUE` (`--set data=/srv/t2t`) → (name, value); argparse's `type`."""
+    name, eq, value = text.partition("=")
+    if not eq or not _VARIABLE.fullmatch(f"{{{name}}}") or not value:
+        raise argparse.ArgumentTypeError(
+            f"wants NAME=VALUE, such as data=/srv/t2t_datagen, not {text!r}"
+        )
+    return name, value
+
+
+def add_settings(parser: argparse.ArgumentParser) -> None:
+    """`--set NAME=VALUE`, repeatable: the config's variables, for `run` and `refresh`."""
+    parser.add_argument(
+        "--set",
+        action="append",
+        type=parse_setting,
+        metavar="NAME=VALUE",
+        help="set a variable of the config's vars: ({NAME} in its paths)",
+    )
+
+
+def _variables(section: Any, settings: dict[str, str], url: str) -> dict[str, str | None]:
+    """The config's variables (`vars:`, with `settings` over them) and `{example}`."""
+    section = section or {}
+    if not isinstance(section, dict) or not all(
+        isinstance(k, str) and _VARIABLE.fullmatch(f"{{{k}}}") and (v is None or isinstance(v, str))
+        for k, v in section.items()
+    ):
+        raise ConfigError(f"{url}: vars maps names to paths (or null: to be set with --set)")
+    for name in settings:
+        if name not in section:
+            known = ", ".join(section) or "none"
+            raise ConfigError(f"--set {name}: {url} has no variable {name} (its vars: {known})")
+    return {**section, **settings, EXAMPLE_VARIABLE: example_folder()}
+
+
+def _substituted(value: Any, variables: dict[str, str | None], where: str) -> Any:
+    """`value` with `{NAME}` replaced in every string, for the names in `variables`
+    (other braces are left as written)."""
+    if isinstance(value, dict):
+        return {k: _substituted(v, variables, f"{where}.{k}") for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substituted(v, variables, where) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def fill(found: re.Match[str]) -> str:
+        name = found.group(1)
+        if name not in variables:
+            return found.group(0)
+        if variables[name] is None:
+            raise ConfigError(
+                f"{where}: {{{name}}} is not set: give --set {name}=VALUE, or vars.{name} "
+                "in the config"
+            )
+        return str(variables[name])
+
+    return _VARIABLE.sub(fill, value)
 
 
 def _evaluation_sets(section: Any, url: str) -> tuple[EvalSet, ...]:
@@ -95,8 +164,9 @@ def _evaluation_sets(section: Any, url: str) -> tuple[EvalSet, ...]:
     return tuple(found)
 
 
-def load_config(url: str) -> RunConfig:
-    """Read and check a workflow config (YAML)."""
+def load_config(url: str, settings: dict[str, str] | None = None) -> RunConfig:
+    """Read and check a workflow config (YAML), its variables set (`vars:`, `settings`
+    over them: `--set NAME=VALUE`)."""
     try:
         doc = yaml.safe_load(fsio.read_bytes(url))
     except FileNotFoundError:
@@ -112,6 +182,8 @@ def load_config(url: str) -> RunConfig:
             f"{url}: unknown key{'s' * (len(unknown) > 1)} {named}; a config's keys are "
             f"{', '.join(_TOP_LEVEL)}"
         )
+    variables = _variables(doc.pop("vars", None), settings or {}, url)
+    doc = {key: _substituted(value, variables, f"{url}: {key}") for key, value in doc.items()}
     root = doc.get("root")
     if not isinstance(root, str) or not root:
         raise ConfigError(f"{url}: root (the storage URL every step writes under) is required")

@@ -53,7 +53,9 @@ def _add(group: argparse._ArgumentGroup, opt: Option) -> None:
     spec = opt.spec
     unset = opt.default is None or opt.required or opt.default_from is not None
     kwargs: dict[str, Any] = {"dest": opt.name, "help": spec.help}
-    if opt.switch and spec.negatable:
+    if spec.nargs is not None:
+        kwargs |= {"nargs": spec.nargs, "metavar": spec.metavar, "action": _items_action(opt)}
+    elif opt.switch and spec.negatable:
         kwargs |= {
             "action": argparse.BooleanOptionalAction,
             "default": None if unset else opt.default,
@@ -67,6 +69,21 @@ def _add(group: argparse._ArgumentGroup, opt: Option) -> None:
         elif not unset:
             kwargs["default"] = opt.text(opt.default)
     group.add_argument(*opt.flags, **kwargs)
+
+
+def _items_action(opt: Option) -> type[argparse.Action]:
+    """argparse's action for an option of several values (`nargs`): each occurrence made
+    one item (`Option.parse_item`), its message shown after the flag, items appended."""
+
+    class Items(argparse._AppendAction):
+        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None):
+            try:
+                item = opt.parse_item(list(values))
+            except (ValueError, NmtpipeError) as e:
+                raise argparse.ArgumentError(self, _message(opt, e)) from None
+            setattr(namespace, self.dest, [*(getattr(namespace, self.dest) or []), item])
+
+    return Items
 
 
 def _typed(opt: Option) -> Callable[[str], Any]:
@@ -93,7 +110,9 @@ def given(config: type, args: argparse.Namespace) -> dict[str, Any]:
     values = {}
     for opt in options(config):
         value = getattr(args, opt.name, None)
-        if opt.spec.repeat and value is not None:
+        if opt.spec.nargs is not None and value is not None:
+            value = tuple(value)
+        elif opt.spec.repeat and value is not None:
             value = tuple(x for part in value for x in part)
         values[opt.name] = value
     return values

@@ -72,9 +72,6 @@ COMMANDS = {
 # its graph introspection memoised, the heap frozen at the exit); the others never
 # import Beam (pyproject.toml's import contracts name them; a test runs each).
 RUNS_BEAM = frozenset({"prepare", "vocab", "encode", "run", "refresh"})
-# The commands whose Beam work usually runs in local worker processes (vocab's T2T build
-# is the driver's, on every core: there a fork server would only compete with it).
-FORKS_WORKERS = frozenset({"prepare", "encode", "run", "refresh"})
 
 DESCRIPTION = """\
 Turn raw parallel corpora into training-ready data, at any scale, on Apache Beam.
@@ -184,20 +181,18 @@ def show_step(step: str, outcome: Any) -> dict[str, Any]:
     return shown.result
 
 
-def _start_beam(command: str | None, argv: list[str]) -> None:
+def _start_beam() -> None:
     """Beam's start in this process, once logging is set up and before any Beam graph
-    module: malloc kept to two arenas (`malloc_arenas.py`), the local workers' fork
-    server started where `command` will likely fork some (`forked_workers.py`: its
-    imports then run beside Beam's here), Beam imported without the
+    module: malloc kept to two arenas (`malloc_arenas.py`), Beam imported without the
     integrations nmtpipe never uses, the graph introspection it repeats memoised, and the
     garbage collector frozen at the exit (`exit_freeze.py`; the workers freeze through
-    their pipeline options and inherit the arenas' limit)."""
-    from nmtpipe.pipelines.beam import exit_freeze, forked_workers, malloc_arenas
+    their pipeline options and inherit the arenas' limit). Local worker processes, and
+    the fork server they come from, start with the first run that needs them
+    (`options.placement`)."""
+    from nmtpipe.pipelines.beam import exit_freeze, malloc_arenas
     from nmtpipe.pipelines.beam.lean_import import import_beam
 
     malloc_arenas.limit_arenas()  # first: the fork server, hence the workers, inherit it
-    if command in FORKS_WORKERS and forked_workers.likely(argv):
-        forked_workers.FORKS.warm_up()
     import_beam()
     from nmtpipe.pipelines.beam import graph_memo  # (imports Beam)
 
@@ -221,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         print(overview(), file=sys.stderr)
         return 2
     if named not in COMMANDS or named in RUNS_BEAM:  # (every command's help loads them all)
-        _start_beam(named, argv)
+        _start_beam()
     parser = build_parser(named if named in COMMANDS else None)
     args, rest = parser.parse_known_args(argv)
     module = command_module(args.command)
@@ -239,8 +234,9 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             options.check_beam_args(rest, ours)
         return module.run(args, rest)
-    except KeyboardInterrupt:
-        print("nmtpipe: interrupted; nothing was committed", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # (a Beam run's says what it left undone)
+        said = str(exc) or "interrupted; nothing was committed"
+        print(f"nmtpipe {args.command}: {said}", file=sys.stderr)
         return logs.INTERRUPTED
     except Exception as exc:
         line, code = logs.error_line(args.command, exc, args.verbose)

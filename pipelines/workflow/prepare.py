@@ -18,7 +18,7 @@ from nmtpipe.pipelines.beam.options import runs_locally
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, PreparePlan, make_plan
 from nmtpipe.pipelines.workflow.step import Running, Step, Written, run_step
 from nmtpipe.transforms.beam.prepare import PrepareCorpus
-from nmtpipe.transforms.errors import OutputError
+from nmtpipe.transforms.errors import InputError, OutputError
 from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards
 from nmtpipe.transforms.formats.pair_shards import write_rejects
 from nmtpipe.transforms.formats.prepared import KIND, write_chars
@@ -26,6 +26,15 @@ from nmtpipe.transforms.formats.shard_names import CHARS_PATH, counts_path, pair
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, StepOutcome
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
+from nmtpipe.transforms.text.filters import (
+    BAD_RECORD,
+    DUPLICATE,
+    EMPTY,
+    INVALID_UTF8,
+    OVERLAP,
+    UNDECODABLE,
+    WRONG_LANGUAGE,
+)
 from nmtpipe.transforms.text.records import PAIRS_SCHEMA
 from nmtpipe.transforms.text.stats import finalize
 from nmtpipe.transforms.vocab.counts import COUNTS_SCHEMA, JOINED, write_counts
@@ -73,7 +82,7 @@ def _manifest_doc(
         "code_version": __version__,
         "created": manifest.created_stamp(),
         "fingerprint": plan.fingerprint,
-        "inputs": list(plan.identities),
+        "inputs": [_with_encoding(ident, stats) for ident in plan.identities],
         "options": plan.options(),
         "splits": {
             split: {"pairs": stats["splits"][split], "files": paths(kind="pairs", split=split)}
@@ -85,6 +94,40 @@ def _manifest_doc(
         "stats": STATS_FILE,
         "files": files,
     }
+
+
+def _with_encoding(ident: dict[str, Any], stats: dict[str, Any]) -> dict[str, Any]:
+    """An input's identity with the encoding each side was read in (found while reading)."""
+    found = stats["inputs"].get(ident["origin"], {}).get("encoding")
+    return {**ident, "encoding": found} if found else ident
+
+
+def _check_every_input_kept(stats: dict[str, Any]) -> None:
+    """Refuse to commit a run that kept none of the pairs of an input it read some
+    from, unless all went as duplicates or overlap: such an input was read wrong (its
+    encoding, its fields, the languages' order), and a dataset without it would fail
+    only at a later step, or not at all."""
+    for origin, info in stats["inputs"].items():
+        rejects = info["rejects"]
+        if not info["read"] or info["kept"] or not set(rejects) - {DUPLICATE, OVERLAP}:
+            continue
+        ranked = sorted(rejects.items(), key=lambda item: (-item[1], item[0]))
+        found = ", ".join(f"{reason} {n:,}" for reason, n in ranked[:3])
+        read_as = ", ".join(f"{side} {name}" for side, name in info.get("encoding", {}).items())
+        hint = _HINTS.get(ranked[0][0], "")
+        raise InputError(
+            f"{origin}: none of its {info['read']:,} pairs kept (read as {read_as or '?'}; "
+            f"rejected: {found}){hint}; nothing committed"
+        )
+
+
+_HINTS = {
+    INVALID_UTF8: "; name its encoding with --src-encoding/--tgt-encoding",
+    UNDECODABLE: "; name its encoding with --src-encoding/--tgt-encoding",
+    WRONG_LANGUAGE: "; are --src-lang and --tgt-lang its languages, in its order?",
+    EMPTY: "; for a table, name its fields with --table-columns",
+    BAD_RECORD: "; for a table, name its fields with --table-columns",
+}
 
 
 def _card(plan: PreparePlan, files: list[dict[str, Any]]) -> str:
@@ -172,6 +215,7 @@ class PrepareStep(Step):
         assert summary is not None
         stats = finalize(summary["stats"], self.plan.splits)
         files = summary["files"]
+        _check_every_input_kept(stats)
         _fill_empty(self.plan, files)
         _check_consistent(files, stats)
         return Written(files, stats)

@@ -16,15 +16,21 @@ from typing import Any
 from nmtpipe import __version__
 from nmtpipe.transforms.beam.prepare import PrepareSpec
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.formats.corpus.fields import parse_fields
+from nmtpipe.transforms.formats.corpus.tables import FORMATS as TABLE_FORMATS
+from nmtpipe.transforms.formats.corpus.tables import resolve_tables
 from nmtpipe.transforms.formats.prepared import KIND
 from nmtpipe.transforms.options import comma_list, count, nested, option
-from nmtpipe.transforms.storage import fsio, manifest
+from nmtpipe.transforms.storage import encodings, fsio, manifest
+from nmtpipe.transforms.storage.encodings import AUTO
 from nmtpipe.transforms.storage.inputs import (
+    LINES,
     CorpusInput,
+    archive_member,
     parse_columns,
+    resolve_pair,
     resolve_pair_prefix,
     resolve_tsv,
-    split_archive_url,
 )
 from nmtpipe.transforms.text.clean import CleanConfig
 from nmtpipe.transforms.text.filters import FilterConfig
@@ -51,6 +57,52 @@ INPUT, OUTPUT, SPLITTING, CLEANING, FILTERS, PERFORMANCE = (
 def _paths(metavar: str, help: str) -> Any:
     """Input files or prefixes: repeatable, each a comma-separated list (as fairseq's)."""
     return option((), parse=comma_list, repeat=True, metavar=metavar, group=INPUT, help=help)
+
+
+@dataclass(frozen=True)
+class FilePair:
+    """One pair of line-aligned files (`--train-pair SRC TGT`), with each side's
+    encoding where a YAML item names it (None: the section's `src_encoding`/`tgt_encoding`)."""
+
+    src: str
+    tgt: str
+    src_encoding: str | None = None
+    tgt_encoding: str | None = None
+
+
+_PAIR_KEYS = tuple(f.name for f in dataclasses.fields(FilePair))
+
+
+def parse_pair(values: list[str] | dict[str, Any]) -> FilePair:
+    """`[SRC, TGT]`, or a YAML mapping `{src, tgt, src_encoding, tgt_encoding}`."""
+    if isinstance(values, list):
+        return FilePair(*values)
+    unknown = sorted(set(values) - set(_PAIR_KEYS))
+    if unknown or not {"src", "tgt"} <= set(values):
+        raise ValueError(
+            f"a pair is [SRC, TGT] or a mapping of {', '.join(_PAIR_KEYS)} (src and tgt "
+            f"required), not {values!r}"
+        )
+    if not all(isinstance(v, str) and v for v in values.values()):
+        raise ValueError(f"a pair's values are paths and encoding names, not {values!r}")
+    for key in ("src_encoding", "tgt_encoding"):
+        if key in values:
+            encodings.checked(values[key])
+    return FilePair(**values)
+
+
+def _pairs(help: str) -> Any:
+    """Explicit file pairs: two values each time, repeatable."""
+    return option((), parse=parse_pair, nargs=2, metavar=("SRC", "TGT"), group=INPUT, help=help)
+
+
+def _encoding(side: str) -> Any:
+    help = (
+        f"the encoding of the {side} side's text files (UTF-8, GB18030, Big5, UTF-16, any of "
+        "Python's codecs); 'auto' finds it from the first megabyte: a byte-order mark, "
+        "UTF-8, else charset-normalizer's guess"
+    )
+    return option(AUTO, parse=encodings.checked, metavar="ENCODING", group=INPUT, help=help)
 
 
 def _side_form(side: str) -> Any:
@@ -105,6 +157,43 @@ class PrepareConfig:
         group=INPUT,
         help="TSV columns of source and target",
     )
+    train_pair: tuple[FilePair, ...] = _pairs(
+        "training data: a pair of line-aligned files named each its own way "
+        "(casia2015_en.txt casia2015_ch.txt), any URL, tar://MEMBER::ARCHIVE or "
+        "zip://MEMBER::ARCHIVE; an .sgm file's <seg> texts are its lines; in YAML a pair "
+        "is [SRC, TGT] or {src, tgt, src_encoding, tgt_encoding}"
+    )
+    valid_pair: tuple[FilePair, ...] = _pairs(
+        "validation data as a file pair (WMT's newsdev2017-enzh-src.en.sgm "
+        "newsdev2017-enzh-ref.zh.sgm)"
+    )
+    test_pair: tuple[FilePair, ...] = _pairs("test data as a file pair")
+    table: tuple[str, ...] = _paths(
+        "URL",
+        help="training data as tables: Parquet, JSON Lines, Arrow (a folder "
+        "Dataset.save_to_disk wrote) or TMX files; any fsspec URL (hf://datasets/OWNER/NAME/"
+        "PATH with the hf extra); globs allowed",
+    )
+    valid_table: tuple[str, ...] = _paths("URL", help="validation data as tables")
+    test_table: tuple[str, ...] = _paths("URL", help="test data as tables")
+    table_columns: tuple[str, str] | None = option(
+        None,
+        parse=parse_fields,
+        metavar="SRC,TGT",
+        group=INPUT,
+        help="the tables' source and target fields, dotted paths into structs "
+        "(translation.en,translation.zh), or a TMX's two xml:lang codes (default: the "
+        "translation struct's fields named as the languages, or columns so named)",
+    )
+    table_format: str = option(
+        AUTO,
+        choices=TABLE_FORMATS,
+        group=INPUT,
+        help="the tables' format ('auto': by each file's suffix: .parquet, .jsonl/.json, "
+        ".arrow, .tmx)",
+    )
+    src_encoding: str = _encoding("source")
+    tgt_encoding: str = _encoding("target")
     num_shards: int | None = count(
         None, group=OUTPUT, help="train shards (default: one per ~32 MB of input)"
     )
@@ -188,8 +277,10 @@ class PrepareConfig:
                 raise ConfigError(f"{flag} {lang!r} is not a usable language code")
         if self.src_lang == self.tgt_lang:
             raise ConfigError("--src-lang and --tgt-lang must differ")
-        if not self.trainpref and not self.tsv:
-            raise ConfigError("give the training data with --trainpref or --tsv")
+        if not (self.trainpref or self.train_pair or self.tsv or self.table):
+            raise ConfigError(
+                "give the training data with --trainpref, --train-pair, --tsv or --table"
+            )
         for name in ("num_shards", "count_buckets"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -304,16 +395,23 @@ class PreparePlan:
 
 def resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:
     """Every input the config names, found (globs expanded) or reported missing."""
+    langs = config.src_lang, config.tgt_lang
+    wanted = config.src_encoding, config.tgt_encoding
     inputs: list[CorpusInput] = []
-    for role, prefixes in (
-        ("train", config.trainpref),
-        ("valid", config.validpref),
-        ("test", config.testpref),
+    for role, prefixes, pairs, tables in (
+        ("train", config.trainpref, config.train_pair, config.table),
+        ("valid", config.validpref, config.valid_pair, config.valid_table),
+        ("test", config.testpref, config.test_pair, config.test_table),
     ):
         for prefix in prefixes:
-            inputs += resolve_pair_prefix(prefix, config.src_lang, config.tgt_lang, role)
+            inputs += resolve_pair_prefix(prefix, *langs, role, wanted)
+        for pair in pairs:
+            sides = pair.src_encoding or wanted[0], pair.tgt_encoding or wanted[1]
+            inputs.append(resolve_pair(pair.src, pair.tgt, role, sides))
+        for url in tables:
+            inputs += resolve_tables(url, role, langs, config.table_format, config.table_columns)
     for pattern in config.tsv:
-        inputs += resolve_tsv(pattern, config.tsv_columns, "train")
+        inputs += resolve_tsv(pattern, config.tsv_columns, "train", config.src_encoding)
     seen: set[str] = set()
     for inp in inputs:
         for url in inp.urls():
@@ -324,27 +422,33 @@ def resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:
 
 
 def identity(inp: CorpusInput, checksum: bool = False) -> dict[str, Any]:
-    """What identifies an input's content: its role, columns and files' size and version
-    (or, with `checksum`, the sha256 of a plain file's bytes: a touched file is the same)."""
+    """What identifies an input's content: its role, columns, how it is read (a table's
+    format and fields, encodings named) and files' size and version (or, with
+    `checksum`, the sha256 of a plain file's bytes: a touched file is the same)."""
     files = []
     for url in inp.urls():
-        archived = split_archive_url(url)
+        archived = archive_member(url)
         if archived:
-            member, archive = archived
+            _, member, archive = archived
             files.append({**fsio.file_identity(archive), "member": member})
         elif checksum:
             size = fsio.file_identity(url)["size"]
             files.append({"url": url, "size": size, "sha256": fsio.sha256_of(url)})
         else:
             files.append(fsio.file_identity(url))
-    return {"role": inp.role, "origin": inp.origin, "columns": list(inp.columns), "files": files}
+    found: dict[str, Any] = {"role": inp.role, "origin": inp.origin, "columns": list(inp.columns)}
+    if inp.layout != LINES:  # keys only where they say more, so that older fingerprints hold
+        found |= {"layout": inp.layout, "fields": list(inp.fields or ())}
+    elif inp.encodings != (AUTO, AUTO):
+        found["encodings"] = list(inp.encodings)
+    return {**found, "files": files}
 
 
 def _estimated_bytes(identities: tuple[dict[str, Any], ...]) -> int:
     total = 0
     for ident in identities:
         for f in ident["files"]:
-            compressed = re.search(r"\.(gz|bz2|xz|zst|tgz)$", f["url"]) is not None
+            compressed = re.search(r"\.(gz|bz2|xz|zst|tgz|zip|parquet)$", f["url"]) is not None
             total += f["size"] * (COMPRESSION_FACTOR if compressed else 1)
     return total
 

@@ -112,9 +112,11 @@ def _prepared_sections(stats: dict[str, Any], options: dict[str, Any], examples:
     out = []
     inputs = stats.get("inputs", {})
     names = [origin.rsplit("/", 1)[-1] for origin in inputs]
-    rows = [[o, f"{i['read']:,}", f"{i['kept']:,}", f"{sum(i['rejects'].values()):,}"]
+    rows = [[o, f"{i['read']:,}", f"{i['kept']:,}", f"{sum(i['rejects'].values()):,}",
+             ", ".join(f"{side} {name}" for side, name in i.get("encoding", {}).items())]
             for o, i in inputs.items()]  # fmt: skip
-    out.append("<h2>Inputs</h2>" + _table(["input", "read", "kept", "rejected"], rows))
+    head = ["input", "read", "kept", "rejected", "encoding"]
+    out.append("<h2>Inputs</h2>" + _table(head, rows))
     out.append(
         _figure(
             "pairs read and kept per input",

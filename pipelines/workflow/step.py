@@ -29,14 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from nmtpipe.pipelines.beam.forked_workers import FORKS
-from nmtpipe.pipelines.beam.options import (
-    describe,
-    forks_workers,
-    pipeline_options,
-    run_branches,
-    runs_locally,
-)
+from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branches, runs_locally
 from nmtpipe.transforms.formats.dataset_card import write_card
 from nmtpipe.transforms.formats.step_summary import read_summary
 from nmtpipe.transforms.storage import fsio
@@ -159,8 +152,6 @@ def _build(
         beam_args = [*beam_args, *IN_PROCESS]
     options = pipeline_options(beam_args, size, cores_per_worker=cores)
     graphs = [step.graph(options) for step in todo]
-    if any(graphs) and forks_workers(options):
-        FORKS.warm_up()  # where the command has not: the workers' imports start now
     runner = describe(options, size) if any(graphs) else "the driver"
     for step in todo:
         log(step.announce(runner, options))

@@ -1,9 +1,12 @@
 """The running local clusters (`scripts/local-cluster`), found, never started: CI's
-.ci/run starts them once before pytest and stops them after; without one, tests skip."""
+.ci/run starts them once before pytest and stops them after; without one, tests skip,
+saying why. Where NMTPIPE_CLUSTER_TESTS=required (CI sets it), every skip here is a
+failure instead: a cluster test that did not run is not a pass."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -16,6 +19,22 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "local-cluster"
 ENGINES = ("flink", "spark")
+REQUIRED = "NMTPIPE_CLUSTER_TESTS"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A skip of a test in tests/clusters, in any phase, is a failure where REQUIRED."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and not hasattr(report, "wasxfail") and _required():
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped where {REQUIRED}=required: {reason.removeprefix('Skipped: ')}"
+
+
+def _required() -> bool:
+    return os.environ.get(REQUIRED) == "required"
 
 
 def local_cluster(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:

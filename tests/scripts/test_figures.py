@@ -17,7 +17,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 figures = importlib.import_module("figures")
 
 HEADINGS = [
-    "`vocab --model t2t` vs Tensor2Tensor's own `build_to_target_size` (issue 3)",
+    "`vocab --model t2t` vs Tensor2Tensor's own `build_to_target_size` (part 3)",
     "The recipe (`nmtpipe run --example tatoeba`)",
     "Prepare → vocab → encode at 10M pairs",
     "Each engine in processes of its own, taking turns (2026-11-25, 15:49-16:02 UTC)",
@@ -33,7 +33,7 @@ def test_the_manuals_anchor_is_python_markdowns(heading):
 def test_githubs_anchors_keep_double_hyphens_and_underscores():
     slugs = [figures.github_slug(h.replace("`", "")) for h in HEADINGS]
     assert slugs[:2] == [
-        "vocab---model-t2t-vs-tensor2tensors-own-build_to_target_size-issue-3",
+        "vocab---model-t2t-vs-tensor2tensors-own-build_to_target_size-part-3",
         "the-recipe-nmtpipe-run---example-tatoeba",
     ]
     assert slugs[2] == "prepare--vocab--encode-at-10m-pairs"

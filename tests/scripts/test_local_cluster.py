@@ -1,9 +1,11 @@
 """`scripts/local-cluster` without downloads: arguments, status and stop of recorded
-process groups, the one-line refusal when the job-server jar cannot be fetched, and the
-pure parts (options, Flink configuration, archives, jar metadata).
+process groups, where the job server comes from (Beam's shaded jar first, else an
+assembly by Maven, each faked here) and the one-line refusals when none can be had, the
+options that fail `nmtpipe` when no cluster runs, and the pure parts (options, Flink
+configuration, archives, jar metadata).
 
-Starting real Flink and Spark clusters (~550 MB of downloads, JVMs) is for a separate,
-slow test file.
+Starting real Flink and Spark clusters (~1 GB of downloads, JVMs) is tests/clusters'
+part, which CI runs on the clusters it starts.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import io
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +35,7 @@ SCRIPT = REPO / "scripts" / "local-cluster"
 sys.path.insert(0, str(SCRIPT.parent))
 procs = importlib.import_module("cluster_procs")
 fetch = importlib.import_module("cluster_fetch")
+job_servers = importlib.import_module("cluster_job_server")
 recipes = importlib.import_module("cluster_recipes")
 local_cluster = importlib.import_module("local_cluster")
 
@@ -95,43 +99,171 @@ def test_bad_settings_are_one_line(tmp_path, env, says):
     assert result.stderr.count("\n") == 1 and says in result.stderr
 
 
-def fake_mvn(tmp_path: Path) -> str:
-    """A PATH whose `mvn` fails as a repository that refuses the artifact does."""
+def bin_path(tmp_path: Path, *tools: str, mvn: str | None = None) -> str:
+    """A PATH of only `tools` (linked from this machine's) and, if given, an `mvn` script."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    mvn = bin_dir / "mvn"
-    mvn.write_text("#!/bin/sh\necho '[ERROR] Could not find artifact (refused)'\nexit 1\n")
-    mvn.chmod(0o755)
-    return f"{bin_dir}:{os.environ['PATH']}"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in tools:
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    if mvn is not None:
+        (bin_dir / "mvn").write_text(mvn)
+        (bin_dir / "mvn").chmod(0o755)
+    return str(bin_dir)
+
+
+REFUSING_MVN = '#!/bin/sh\necho "[ERROR] Could not find artifact (refused) $*"\nexit 1\n'
+
+
+def resolving_mvn(tmp_path: Path, engine_jar: str) -> str:
+    """An `mvn` that "resolves" a pom into -DoutputDirectory as copy-dependencies does: the
+    engine's jar and a runner jar holding both drivers; each call is logged."""
+    calls = tmp_path / "mvn-calls"
+    return f"""#!{sys.executable}
+import sys, zipfile
+from pathlib import Path
+with open({str(calls)!r}, "a") as log:
+    log.write(" ".join(sys.argv[1:]) + "\\n")
+out = Path(next(a.split("=", 1)[1] for a in sys.argv if a.startswith("-DoutputDirectory=")))
+out.mkdir(parents=True)
+for name in ({engine_jar!r}, "beam-runners-x-2.70.0.jar"):
+    with zipfile.ZipFile(out / name, "w") as zf:
+        for driver in {list(job_servers.DRIVER.values())!r}:
+            zf.writestr(driver.replace(".", "/") + ".class", b"")
+"""
+
+
+def refused_repository(tmp_path: Path) -> str:
+    """A Maven repository that has nothing (a file:// URL of an empty folder)."""
+    (tmp_path / "repo").mkdir(exist_ok=True)
+    return (tmp_path / "repo").as_uri()
 
 
 @pytest.mark.parametrize("cluster", ["flink", "spark"])
-def test_a_job_server_jar_maven_refuses_stops_the_start_in_one_line(tmp_path, cluster):
+def test_with_the_shaded_jar_refused_and_no_maven_one_line_says_what_to_install(tmp_path, cluster):
     beam = importlib.metadata.version("apache-beam")
-    result = run(tmp_path, "start", cluster, PATH=fake_mvn(tmp_path), NMTPIPE_PYTHON=sys.executable)
+    result = run(tmp_path, "start", cluster, PATH=bin_path(tmp_path, "java"),
+                 NMTPIPE_PYTHON=sys.executable,
+                 NMTPIPE_MAVEN_REPOSITORY=refused_repository(tmp_path))  # fmt: skip
     assert result.returncode == 1
-    assert result.stdout == ""  # no options: nothing to submit to
+    # No options: a word nmtpipe refuses, so that $(...) cannot run on the local runner.
+    assert result.stdout == f"--{cluster}-cluster-is-not-running\n"
     errors = [line for line in result.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1, result.stderr
-    artifact = recipes.JOB_SERVER_ARTIFACT[cluster]
-    assert f"org.apache.beam:{artifact}:{beam}" in errors[0]
-    assert f"NMTPIPE_{cluster.upper()}_JOB_SERVER_JAR" in errors[0]
-    assert str(tmp_path / "cache" / "jars" / f"{artifact}-{beam}.jar") in errors[0]
+    artifact = job_servers.SHADED_ARTIFACT[cluster]
+    assert (
+        f"no {cluster} job server: Beam's shaded jar org.apache.beam:{artifact}:{beam}"
+        in (errors[0])
+    )
+    assert "install it (Debian: apt-get install maven)" in errors[0]
+    assert f"NMTPIPE_{cluster.upper()}_JOB_SERVER" in errors[0]
     # It fails before downloading or starting anything.
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["jars"]
+    assert list((tmp_path / "cache" / "jars").iterdir()) == []
     assert not (tmp_path / "state" / cluster / "state.json").exists()
 
 
-def test_a_job_server_jar_setting_that_is_no_jar_is_one_line(tmp_path):
+def test_with_the_shaded_jar_refused_and_maven_refusing_one_line_names_its_log(tmp_path):
+    result = run(tmp_path, "start", "spark",
+                 PATH=bin_path(tmp_path, "java", mvn=REFUSING_MVN), NMTPIPE_PYTHON=sys.executable,
+                 NMTPIPE_MAVEN_REPOSITORY=refused_repository(tmp_path))  # fmt: skip
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1, result.stderr
+    coordinates = " + ".join(job_servers.ASSEMBLIES["spark"].coordinates)
+    assert f"no spark job server: Maven could not assemble one from {coordinates}" in errors[0]
+    log = tmp_path / "cache/job-servers" / f"{job_servers.ASSEMBLIES['spark'].name}.mvn.log"
+    assert f"mvn exited with code 1; log: {log})" in errors[0]
+    assert "refused" in log.read_text()
+    assert [p.name for p in log.parent.iterdir()] == [log.name]  # no half-made assembly
+
+
+def test_beams_shaded_jar_comes_first_as_beam_fetches_it(tmp_path, monkeypatch):
+    beam = "2.77.0"
+    artifact = job_servers.SHADED_ARTIFACT["flink"]
+    folder = tmp_path / "repo/org/apache/beam" / artifact / beam
+    folder.mkdir(parents=True)
+    with zipfile.ZipFile(folder / f"{artifact}-{beam}.jar", "w") as zf:
+        zf.writestr("META-INF/maven/org.apache.flink/flink-runtime/pom.properties",
+                    "version=1.19.3\n")  # fmt: skip
+    mvn = resolving_mvn(tmp_path, "flink-runtime-1.19.0.jar")
+    monkeypatch.setenv("PATH", bin_path(tmp_path, mvn=mvn) + os.pathsep + os.environ["PATH"])
+    repository = (tmp_path / "repo").as_uri()
+    server = job_servers.fetch("flink", beam, tmp_path / "cache", repository, "X", print)
+    jar = tmp_path / "cache/jars" / f"{artifact}-{beam}.jar"
+    assert (server.path, server.engine, server.classpath) == (jar, "1.19.3", str(jar))
+    assert server.source == (
+        f"Beam's shaded jar org.apache.beam:{artifact}:{beam}, from "
+        f"{repository}/org/apache/beam/{artifact}/{beam}/{artifact}-{beam}.jar"
+    )
+    assert not (tmp_path / "mvn-calls").exists()
+    assert job_servers.cached("flink", beam, tmp_path / "cache").path == jar
+
+
+def test_where_the_shaded_jar_is_refused_maven_assembles_one_once(tmp_path, monkeypatch):
+    mvn = resolving_mvn(tmp_path, "flink-runtime-1.19.0.jar")
+    monkeypatch.setenv("PATH", bin_path(tmp_path, mvn=mvn) + os.pathsep + os.environ["PATH"])
+    cache = tmp_path / "cache"
+    server = job_servers.fetch("flink", "2.77.0", cache, refused_repository(tmp_path), "X",
+                               lambda _: None)  # fmt: skip
+    assembly = job_servers.ASSEMBLIES["flink"]
+    folder = cache / "job-servers" / assembly.name
+    assert (server.path, server.engine) == (folder / "lib", "1.19.0")
+    assert server.classpath == f"{folder / 'lib'}/*"
+    assert server.source.startswith(
+        "assembled by Maven from org.apache.beam:beam-runners-flink-1.19:2.70.0 + "
+        "org.apache.beam:beam-runners-java-job-service:2.65.0 + "
+    )
+    pom = (folder / "pom.xml").read_text()
+    assert "<artifactId>beam-runners-flink-1.19</artifactId><version>2.70.0</version>" in pom
+    (call,) = (tmp_path / "mvn-calls").read_text().splitlines()
+    assert f"{job_servers.DEPENDENCY_PLUGIN}:copy-dependencies" in call
+    # Every later start, whatever its Beam, finds it in the cache: no Maven.
+    again = job_servers.cached("flink", "2.78.0", cache)
+    assert (again.path, again.engine) == (server.path, "1.19.0")
+    assert again.source == "assembled by Maven from " + " + ".join(assembly.coordinates) + (
+        ", cached"
+    )
+    assert job_servers.assemble("flink", cache, "mvn", print) == folder
+    assert len((tmp_path / "mvn-calls").read_text().splitlines()) == 1
+
+
+def test_a_cluster_version_off_the_job_servers_line_is_one_line_before_any_download(tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    with zipfile.ZipFile(lib / "flink-runtime-1.19.0.jar", "w") as zf:
+        zf.writestr("x", b"")
+    result = run(tmp_path, "start", "flink", NMTPIPE_PYTHON=sys.executable,
+                 NMTPIPE_FLINK_JOB_SERVER=str(lib), NMTPIPE_FLINK_VERSION="1.20.5")  # fmt: skip
+    assert result.returncode == 1
+    assert f"job server: NMTPIPE_FLINK_JOB_SERVER={lib}; built for Flink 1.19.0" in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "local-cluster: error: NMTPIPE_FLINK_VERSION=1.20.5 does not match the job server, "
+        "built for Flink 1.19.0: unset NMTPIPE_FLINK_VERSION or name a 1.19.x"
+    )
+    assert not (tmp_path / "cache").exists()
+
+
+def test_without_java_17_one_line_says_what_to_install(tmp_path):
+    result = run(tmp_path, "start", "spark", PATH=bin_path(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr == (
+        "local-cluster: error: Flink and Spark here need Java 17 (no `java` on PATH): install "
+        "a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)\n"
+    )
+
+
+def test_a_job_server_setting_that_is_neither_a_jar_nor_jars_is_one_line(tmp_path):
     result = run(
         tmp_path,
         "start",
         "spark",
         NMTPIPE_PYTHON=sys.executable,
-        NMTPIPE_SPARK_JOB_SERVER_JAR=str(tmp_path / "missing.jar"),
+        NMTPIPE_SPARK_JOB_SERVER=str(tmp_path / "missing.jar"),
     )
     assert result.returncode == 1
-    assert result.stderr.splitlines()[-1].endswith("missing.jar is not a jar file")
+    assert result.stderr.splitlines()[-1].endswith(
+        "missing.jar is neither a jar file nor a folder of jars"
+    )
 
 
 # -- recorded process groups --------------------------------------------------------------
@@ -225,8 +357,9 @@ def test_a_start_that_did_not_finish_must_be_stopped_first(tmp_path):
 
 def test_options_prints_a_running_clusters_options_and_starts_nothing(tmp_path):
     missing = run(tmp_path, "options", "flink")
-    assert (missing.returncode, missing.stdout) == (1, "")
+    assert (missing.returncode, missing.stdout) == (1, "--flink-cluster-is-not-running\n")
     assert missing.stderr == "local-cluster: error: flink is not running\n"
+    assert run(tmp_path, "options", "flink", "--json").stdout == ""
     with sleeper_group(tmp_path) as (proc, record):
         write_record(tmp_path, "flink", record)
         assert run(tmp_path, "options", "flink").stdout == "--runner=X\n"
@@ -242,6 +375,47 @@ def test_options_prints_a_running_clusters_options_and_starts_nothing(tmp_path):
         )
 
 
+def test_the_options_idiom_fails_nmtpipe_when_no_cluster_runs(tmp_path):
+    """`nmtpipe prepare ... $(scripts/local-cluster options flink)`, as the docs write it,
+    with no cluster: the command fails at once, saying which, instead of running locally."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NMTPIPE_")}
+    env["NMTPIPE_CLUSTER_STATE"] = str(tmp_path / "state")
+    line = (f"{sys.executable} -m nmtpipe prepare --example --output {tmp_path / 'out'} "
+            f"$({sys.executable} {SCRIPT} options flink)")  # fmt: skip
+    done = subprocess.run(["sh", "-c", line], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[0] == "local-cluster: error: flink is not running"
+    assert lines[-1].startswith(
+        "nmtpipe prepare: error: unknown option --flink-cluster-is-not-running"
+    ), done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_skipped_cluster_test_fails_where_cluster_tests_are_required(tmp_path):
+    """CI sets NMTPIPE_CLUSTER_TESTS=required: a test of tests/clusters that would skip
+    (here: no cluster runs) fails instead."""
+    test = "tests/clusters/test_engines.py::test_a_refresh_that_adds_a_part_gives_the_fnapi_bytes"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NMTPIPE_")}
+    env["NMTPIPE_CLUSTER_STATE"] = str(tmp_path / "state")
+
+    def pytest_run(**more: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", test],
+            cwd=REPO, env=dict(env, **more), capture_output=True, text=True, timeout=300,
+            check=False,
+        )  # fmt: skip
+
+    skipped = pytest_run()
+    assert skipped.returncode == 0 and "2 skipped" in skipped.stdout, skipped.stdout
+    required = pytest_run(NMTPIPE_CLUSTER_TESTS="required")
+    assert required.returncode == 1 and "2 errors" in required.stdout, required.stdout
+    assert "skipped where NMTPIPE_CLUSTER_TESTS=required: no flink cluster runs" in (
+        required.stdout
+    )
+
+
 def test_restart_needs_a_started_cluster_and_its_recorded_settings(tmp_path):
     missing = run(tmp_path, "restart", "spark")
     assert missing.returncode == 1 and "spark is not running" in missing.stderr
@@ -251,12 +425,12 @@ def test_restart_needs_a_started_cluster_and_its_recorded_settings(tmp_path):
         assert old.returncode == 1 and "recorded no settings" in old.stderr
         assert proc.poll() is None  # refused before stopping anything
         # Recorded settings are used, not the environment's: here a jar that is no jar.
-        bad = {"NMTPIPE_SPARK_JOB_SERVER_JAR": str(tmp_path / "gone.jar")}
-        write_record(tmp_path, "spark", record, env=bad, job_server_jar="gone.jar")
-        again = run(tmp_path, "restart", "spark", NMTPIPE_SPARK_JOB_SERVER_JAR="")
+        bad = {"NMTPIPE_SPARK_JOB_SERVER": str(tmp_path / "gone.jar")}
+        write_record(tmp_path, "spark", record, env=bad, job_server="gone.jar")
+        again = run(tmp_path, "restart", "spark", NMTPIPE_SPARK_JOB_SERVER="")
         assert again.returncode == 1
         assert f"sleeper (pid {record.pid}) stopped" in again.stderr
-        assert f"NMTPIPE_SPARK_JOB_SERVER_JAR={tmp_path / 'gone.jar'} is not a jar" in again.stderr
+        assert f"NMTPIPE_SPARK_JOB_SERVER={tmp_path / 'gone.jar'} is neither" in again.stderr
         proc.wait(timeout=10)
 
 
@@ -273,7 +447,7 @@ def test_beam_options_name_a_portable_job_endpoint_and_loopback_workers():
     assert recipes.beam_options("spark", ports, True, one) == (
         "--runner=PortableRunner --job_endpoint=localhost:8097 --environment_type=LOOPBACK"
     )
-    assert "--runner=FlinkRunner --flink_master=localhost:8081 --flink_version=1.20" in (
+    assert "--runner=FlinkRunner --flink_master=localhost:8081 --flink_version=1.19" in (
         recipes.beam_options("flink", ports, False, one)
     )
     assert "--spark_master_url=spark://127.0.0.1:7077" in (
@@ -362,7 +536,7 @@ def test_an_sdist_folder_is_unpacked_and_escaping_paths_refused(tmp_path):
         fetch.unpack_sdist_dirs(bad, "deps", ("jars",), tmp_path / "home2")
 
 
-def test_the_versions_shaded_into_a_job_server_jar_are_read(tmp_path):
+def test_the_engine_versions_of_a_job_server_are_read(tmp_path):
     jar = tmp_path / "js.jar"
     with zipfile.ZipFile(jar, "w") as zf:
         zf.writestr("META-INF/MANIFEST.MF", "Main-Class: org.apache.beam.X\n")
@@ -370,10 +544,16 @@ def test_the_versions_shaded_into_a_job_server_jar_are_read(tmp_path):
         zf.writestr(
             "META-INF/maven/org.apache.flink/flink-runtime/pom.properties", "version=1.20.0\n"
         )
-    assert fetch.bundled_version(jar, "org.apache.spark", ("spark-core_2.12",)) == "3.5.0"
-    assert fetch.bundled_version(jar, "org.apache.flink", ("flink-runtime",)) == "1.20.0"
-    assert fetch.bundled_version(jar, "org.apache.flink", ("flink-core",)) is None
-    assert fetch.main_class(jar) == "org.apache.beam.X"
+    assert job_servers.engine_version("spark", jar) == "3.5.0"
+    assert job_servers.engine_version("flink", jar) == "1.20.0"
+    assert job_servers.bundled_version(jar, "org.apache.flink", "flink-core") is None
+    assert job_servers.main_class(jar) == "org.apache.beam.X"
+    lib = tmp_path / "lib"  # an assembly's: the version in the engine jar's name
+    lib.mkdir()
+    for name in ("flink-runtime-web-1.19.0.jar", "flink-runtime-1.19.0.jar", "spark-tags.jar"):
+        (lib / name).write_bytes(b"")
+    assert job_servers.engine_version("flink", lib) == "1.19.0"
+    assert job_servers.engine_version("spark", lib) is None
 
 
 def test_state_round_trips(tmp_path):

@@ -25,11 +25,13 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from nmtpipe.transforms.formats import batch_transport, pair_shards
+from nmtpipe.transforms.formats.corpus import chunks as corpus_chunks
+from nmtpipe.transforms.formats.corpus.chunks import Planned
 from nmtpipe.transforms.formats.shard_names import counts_path, pairs_path, rejects_path
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.storage.manifest import FileEntry, file_entry
-from nmtpipe.transforms.storage.raw_corpus import ChunkRef, RawChunk, load_chunk, plan_chunks
+from nmtpipe.transforms.storage.raw_corpus import RawChunk
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig, PairConfirmer
 from nmtpipe.transforms.text.langid.identifier import LangIdConfig
@@ -89,14 +91,15 @@ def _spill_url(spill_dir: str | None, name: str) -> str | None:
 
 
 class PlanChunksFn(beam.DoFn):
-    """CorpusInput → chunks: byte ranges of plain local files, else lines read in lockstep."""
+    """CorpusInput → chunks: references (byte ranges of plain local files, row groups of
+    Parquet files) or records read in one pass (`formats/corpus/chunks.py`)."""
 
     def __init__(self, chunk_lines: int) -> None:
         self.chunk_lines = chunk_lines
         self.chunks = Metrics.counter(NAMESPACE, "chunks")
 
-    def process(self, inp: CorpusInput) -> Iterator[RawChunk | ChunkRef]:
-        for chunk in plan_chunks(inp, self.chunk_lines):
+    def process(self, inp: CorpusInput) -> Iterator[Any]:
+        for chunk in corpus_chunks.plan(inp, self.chunk_lines):
             self.chunks.inc()
             yield chunk
 
@@ -185,8 +188,12 @@ class CleanChunksFn(beam.DoFn):
             value = WindowedValue(tagged.value, MIN_TIMESTAMP, [GlobalWindow()])
             yield TaggedOutput(tagged.tag, value)
 
-    def process(self, chunk: RawChunk | ChunkRef) -> Iterator[Any]:
-        out = self._clean(load_chunk(chunk) if isinstance(chunk, ChunkRef) else chunk)
+    def process(self, planned: Planned) -> Iterator[Any]:
+        for chunk in corpus_chunks.load(planned):
+            yield from self._clean_chunk(chunk)
+
+    def _clean_chunk(self, chunk: RawChunk) -> Iterator[Any]:
+        out = self._clean(chunk)
         self.read.inc(out.pairs_read)
         self.rejected.inc(len(out.rejects))
         name = f"{chunk.origin}:{chunk.first_line}"
@@ -199,7 +206,12 @@ class CleanChunksFn(beam.DoFn):
             yield TaggedOutput(PENDING, (key[1] // SHARDS_PER_JUDGE, (key, item)))
         yield from self._counts.add(out.train_tokens)
         partial = _reject_stats(rejects)
-        partial["inputs"].setdefault(chunk.origin, {})["read"] = out.pairs_read
+        found = dict(zip(("src", "tgt"), chunk.encodings, strict=True))
+        if chunk.tgt is None:  # a TSV file: one encoding
+            del found["tgt"]
+        partial["inputs"].setdefault(chunk.origin, {}).update(
+            read=out.pairs_read, encoding={side: {name: 1} for side, name in found.items()}
+        )
         yield TaggedOutput(
             STATS,
             {

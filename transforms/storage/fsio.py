@@ -29,15 +29,35 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
-from nmtpipe.transforms.errors import InputError, NoSpaceError, OutputError, StorageError
+from nmtpipe.transforms.errors import (
+    ConfigError,
+    InputError,
+    NoSpaceError,
+    OutputError,
+    StorageError,
+)
 from nmtpipe.transforms.storage.retry import failure, policy_for, retrying
 
 _COPY_BLOCK = 8 << 20
 
 
+# The extra (pyproject's optional dependencies) that installs each store's filesystem.
+_EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "az": "azure", "abfs": "azure",
+           "abfss": "azure", "hf": "hf"}  # fmt: skip
+
+
 def url_to_fs(url: str) -> tuple[fsspec.AbstractFileSystem, str]:
-    """The filesystem serving `url` and the path inside it."""
-    return fsspec.core.url_to_fs(url)
+    """The filesystem serving `url` and the path inside it; ConfigError naming the extra
+    to install when its filesystem is not installed."""
+    try:
+        return fsspec.core.url_to_fs(url)
+    except ImportError as e:
+        protocol = url.split("://", 1)[0] if "://" in url else ""
+        extra = _EXTRAS.get(protocol)
+        install = f": pip install 'nmtpipe[{extra}]'" if extra else ""
+        raise ConfigError(
+            f"{url}: {protocol}:// needs a package not installed{install} ({e})"
+        ) from None
 
 
 def is_local(url: str) -> bool:

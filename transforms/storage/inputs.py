@@ -1,31 +1,45 @@
 """Turn the user's input arguments into the list of things to read.
 
 fairseq names a parallel corpus by a prefix (`train` for `train.en` + `train.zh`); T2T's
-datasets come as members of `.tgz` archives; Tatoeba-style data comes as TSV. All three
-resolve here, on the driver, into `CorpusInput`s, so that a missing file is reported
-before any pipeline starts.
+datasets come as members of `.tgz` archives, CWMT's and WMT's as pairs of files named
+each its own way (`casia2015_en.txt` + `casia2015_ch.txt`, `-src.en.sgm` +
+`-ref.zh.sgm`); OPUS's as members of `.zip` archives; Tatoeba-style data comes as TSV.
+They resolve here, on the driver, into `CorpusInput`s, so that a missing file is
+reported before any pipeline starts. Tables (Parquet, JSON Lines, Arrow, TMX) resolve in
+`transforms/formats/corpus/tables.py`, which reads their schemas.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import zipfile
 from dataclasses import dataclass
 
+from fsspec.utils import infer_compression
+
 from nmtpipe.transforms.errors import ConfigError, InputError
-from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.storage import encodings, fsio
+from nmtpipe.transforms.storage.encodings import AUTO
 
 COMPRESSION_SUFFIXES = ("", ".gz", ".bz2", ".xz", ".zst")
 TAR_PREFIX = "tar://"
+ARCHIVE_PREFIXES = (TAR_PREFIX, "zip://")
 ROLES = ("train", "valid", "test")
+# How an input holds its pairs: text lines (a pair of files, or one TSV file when it has
+# no `tgt`), or a table of records (`transforms/formats/corpus/`).
+LINES, PARQUET, JSONL, ARROW, TMX = "lines", "parquet", "jsonl", "arrow", "tmx"
+TABLE_FORMATS = (PARQUET, JSONL, ARROW, TMX)
 
 
 @dataclass(frozen=True)
 class CorpusInput:
-    """One unit of reading: a pair of line-aligned files, or one TSV file.
+    """One unit of reading: a pair of line-aligned files, one TSV file, or one table.
 
     `role` is the split the pairs go to; `train` input is also where valid and test
-    pairs are carved from when those splits have no input of their own.
+    pairs are carved from when those splits have no input of their own. `fields`: a
+    table's two fields (dotted paths into structs) or a TMX's two languages.
+    `encodings`: each side's, as the user named it, or `auto`.
     """
 
     role: str
@@ -33,10 +47,9 @@ class CorpusInput:
     tgt: str | None = None
     columns: tuple[int, int] = (0, 1)
     relative: bool = False  # the user named it by a relative local path
-
-    @property
-    def is_tsv(self) -> bool:
-        return self.tgt is None
+    layout: str = LINES
+    fields: tuple[str, str] | None = None
+    encodings: tuple[str, str] = (AUTO, AUTO)
 
     @property
     def origin(self) -> str:
@@ -54,13 +67,18 @@ class CorpusInput:
 
 
 def brace_pair(a: str, b: str) -> str:
-    """`/d/train.{en,zh}.gz` for `/d/train.en.gz` and `/d/train.zh.gz`: common ends kept."""
+    """`/d/train.{en,zh}.gz` for `/d/train.en.gz` and `/d/train.zh.gz`: common ends kept,
+    the braces around whole words."""
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
         head += 1
+    while 0 < head < min(len(a), len(b)) and a[head - 1].isalnum() and a[head].isalnum():
+        head -= 1  # whole words in the braces: Book1_{en,cn}.txt, not Book1_{e,c}n.txt
     tail = 0
     while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
+    while 0 < tail < min(len(a), len(b)) - head and a[-tail].isalnum() and a[-1 - tail].isalnum():
+        tail -= 1
     end = len(a) - tail, len(b) - tail
     return f"{a[:head]}{{{a[head : end[0]]},{b[head : end[1]]}}}{a[end[0] :]}"
 
@@ -71,6 +89,34 @@ def split_archive_url(url: str) -> tuple[str, str] | None:
         return None
     member, archive = url[len(TAR_PREFIX) :].split("::", 1)
     return member.lstrip("/"), archive
+
+
+def archive_member(url: str) -> tuple[str, str, str] | None:
+    """(protocol, member, archive) for `tar://MEMBER::ARCHIVE` and `zip://MEMBER::ARCHIVE`,
+    else None."""
+    for prefix in ARCHIVE_PREFIXES:
+        if url.startswith(prefix) and "::" in url:
+            member, archive = url[len(prefix) :].split("::", 1)
+            return prefix[: -len("://")], member.lstrip("/"), archive
+    return None
+
+
+def file_name(url: str) -> str:
+    """The name a file's format and compression are read from: an archive member's own
+    (`zip://a.en.gz::b.zip` → `a.en.gz`); the last file of another chain."""
+    member = archive_member(url)
+    return member[1] if member else url.rsplit("::", 1)[-1]
+
+
+def compression_of(url: str) -> str | None:
+    """fsspec's name of the compression `url`'s name says (`gzip` for `.gz`), or None."""
+    return infer_compression(file_name(url))
+
+
+def without_compression(name: str) -> str:
+    """`a.sgm` for `a.sgm.gz`."""
+    compression = infer_compression(name)
+    return name.rsplit(".", 1)[0] if compression else name
 
 
 def _side_url(prefix: str, lang: str, compression: str) -> str:
@@ -95,10 +141,17 @@ def _find_side(prefix: str, lang: str, role: str) -> str:
     raise _missing(prefix, f"--{role}pref", message)
 
 
+# The stores whose first path part is a bucket (a Hugging Face path's is not).
+_BUCKET_STORES = {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"}
+
+
 def _missing(url: str, option: str, message: str) -> InputError:
     """The error of an input not found: that its bucket does not exist, where that is
-    why (`fsio.require_bucket`), else `message`."""
-    fsio.require_bucket(url, option)
+    why (`fsio.require_bucket`), else `message`. An archive member's bucket is its
+    archive's (the URL after the last `::`)."""
+    stored = url.rsplit("::", 1)[-1]
+    if stored.split("://", 1)[0] in _BUCKET_STORES and "://" in stored:
+        fsio.require_bucket(stored, option)
     return InputError(message)
 
 
@@ -116,12 +169,21 @@ def _is_relative(url: str) -> bool:
     return "://" not in url and not os.path.isabs(url)
 
 
-def resolve_pair_prefix(prefix: str, src_lang: str, tgt_lang: str, role: str) -> list[CorpusInput]:
-    """Inputs for a fairseq-style prefix (`PREFIX.{src,tgt}`); globs allowed in PREFIX."""
+def resolve_pair_prefix(
+    prefix: str,
+    src_lang: str,
+    tgt_lang: str,
+    role: str,
+    wanted: tuple[str, str] = (AUTO, AUTO),
+) -> list[CorpusInput]:
+    """Inputs for a fairseq-style prefix (`PREFIX.{src,tgt}`); globs allowed in PREFIX;
+    each side in its `wanted` encoding or `auto`."""
     rel = _is_relative(prefix)
+    found = tuple(encodings.checked(e) for e in wanted)
     if not _has_glob(prefix) or split_archive_url(prefix):
         src, tgt = _find_side(prefix, src_lang, role), _find_side(prefix, tgt_lang, role)
-        return [CorpusInput(role, src, tgt, relative=rel and not split_archive_url(prefix))]
+        relative = rel and not split_archive_url(prefix)
+        return [CorpusInput(role, src, tgt, relative=relative, encodings=found)]
     side = re.compile(
         re.escape(f".{src_lang}") + "(" + "|".join(map(re.escape, COMPRESSION_SUFFIXES[1:])) + ")?$"
     )
@@ -134,10 +196,46 @@ def resolve_pair_prefix(prefix: str, src_lang: str, tgt_lang: str, role: str) ->
         )
     return [
         CorpusInput(
-            role, _find_side(p, src_lang, role), _find_side(p, tgt_lang, role), relative=rel
+            role,
+            _find_side(p, src_lang, role),
+            _find_side(p, tgt_lang, role),
+            relative=rel,
+            encodings=found,
         )
         for p in prefixes
     ]
+
+
+def _check_exists(url: str, option: str) -> str:
+    """`url` made canonical, or InputError if it is not there (named with the `option`
+    that gave it where its bucket is missing). A tar member is not looked for: finding
+    it means reading the archive, so the reader reports it."""
+    if split_archive_url(url):
+        return url
+    try:
+        there = fsio.exists(url)
+    except (OSError, zipfile.BadZipFile) as e:  # the archive of a member: missing, damaged
+        raise InputError(f"cannot read {url}: {e}") from e
+    if not there:
+        raise _missing(url, option, f"no such file: {url}")
+    # A chained URL (`zip://MEMBER::ARCHIVE`) stays as written: its filesystem's own
+    # name for the file would drop the archive.
+    return url if "::" in url else fsio.canonical_url(url)
+
+
+def resolve_pair(
+    src: str, tgt: str, role: str, wanted: tuple[str, str] = (AUTO, AUTO)
+) -> CorpusInput:
+    """An explicit pair of line-aligned files (any URL; `tar://` and `zip://` members;
+    SGML files by their `.sgm` suffix), each side in its `wanted` encoding or `auto`."""
+    option = f"--{role}-pair"
+    found = _check_exists(src, option), _check_exists(tgt, option)
+    if found[0] == found[1]:
+        raise ConfigError(f"{src} is both sides of a pair")
+    rel = _is_relative(src) and _is_relative(tgt)
+    return CorpusInput(
+        role, *found, relative=rel, encodings=tuple(encodings.checked(e) for e in wanted)
+    )
 
 
 def parse_columns(text: str) -> tuple[int, int]:
@@ -153,15 +251,24 @@ def parse_columns(text: str) -> tuple[int, int]:
     return cols  # type: ignore[return-value]
 
 
-def resolve_tsv(pattern: str, columns: tuple[int, int], role: str) -> list[CorpusInput]:
-    """Inputs for a TSV file or glob of TSV files."""
+def resolve_files(pattern: str, option: str) -> list[str]:
+    """The files a URL or glob names (given with `option`), each checked to exist (a tar
+    member is not), in order."""
     if split_archive_url(pattern):
-        return [CorpusInput(role, pattern, None, columns)]
+        return [pattern]
     urls = _glob(pattern) if _has_glob(pattern) else [pattern]
     if not urls:
-        raise _missing(pattern, "--tsv", f"no files match {pattern}")
-    for url in urls:
-        if not fsio.exists(url):
-            raise _missing(url, "--tsv", f"no such file: {url}")
-    rel = _is_relative(pattern)
-    return [CorpusInput(role, fsio.canonical_url(u), None, columns, rel) for u in urls]
+        raise _missing(pattern, option, f"no files match {pattern}")
+    return [_check_exists(u, option) for u in urls]
+
+
+def resolve_tsv(
+    pattern: str, columns: tuple[int, int], role: str, wanted: str = AUTO
+) -> list[CorpusInput]:
+    """Inputs for a TSV file or glob of TSV files (in encoding `wanted`, or `auto`)."""
+    rel = _is_relative(pattern) and not split_archive_url(pattern)
+    found = (encodings.checked(wanted), AUTO)
+    return [
+        CorpusInput(role, url, None, columns, rel, encodings=found)
+        for url in resolve_files(pattern, "--tsv")
+    ]

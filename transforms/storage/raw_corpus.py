@@ -10,35 +10,60 @@ Compressed files, archive members and remote files are streamed by one reader, b
 sides in lockstep (`read_chunks`). Plain local files are only scanned for line ends
 (`plan_chunks`, at memory speed with numpy): the chunks travel as byte ranges
 (`ChunkRef`) and each worker reads its own, so no corpus text passes through a shuffle.
+
+Each side's encoding is found as it is opened (`encodings.py`) and travels with its
+chunks; a side in UTF-16 or UTF-32 is transcoded to UTF-8 as it is read, since its lines
+cannot be split on the byte `\\n`.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import difflib
 import itertools
 import lzma
 import tarfile
+import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, NamedTuple
 
 import fsspec
 import numpy as np
+from fsspec.compression import compr
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.utils import infer_compression
 
 from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
-from nmtpipe.transforms.storage.inputs import CorpusInput, split_archive_url
+from nmtpipe.transforms.storage import encodings
+from nmtpipe.transforms.storage.encodings import AUTO, UTF8
+from nmtpipe.transforms.storage.inputs import CorpusInput, compression_of, split_archive_url
 
 BLOCK_SIZE = 1 << 20
-UTF8_BOM = b"\xef\xbb\xbf"
+UTF8_BOM = codecs.BOM_UTF8
+
+
+class Unread(NamedTuple):
+    """A record of a chunk that its reader could take no pair from (a JSON line that is
+    no object, a translation unit without one of the languages): `index` in the chunk,
+    the reject's reason and detail, and what there was of each side."""
+
+    index: int
+    reason: str
+    detail: str
+    src: bytes | None
+    tgt: bytes | None
 
 
 class RawChunk(NamedTuple):
-    """Consecutive raw lines of one input: lines `first_line`, `first_line + 1`, ...
+    """Consecutive raw records of one input: records `first_line`, `first_line + 1`, ...
+    (lines of a text file, segments of an SGML file, rows of a table, units of a TMX).
 
-    `src` and `tgt` are the lines joined with `\\n`; for TSV input `tgt` is None and `src`
-    holds whole TSV lines.
+    `src` and `tgt` are the records joined with `\\n`, each side in its `encodings`
+    entry (as found: `encodings.decoding_codec` says what decodes it); for TSV input
+    `tgt` is None and `src` holds whole TSV lines. `unread`: records the reader could
+    take no pair from (empty in `src` and `tgt`).
     """
 
     origin: str
@@ -47,38 +72,46 @@ class RawChunk(NamedTuple):
     src: bytes
     tgt: bytes | None
     columns: tuple[int, int]
+    encodings: tuple[str, str] = (UTF8, UTF8)
+    unread: tuple[Unread, ...] = ()
 
 
-_READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, tarfile.TarError)
+_READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, tarfile.TarError, zipfile.BadZipFile)
 
 
 @contextlib.contextmanager
 def open_binary(url: str) -> Iterator[BinaryIO]:
-    """Open `url` for streaming reads, decompressing by suffix.
+    """Open `url` for streaming reads, decompressing by suffix (an archive member's by
+    its own name).
 
     `tar://MEMBER::ARCHIVE` reads one member of a (compressed) tar archive in a single
     forward pass; each call opens its own stream, so the two sides of a pair stored in
-    one archive never seek back and forth in a gzip stream.
+    one archive never seek back and forth in a gzip stream. Other chained URLs
+    (`zip://MEMBER::ARCHIVE`) are fsspec's.
     """
     archived = split_archive_url(url)
+    compression = compression_of(url)
     with contextlib.ExitStack() as stack:
         try:
             if archived is None:
-                stream = stack.enter_context(fsspec.open(url, "rb", compression="infer"))
+                stream = stack.enter_context(fsspec.open(url, "rb", compression=compression))
             else:
                 member, archive = archived
                 raw = stack.enter_context(fsspec.open(archive, "rb"))
                 tar = stack.enter_context(tarfile.open(fileobj=raw, mode="r|*"))
-                stream = next(
-                    (
-                        tar.extractfile(info)
-                        for info in tar
-                        if info.isfile() and info.name.removeprefix("./") == member
-                    ),
-                    None,
-                )
+                stream, names = None, []
+                for info in tar:
+                    name = info.name.removeprefix("./")
+                    if info.isfile() and name == member:
+                        stream = tar.extractfile(info)
+                        break
+                    names.append(name)
                 if stream is None:
-                    raise InputError(f"{archive} has no member {member}")
+                    near = difflib.get_close_matches(member, names, n=1)
+                    hint = f" (did you mean {near[0]}?)" if near else ""
+                    raise InputError(f"{archive} has no member {member}{hint}")
+                if compression is not None:
+                    stream = stack.enter_context(compr[compression](stream, mode="rb"))
         except FileNotFoundError as e:
             raise InputError(f"no such file: {url}") from e
         except _READ_ERRORS as e:
@@ -86,16 +119,32 @@ def open_binary(url: str) -> Iterator[BinaryIO]:
         yield stream
 
 
-def iter_lines(f: BinaryIO, url: str) -> Iterator[bytes]:
-    """The lines of `f` without their `\\n`; a missing final newline changes nothing."""
+def _read(f: BinaryIO, url: str, size: int) -> bytes:
+    try:
+        return f.read(size)
+    except _READ_ERRORS as e:
+        raise InputError(f"cannot read {url}: {e}") from e
+
+
+def read_blocks(f: BinaryIO, url: str, size: int = BLOCK_SIZE) -> Iterator[bytes]:
+    """The bytes of `f` in blocks; a failing read is an InputError naming `url`."""
+    while block := _read(f, url, size):
+        yield block
+
+
+def read_head(f: BinaryIO, url: str, size: int = encodings.SAMPLE_BYTES) -> bytes:
+    """The first `size` bytes of `f` (fewer only at its end)."""
+    head = b""
+    while len(head) < size and (block := _read(f, url, size - len(head))):
+        head += block
+    return head
+
+
+def split_lines(blocks: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines of a text given in blocks, without their `\n`; a missing final newline
+    changes nothing."""
     pending = b""
-    while True:
-        try:
-            block = f.read(BLOCK_SIZE)
-        except _READ_ERRORS as e:
-            raise InputError(f"cannot read {url}: {e}") from e
-        if not block:
-            break
+    for block in blocks:
         lines = (pending + block).split(b"\n")
         pending = lines.pop()
         yield from lines
@@ -103,48 +152,80 @@ def iter_lines(f: BinaryIO, url: str) -> Iterator[bytes]:
         yield pending
 
 
-def _strip_bom(lines: list[bytes]) -> None:
-    if lines and lines[0].startswith(UTF8_BOM):
-        lines[0] = lines[0][len(UTF8_BOM) :]
+class Side(NamedTuple):
+    """One side of a pair, opened: its records (bytes in `encoding`, or in UTF-8 where
+    `encoding` is transcoded), and what a record is called in messages."""
+
+    records: Iterator[bytes]
+    encoding: str
+    unit: str = "lines"
 
 
-def read_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk]:
-    """All lines of `inp`, `chunk_lines` at a time.
+def found_encoding(url: str, wanted: str, sample: bytes, whole: bool) -> str:
+    """The encoding of the side at `url`: `wanted`, unless it is `auto`."""
+    return encodings.sniff(sample, whole) if wanted == AUTO else wanted
+
+
+def text_blocks(f: BinaryIO, url: str, wanted: str) -> tuple[Iterator[bytes], str]:
+    """The bytes of a text file in blocks, in UTF-8 where its encoding is transcoded, and
+    its encoding (`wanted`, or found from its first bytes); a UTF-8 mark is dropped."""
+    head = read_head(f, url)
+    blocks = read_blocks(f, url)
+    encoding = found_encoding(url, wanted, head, len(head) < encodings.SAMPLE_BYTES)
+    if head.startswith(UTF8_BOM) and encodings.decoding_codec(encoding) == UTF8:
+        head = head[len(UTF8_BOM) :]
+    data: Iterator[bytes] = itertools.chain([head], blocks)
+    if encodings.transcodes(encoding):
+        data = encodings.transcoded(data, encoding)
+    return data, encoding
+
+
+@contextlib.contextmanager
+def open_lines(url: str, wanted: str = AUTO) -> Iterator[Side]:
+    """The lines of the text file at `url` (see `text_blocks`)."""
+    with open_binary(url) as f:
+        blocks, encoding = text_blocks(f, url, wanted)
+        yield Side(split_lines(blocks), encoding)
+
+
+def read_chunks(
+    inp: CorpusInput,
+    chunk_lines: int,
+    opener: Callable[[str, str], contextlib.AbstractContextManager[Side]] = open_lines,
+) -> Iterator[RawChunk]:
+    """All records of `inp`, `chunk_lines` at a time, each side opened by `opener` (url,
+    wanted encoding).
 
     For a file pair both sides advance together; when one ends first, the rest of the
     other is counted and `CorpusAlignmentError` names both files and both counts.
     """
     with contextlib.ExitStack() as stack:
-        src_lines = iter_lines(stack.enter_context(open_binary(inp.src)), inp.src)
-        tgt_lines = (
-            None
-            if inp.tgt is None
-            else iter_lines(stack.enter_context(open_binary(inp.tgt)), inp.tgt)
-        )
+        src = stack.enter_context(opener(inp.src, inp.encodings[0]))
+        tgt = None if inp.tgt is None else stack.enter_context(opener(inp.tgt, inp.encodings[1]))
+        found = (src.encoding, UTF8 if tgt is None else tgt.encoding)
         line = 1
         while True:
-            src = list(itertools.islice(src_lines, chunk_lines))
-            tgt = None if tgt_lines is None else list(itertools.islice(tgt_lines, chunk_lines))
-            if line == 1:
-                _strip_bom(src)
-                if tgt is not None:
-                    _strip_bom(tgt)
-            if tgt is not None and len(src) != len(tgt):
-                assert tgt_lines is not None and inp.tgt is not None
-                n_src = line - 1 + len(src) + sum(1 for _ in src_lines)
-                n_tgt = line - 1 + len(tgt) + sum(1 for _ in tgt_lines)
-                raise CorpusAlignmentError(f"{inp.src} has {n_src} lines but {inp.tgt} has {n_tgt}")
-            if not src:
+            src_lines = list(itertools.islice(src.records, chunk_lines))
+            tgt_lines = None if tgt is None else list(itertools.islice(tgt.records, chunk_lines))
+            if tgt_lines is not None and len(src_lines) != len(tgt_lines):
+                assert tgt is not None and inp.tgt is not None
+                n_src = line - 1 + len(src_lines) + sum(1 for _ in src.records)
+                n_tgt = line - 1 + len(tgt_lines) + sum(1 for _ in tgt.records)
+                raise CorpusAlignmentError(
+                    f"{inp.src} has {n_src} {src.unit} but {inp.tgt} has {n_tgt}"
+                )
+            if not src_lines:
                 return
             yield RawChunk(
                 origin=inp.origin,
                 role=inp.role,
                 first_line=line,
-                src=b"\n".join(src),
-                tgt=None if tgt is None else b"\n".join(tgt),
+                src=b"\n".join(src_lines),
+                tgt=None if tgt_lines is None else b"\n".join(tgt_lines),
                 columns=inp.columns,
+                encodings=found,
             )
-            line += len(src)
+            line += len(src_lines)
 
 
 class ChunkRef(NamedTuple):
@@ -156,13 +237,20 @@ class ChunkRef(NamedTuple):
     src: tuple[str, int, int]
     tgt: tuple[str, int, int] | None
     columns: tuple[int, int]
+    encodings: tuple[str, str] = (UTF8, UTF8)
 
 
 def _is_plain_local(url: str) -> bool:
-    if split_archive_url(url) is not None or infer_compression(url) is not None:
+    if split_archive_url(url) is not None or "::" in url or infer_compression(url) is not None:
         return False
     fs, _ = fsspec.core.url_to_fs(url)
     return isinstance(fs, LocalFileSystem)
+
+
+def _local_encoding(url: str, wanted: str) -> str:
+    with fsspec.open(url, "rb") as f:
+        head = read_head(f, url)
+    return found_encoding(url, wanted, head, len(head) < encodings.SAMPLE_BYTES)
 
 
 def _chunk_ends(url: str, chunk_lines: int) -> tuple[list[int], int]:
@@ -186,7 +274,8 @@ def _chunk_ends(url: str, chunk_lines: int) -> tuple[list[int], int]:
 
 
 def plan_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk | ChunkRef]:
-    """The chunks of `inp`: byte ranges for plain local files, else the lines themselves.
+    """The chunks of `inp`: byte ranges for plain local files whose lines split on the
+    byte `\n`, else the lines themselves.
 
     Both sides of a pair are scanned before any chunk is emitted, so different line
     counts are reported before any data moves.
@@ -195,6 +284,11 @@ def plan_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk | Chunk
         yield from read_chunks(inp, chunk_lines)
         return
     try:
+        wanted = zip(inp.urls(), inp.encodings, strict=False)  # TSV: one file
+        found = tuple(_local_encoding(url, encoding) for url, encoding in wanted)
+        if any(encodings.transcodes(e) for e in found):
+            yield from read_chunks(inp, chunk_lines)
+            return
         src_ends, n_src = _chunk_ends(inp.src, chunk_lines)
         tgt_ends, n_tgt = (None, n_src) if inp.tgt is None else _chunk_ends(inp.tgt, chunk_lines)
     except FileNotFoundError as e:
@@ -214,6 +308,7 @@ def plan_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk | Chunk
             (inp.src, src_start, src_end),
             tgt,
             inp.columns,
+            (found[0], found[1] if len(found) > 1 else UTF8),
         )
         src_start = src_end
 
@@ -237,4 +332,5 @@ def load_chunk(ref: ChunkRef) -> RawChunk:
         src=_read_range(*ref.src, first),
         tgt=None if ref.tgt is None else _read_range(*ref.tgt, first),
         columns=ref.columns,
+        encodings=ref.encodings,
     )

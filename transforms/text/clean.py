@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from nmtpipe.transforms.storage.encodings import UTF8, UTF8_BOM_NAME, decoding_codec
 from nmtpipe.transforms.storage.raw_corpus import RawChunk
 from nmtpipe.transforms.text import filters
 from nmtpipe.transforms.text.filters import FilterConfig, Verdict
@@ -76,53 +77,65 @@ def _without_cr(lines: list[str]) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def _decode_side(blob: bytes, side: str) -> tuple[list[str], dict[int, tuple[str, bytes]]]:
-    """Lines of one side; undecodable lines are left empty and returned by index with
-    what is wrong and their raw bytes."""
+def _decode_side(
+    blob: bytes, side: str, encoding: str = UTF8
+) -> tuple[list[str], dict[int, tuple[str, str, bytes]]]:
+    """Lines of one side, read in `encoding` (as found: `decoding_codec` says what
+    decodes it); undecodable lines are left empty and returned by index with the
+    reason, what is wrong and their raw bytes."""
+    codec = decoding_codec(encoding)
     try:
-        lines = blob.decode("utf-8").split("\n")
+        lines = blob.decode(codec).split("\n")
         return (_without_cr(lines) if b"\r" in blob else lines), {}
     except UnicodeDecodeError:
         pass
+    reason = filters.INVALID_UTF8 if encoding in (UTF8, UTF8_BOM_NAME) else filters.UNDECODABLE
+    named = "" if reason == filters.INVALID_UTF8 else f"not {encoding}: "
     lines, bad = [], {}
     for i, raw in enumerate(blob.split(b"\n")):
         raw = raw[:-1] if raw.endswith(b"\r") else raw
         try:
-            lines.append(raw.decode("utf-8"))
+            lines.append(raw.decode(codec))
         except UnicodeDecodeError as e:
             lines.append("")
-            bad[i] = (f"{side}: {e.reason} at byte {e.start}", raw)
+            bad[i] = (reason, f"{side}: {named}{e.reason} at byte {e.start}", raw)
     return lines, bad
 
 
 def _split_pairs(chunk: RawChunk) -> tuple[list[str], list[str], dict[int, Reject]]:
-    """Decoded source and target lines, and the lines rejected before normalisation."""
+    """Decoded source and target lines, and the lines rejected before normalisation
+    (those the reader could take no pair from among them)."""
     early: dict[int, Reject] = {}
 
     def reject(i: int, reason: str, detail: str, src: bytes | None, tgt: bytes | None) -> None:
         early[i] = Reject(chunk.origin, chunk.first_line + i, reason, detail, src, tgt)
 
+    for unread in chunk.unread:
+        reject(unread.index, unread.reason, unread.detail, unread.src, unread.tgt)
     if chunk.tgt is not None:
-        src, bad_src = _decode_side(chunk.src, "src")
-        tgt, bad_tgt = _decode_side(chunk.tgt, "tgt")
+        src, bad_src = _decode_side(chunk.src, "src", chunk.encodings[0])
+        tgt, bad_tgt = _decode_side(chunk.tgt, "tgt", chunk.encodings[1])
         for i in sorted(bad_src.keys() | bad_tgt.keys()):
-            detail = "; ".join(bad[i][0] for bad in (bad_src, bad_tgt) if i in bad)
-            src_raw = bad_src[i][1] if i in bad_src else src[i].encode()
-            tgt_raw = bad_tgt[i][1] if i in bad_tgt else tgt[i].encode()
-            reject(i, filters.INVALID_UTF8, detail, src_raw, tgt_raw)
+            if i in early:
+                continue
+            found = [bad[i] for bad in (bad_src, bad_tgt) if i in bad]
+            detail = "; ".join(detail for _, detail, _ in found)
+            src_raw = bad_src[i][2] if i in bad_src else src[i].encode()
+            tgt_raw = bad_tgt[i][2] if i in bad_tgt else tgt[i].encode()
+            reject(i, found[0][0], detail, src_raw, tgt_raw)
         return src, tgt, early
-    lines, bad = _decode_side(chunk.src, "line")
+    lines, bad = _decode_side(chunk.src, "line", chunk.encodings[0])
     want = max(chunk.columns) + 1
     src, tgt = [], []
     for i, line in enumerate(lines):
         fields = line.split("\t")
         if i in bad:
-            detail, raw = bad[i]
+            reason, detail, raw = bad[i]
             raw_fields = raw.split(b"\t")
             if len(raw_fields) >= want:
-                reject(i, filters.INVALID_UTF8, detail, *(raw_fields[c] for c in chunk.columns))
+                reject(i, reason, detail, *(raw_fields[c] for c in chunk.columns))
             else:
-                reject(i, filters.INVALID_UTF8, detail, raw, None)
+                reject(i, reason, detail, raw, None)
         elif len(fields) < want:
             detail = f"{len(fields)} tab-separated columns, need at least {want}"
             reject(i, filters.BAD_COLUMNS, detail, line.encode(), None)

@@ -22,6 +22,8 @@ from nmtpipe.transforms.text.langid import scripts
 from nmtpipe.transforms.text.side_text import SideText
 
 INVALID_UTF8 = "invalid-utf8"
+UNDECODABLE = "undecodable"  # not valid in its encoding, one other than UTF-8
+BAD_RECORD = "bad-record"  # a record its reader could take no pair from
 EMPTY = "empty"
 TOO_LONG = "too-long"
 LENGTH_RATIO = "length-ratio"
@@ -32,6 +34,8 @@ OVERLAP = "overlap"
 BAD_COLUMNS = "bad-columns"
 REASONS = (
     INVALID_UTF8,
+    UNDECODABLE,
+    BAD_RECORD,
     EMPTY,
     TOO_LONG,
     LENGTH_RATIO,

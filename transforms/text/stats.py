@@ -19,10 +19,13 @@ PERCENTILES = (50, 90, 95, 99)
 
 
 def merge_into(acc: Partial, part: Mapping[str, Any]) -> Partial:
-    """Add `part` into `acc` (numbers add, dicts merge recursively) and return `acc`."""
+    """Add `part` into `acc` (numbers add, dicts merge recursively, a text is kept: the
+    final statistics of several outputs name each input's encodings) and return `acc`."""
     for key, value in part.items():
         if isinstance(value, Mapping):
             merge_into(acc.setdefault(key, {}), value)
+        elif isinstance(value, str):
+            acc[key] = value
         else:
             acc[key] = acc.get(key, 0) + value
     return acc
@@ -65,12 +68,17 @@ def _sorted_hist(hist: Mapping[int | str, int]) -> dict[str, int]:
 
 
 def _inputs(partial: Partial) -> dict[str, Any]:
-    """Per input: pairs read, kept and rejected by reason."""
+    """Per input: pairs read, kept and rejected by reason, and the encoding each side was
+    read in (partials count chunks per encoding, so that they add up)."""
     out = {}
     for origin, info in sorted(partial.get("inputs", {}).items()):
         rejects = {r: int(n) for r, n in sorted(info.get("rejects", {}).items())}
         read = int(info.get("read", 0))
         out[origin] = {"read": read, "kept": read - sum(rejects.values()), "rejects": rejects}
+        if info.get("encoding"):
+            out[origin]["encoding"] = {
+                side: "/".join(sorted(found)) for side, found in sorted(info["encoding"].items())
+            }
     return out
 
 

@@ -15,9 +15,12 @@ from nmtpipe.transforms.text.filters import REASONS
 
 TAKES_BEAM = True  # options it does not know go to Beam (main.py)
 DESCRIPTION = """\
-Read raw parallel corpora (pairs of line-aligned files, plain or .gz/.bz2/.xz/.zst,
-members of .tar/.tgz archives as tar://MEMBER::ARCHIVE, or TSV files) from any fsspec
-URL, and write to --output, on Apache Beam:
+Read raw parallel corpora from any fsspec URL, as downloaded: pairs of line-aligned
+files by prefix (--trainpref) or by name (--train-pair SRC TGT), plain or
+.gz/.bz2/.xz/.zst, members of archives (tar://MEMBER::ARCHIVE, zip://MEMBER::ARCHIVE),
+WMT's SGML sets (.sgm), TSV files, and tables (--table: Parquet, JSON Lines, Arrow, TMX;
+Hugging Face datasets as hf://datasets/...), in any encoding (found by itself, or
+--src-encoding/--tgt-encoding); and write to --output, on Apache Beam:
 
   {split}-NNNNN-of-NNNNN.parquet   pairs (id, src, tgt, origin, line), per split and shard
   counts/{lang|joined}-*.parquet   Tensor2Tensor token counts of the train split
@@ -35,6 +38,14 @@ examples:
       --output s3://bucket/prepared --num-shards 64
   nmtpipe prepare -s en -t zh --tsv 'data/*.tsv' --tsv-columns 0,1 --output out/ \\
       --runner=FnApiRunner --direct_num_workers=8
+  nmtpipe prepare -s en -t zh --output out/ \\
+      --train-pair 'tar://cwmt/neu2017/NEU_en.txt::cwmt.tgz' \\
+                   'tar://cwmt/neu2017/NEU_cn.txt::cwmt.tgz' \\
+      --valid-pair 'tar://dev/newsdev2017-enzh-src.en.sgm::dev.tgz' \\
+                   'tar://dev/newsdev2017-enzh-ref.zh.sgm::dev.tgz'
+  nmtpipe prepare -s en -t zh --output out/ \\
+      --table 'hf://datasets/Helsinki-NLP/opus-100/en-zh/train-*.parquet' \\
+      --valid-table hf://datasets/Helsinki-NLP/opus-100/en-zh/validation-00000-of-00001.parquet
 """
 EXAMPLE_TRAIN = "tatoeba-cmn"
 FILTERS_NOTE = "each counted in stats.json and kept in rejects/ with its reason"
@@ -90,7 +101,12 @@ def report(outcome: StepOutcome) -> str:
         f"  read     {s['pairs_read']:>10,}",
         f"  kept     {s['pairs_kept']:>10,}   {splits}",
         f"  rejected {s['pairs_rejected']:>10,}   {rejects or '-'}",
+        "  inputs         read       kept  encoding",
     ]
+    for origin, info in s["inputs"].items():
+        found = list(info.get("encoding", {}).values())
+        encoding = found[0] if len(set(found)) == 1 else ", ".join(found) or "-"
+        lines.append(f"    {info['read']:>12,} {info['kept']:>10,}  {encoding:<16} {origin}")
     return "\n".join(lines)
 
 

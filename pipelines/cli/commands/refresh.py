@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from nmtpipe.pipelines.cli import logs
-from nmtpipe.pipelines.cli.config_file import example_config, load_config
+from nmtpipe.pipelines.cli.config_file import add_settings, example_config, load_config
 from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
 from nmtpipe.pipelines.workflow.refresh import UNTIL, RefreshResult, refresh
@@ -56,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(Airflow's Beam operator)",
     )
     parser.add_argument("--example", action="store_true", help="the bundled example config")
+    add_settings(parser)
     parser.add_argument(
         "--workdir",
         metavar="DIR",
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     path = path if "://" in path else os.path.abspath(path)
     if args.workdir:
         os.chdir(args.workdir)
-    config = load_config(path)
+    config = load_config(path, dict(args.set or []))
     config = dataclasses.replace(config, beam=(*config.beam, *beam_args))
     done = refresh(config, args.until, args.break_lock, logs.progress, not args.verbose)
     logs.tell(report(done, config.root))

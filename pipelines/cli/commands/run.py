@@ -7,7 +7,12 @@ import sys
 from typing import Any
 
 from nmtpipe.pipelines.cli import logs
-from nmtpipe.pipelines.cli.config_file import EXAMPLES, example_config, load_config
+from nmtpipe.pipelines.cli.config_file import (
+    EXAMPLES,
+    add_settings,
+    example_config,
+    load_config,
+)
 from nmtpipe.pipelines.cli.main import show_step
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
 from nmtpipe.pipelines.workflow import step_outputs
@@ -29,6 +34,7 @@ EPILOG = """\
 examples:
   nmtpipe run --example
   nmtpipe run --example tatoeba
+  nmtpipe run --example t2t-enzh --set data=/tmp/t2t_datagen --until prepare
   nmtpipe run corpus.yaml --until encode
   nmtpipe run corpus.yaml --from train
 """
@@ -37,8 +43,10 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", nargs="?", metavar="CONFIG", help="a workflow config (YAML)")
     parser.add_argument("--example", nargs="?", const="example", choices=EXAMPLES, metavar="NAME",
-                        help="a bundled config: example (the five-minute demo; the default) or "
-                        "tatoeba (the 30-minute recipe)")  # fmt: skip
+                        help="a bundled config: example (the five-minute demo; the default), "
+                        "tatoeba (the 30-minute recipe) or t2t-enzh (T2T's translate_enzh "
+                        "inputs, read from the archives in --set data=DIR)")  # fmt: skip
+    add_settings(parser)
     parser.add_argument(
         "--from", dest="first", choices=STEPS, default=STEPS[0], help="the first step to run"
     )
@@ -52,7 +60,8 @@ def run(args: argparse.Namespace, beam_args: list[str]) -> int:
         raise ConfigError("give a CONFIG file or --example")
     if STEPS.index(args.first) > STEPS.index(args.last):
         raise ConfigError(f"--from {args.first} comes after --until {args.last}")
-    config = load_config(example_config(args.example) if args.example else args.config)
+    path = example_config(args.example) if args.example else args.config
+    config = load_config(path, dict(args.set or []))
     shown: dict[str, list[dict[str, Any]]] = {}  # step → the results it showed
 
     def show(step: str, outcome: Any) -> None:

@@ -221,7 +221,11 @@ def _do_fns(job: Any) -> dict[str, Any]:
 def _check_job(job: Any, tmp_path: Path, labels: set[str], urls: set[str]) -> None:
     """What every nmtpipe job on Dataflow must be: a batch job with nmtpipe's stable
     labels, reading and writing only `urls` (regular expressions) and no local path."""
-    assert job.proto.type == apiclient.dataflow.JobType.JOB_TYPE_BATCH
+    # (Beam's newer releases hold protobuf messages, the lowest it takes apitools')
+    types = (
+        getattr(apiclient.dataflow, "JobType", None) or apiclient.dataflow.Job.TypeValueValuesEnum
+    )
+    assert job.proto.type == types.JOB_TYPE_BATCH
     assert labels <= _labels(job), sorted(labels - _labels(job))
     # A label naming a line of nmtpipe's code (an unlabelled lambda) would change with
     # every edit, and Dataflow keys job updates and metrics on labels.
@@ -245,7 +249,13 @@ def _job_options(job: Any) -> dict[str, Any]:
         proto_pipeline_staged_url=f"{BUCKET}/tmp/staging/pipeline.pb",
         proto_pipeline=job.proto_pipeline,
     )
-    return dict(environment.proto.sdk_pipeline_options["options"])
+    proto = environment.proto
+    if hasattr(proto, "sdk_pipeline_options"):  # a protobuf Struct
+        return dict(proto.sdk_pipeline_options["options"])
+    from apache_beam.internal.gcp.json_value import from_json_value  # apitools messages
+
+    found = {p.key: p.value for p in proto.sdkPipelineOptions.additionalProperties}
+    return dict(from_json_value(found["options"]))
 
 
 # -- the worker package ----------------------------------------------------------------------

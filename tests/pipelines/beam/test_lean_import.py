@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+
+import pytest
+
+from tests.helpers import MULTI_PROCESS, write_pair
 
 # In a fresh interpreter: Beam works, the unused libraries were not loaded with it, nor
 # by pyarrow's conversions later, and they import normally afterwards; pyarrow's pandas
@@ -50,3 +55,41 @@ def test_a_small_prepare_does_not_import_torch_and_memoizes_beams_introspection(
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "on FnApiRunner (in-process, 0.0 MB input)" in done.stderr
+
+
+# Beam without its GCP extras, as `pip install nmtpipe` gives it: importing Beam then
+# warns on the root logger that apitools is missing, in every process that imports it.
+_NO_APITOOLS = """
+import importlib.abc, sys
+class _NoApitools(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] == "apitools":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, _NoApitools())
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "first"),
+    [
+        (["--help"], "usage: nmtpipe prepare"),
+        (["--bogus"], "nmtpipe prepare: error: unknown option --bogus"),
+        ([*MULTI_PROCESS], "preparing 1 input(s) into"),
+    ],
+    ids=["help", "error", "forked workers"],
+)
+def test_beams_import_warnings_are_not_shown(tmp_path, args, first):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_NO_APITOOLS)
+    corpus = write_pair(tmp_path / "c", ["Hello there.", "Good night."], ["你好。", "晚安。"])
+    path = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [sys.executable, "-m", "nmtpipe", "prepare", "-s", "en", "-t", "zh", "--trainpref",
+         str(corpus), "--output", str(tmp_path / "out"), *args],
+        env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True, timeout=300,
+        check=False,
+    )  # fmt: skip
+    shown = done.stdout if args == ["--help"] else done.stderr
+    assert shown.splitlines()[0].startswith(first), done.stderr
+    assert "apitools" not in done.stderr

@@ -48,6 +48,41 @@ def test_a_yaml_section_names_the_key_it_refuses():
         flags.from_mapping(Outer, {"n": "x"}, "f.yaml: s", "s", {"n": int})
 
 
+def test_an_option_of_two_values_a_time():
+    """`--train-pair SRC TGT`: two values each time, repeatable; a YAML item is a list of
+    two or a mapping; its help and errors name the values."""
+    from nmtpipe.pipelines.workflow.prepare_plan import FilePair, PrepareConfig
+
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    flags.add_options(parser, PrepareConfig, "input")
+    assert "--train-pair SRC TGT" in parser.format_help()
+    argv = ["-s", "en", "-t", "zh", "--output", "o", "--train-pair", "a.en", "a.zh"]
+    args = parser.parse_args([*argv, "--train-pair", "b_en.txt", "b_cn.txt"])
+    config = flags.make(PrepareConfig, flags.given(PrepareConfig, args))
+    assert config.train_pair == (FilePair("a.en", "a.zh"), FilePair("b_en.txt", "b_cn.txt"))
+    yaml_section = {
+        "src_lang": "en",
+        "tgt_lang": "zh",
+        "train_pair": [["a.en", "a.zh"], {"src": "c.en", "tgt": "c.zh", "tgt_encoding": "GBK"}],
+        "valid_pair": ["d.en.sgm", "d.zh.sgm"],  # one pair
+    }
+    values, _ = flags.from_mapping(PrepareConfig, yaml_section, "f.yaml: prepare", "prepare", {})
+    config = flags.make(PrepareConfig, {**values, "output": "o"})
+    assert config.train_pair[1] == FilePair("c.en", "c.zh", None, "GBK")
+    assert config.valid_pair == (FilePair("d.en.sgm", "d.zh.sgm"),)
+    for bad, message in (
+        ({"train_pair": [["a", "b", "c"]]}, r"train_pair: wants 2 values, not \['a', 'b', 'c'\]"),
+        ({"train_pair": [{"src": "a"}]}, r"train_pair: a pair is \[SRC, TGT\] or a mapping"),
+        ({"train_pair": [{"src": "a", "tgt": "b", "tgt_encoding": "x-nope"}]},
+         r"train_pair: unknown encoding 'x-nope'"),
+        ({"train_pair": "a"}, r"train_pair: wants a list of items, not 'a'"),
+    ):  # fmt: skip
+        with pytest.raises(ConfigError, match=r"^f\.yaml: prepare\." + message):
+            flags.from_mapping(PrepareConfig, bad, "f.yaml: prepare", "prepare", {})
+    with pytest.raises(SystemExit):
+        parser.parse_args([*argv[:-1]])  # one value: argparse says so
+
+
 # What a command needs besides its required options for its config to be valid.
 NEEDS = {"prepare": {"trainpref": "t"}, "translate": {"checkpoint": "c"}}
 

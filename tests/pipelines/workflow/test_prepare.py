@@ -82,7 +82,9 @@ def test_duplicates_and_bad_lines_are_rejected_counted_and_kept(tmp_path):
     raw_src = "\n".join(src).encode("utf-8", "surrogateescape") + b"\n"
     corpus = write_pair(tmp_path / "t", raw_src, ("\n".join(tgt) + "\n").encode())
     out = tmp_path / "out"
-    outcome = prepare(corpus, out, valid_fraction=0, test_fraction=0)
+    # Named: found by itself, a side whose only non-ASCII line is no UTF-8 is an 8-bit
+    # code page (test_corpora.py), where the line is no reject.
+    outcome = prepare(corpus, out, valid_fraction=0, test_fraction=0, src_encoding="utf-8")
     assert outcome.stats["rejects"] == {
         **dict.fromkeys(REASONS, 0),
         "duplicate": 2,
@@ -262,5 +264,16 @@ def test_a_noisy_corpus_loses_its_wrong_languages_and_its_leaked_test_pairs(tmp_
     assert sum(d.startswith("src is de") for d in wrong) == 10
     inputs = stats["inputs"]
     assert inputs[f"{train}.{{en,zh}}"]["read"] == len(en) + 28
-    assert inputs[f"{valid}.{{en,zh}}"] == {"read": 2, "kept": 1, "rejects": {"duplicate": 1}}
-    assert inputs[f"{test}.{{en,zh}}"] == {"read": 11, "kept": 11, "rejects": {}}
+    utf8 = {"src": "utf-8", "tgt": "utf-8"}
+    assert inputs[f"{valid}.{{en,zh}}"] == {
+        "read": 2,
+        "kept": 1,
+        "rejects": {"duplicate": 1},
+        "encoding": utf8,
+    }
+    assert inputs[f"{test}.{{en,zh}}"] == {
+        "read": 11,
+        "kept": 11,
+        "rejects": {},
+        "encoding": utf8,
+    }

@@ -113,14 +113,14 @@ def test_a_later_step_alone_needs_the_earlier_ones(tmp_path, capsys):
     [
         (
             {"colour": "blue"},
-            "unknown key colour; a config's keys are root, beam, prepare, "
+            "unknown key colour; a config's keys are vars, root, beam, prepare, "
             "vocab, encode, train, decode, evaluate, refresh",
         ),
         (
             {"vocabulary": {"vocab_size": 10}},
             "unknown key vocabulary (did you mean vocab?); "
-            "a config's keys are root, beam, prepare, vocab, encode, train, decode, evaluate, "
-            "refresh",
+            "a config's keys are vars, root, beam, prepare, vocab, encode, train, decode, "
+            "evaluate, refresh",
         ),
         (
             {"vocab__vocab_sise": 10},
@@ -206,3 +206,46 @@ def test_the_beam_part_of_the_chain_gives_the_same_bytes_on_the_portable_runner(
     assert [statuses[s] for s in ("prepare", "vocab", "encode")] == ["ran"] * 3
     for step in ("prepared", "vocab", "encoded"):
         assert _digests(tmp_path / "portable", step) == _digests(tmp_path / "root", step), step
+
+
+def test_variables_in_paths_set_by_the_config_or_the_command_line(tmp_path, capsys):
+    path = config(tmp_path)
+    doc = yaml.safe_load(path.read_text())
+    corpus = doc["prepare"].pop("trainpref")[0]
+    doc["vars"] = {"corpora": str(Path(corpus).parent), "unused": None}
+    doc["prepare"]["train_pair"] = [["{corpora}/train.en", "{corpora}/train.zh"]]
+    doc["evaluate"]["news"]["input"] = "{example}/ntrex128-enzh.en.gz"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    loaded = load_config(str(path))
+    (pair,) = loaded.prepare.train_pair
+    assert (pair.src, pair.tgt) == (corpus + ".en", corpus + ".zh")
+    assert (
+        loaded.evaluate[0].inputs[0] == f"{example_config().rsplit('/', 1)[0]}/ntrex128-enzh.en.gz"
+    )
+    elsewhere = load_config(str(path), {"corpora": "/srv"})
+    assert elsewhere.prepare.train_pair[0].src == "/srv/train.en"
+    with pytest.raises(ConfigError, match=r"--set other: .* has no variable other \(its vars: "
+                       r"corpora, unused\)"):  # fmt: skip
+        load_config(str(path), {"other": "x"})
+    doc["vars"]["corpora"] = None
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"prepare\.train_pair: \{corpora\} is not set: give "
+                       r"--set corpora=VALUE, or vars\.corpora in the config"):  # fmt: skip
+        load_config(str(path))
+    with pytest.raises(SystemExit):
+        main(["run", str(path), "--set", "corpora"])
+    assert "argument --set: wants NAME=VALUE" in capsys.readouterr().err
+
+
+def test_the_t2t_enzh_recipe_reads_a_folder_the_user_names():
+    recipe = load_config(example_config("t2t-enzh"))  # T2T's own download folder by default
+    pairs = recipe.prepare.train_pair
+    assert pairs[0].src == (
+        "tar://training-parallel-nc-v13/news-commentary-v13.zh-en.en::"
+        "/tmp/t2t_datagen/training-parallel-nc-v13.tgz"
+    )
+    members = [p.tgt.split("::")[0].removeprefix("tar://") for p in pairs]
+    assert "cwmt/neu2017/NEU_cn.txt" in members and "cwmt/datum2017/Book20_cn.txt" in members
+    assert len(pairs) == 1 + 4 + 20  # News Commentary, four CWMT corpora, 20 DATUM books
+    (dev,) = load_config(example_config("t2t-enzh"), {"data": "/srv/t2t"}).prepare.valid_pair
+    assert dev.src == "tar://dev/newsdev2017-enzh-src.en.sgm::/srv/t2t/dev.tgz"

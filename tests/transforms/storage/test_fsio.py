@@ -163,3 +163,15 @@ def test_urls():
     assert fsio.canonical_url("file:///tmp/a") == "/tmp/a"
     with pytest.raises(ValueError):
         fsio.relative_to("/a", "/b/c")
+
+
+def test_a_store_whose_filesystem_is_not_installed_names_its_extra(monkeypatch):
+    import sys
+
+    from nmtpipe.transforms.errors import ConfigError
+
+    monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, "hf", raising=False)
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # as if not installed
+    with pytest.raises(ConfigError, match=r"^hf://datasets/o/n/x\.parquet: hf:// needs a package "
+                       r"not installed: pip install 'nmtpipe\[hf\]'"):  # fmt: skip
+        fsio.url_to_fs("hf://datasets/o/n/x.parquet")

@@ -10,10 +10,15 @@ import pytest
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.storage.inputs import (
     CorpusInput,
+    archive_member,
     brace_pair,
+    compression_of,
+    file_name,
     parse_columns,
+    resolve_pair,
     resolve_pair_prefix,
     resolve_tsv,
+    without_compression,
 )
 
 
@@ -94,3 +99,46 @@ def test_a_relative_input_keeps_its_relative_name_as_origin(tmp_path: Path, monk
     assert tsv.origin == "data/t.tsv"
     (absolute,) = resolve_pair_prefix(str(tmp_path / "data" / "train"), "en", "zh", "train")
     assert absolute.origin == f"{tmp_path}/data/train.{{en,zh.gz}}"
+
+
+def test_explicit_pairs_any_names_and_archive_members(tmp_path: Path):
+    import zipfile
+
+    (tmp_path / "casia2015_en.txt").write_bytes(b"a\n")
+    (tmp_path / "casia2015_ch.txt").write_bytes(b"b\n")
+    inp = resolve_pair(
+        str(tmp_path / "casia2015_en.txt"), str(tmp_path / "casia2015_ch.txt"), "train",
+        ("auto", "GBK"),
+    )  # fmt: skip
+    assert inp.origin == f"{tmp_path}/casia2015_{{en,ch}}.txt"
+    assert inp.encodings == ("auto", "gb18030")
+    with zipfile.ZipFile(tmp_path / "en-zh.txt.zip", "w") as z:
+        z.writestr("OPUS.en-zh.en", "a\n")
+        z.writestr("OPUS.en-zh.zh", "b\n")
+    zipped = resolve_pair(
+        f"zip://OPUS.en-zh.en::{tmp_path}/en-zh.txt.zip",
+        f"zip://OPUS.en-zh.zh::{tmp_path}/en-zh.txt.zip",
+        "train",
+    )
+    assert zipped.origin == f"zip://OPUS.en-zh.{{en,zh}}::{tmp_path}/en-zh.txt.zip"
+    assert archive_member(zipped.src) == ("zip", "OPUS.en-zh.en", f"{tmp_path}/en-zh.txt.zip")
+    with pytest.raises(InputError, match=r"no such file: zip://OPUS\.en-zh\.de::"):
+        resolve_pair(f"zip://OPUS.en-zh.de::{tmp_path}/en-zh.txt.zip", zipped.tgt, "train")
+    with pytest.raises(InputError, match=r"cannot read zip://a::.*/none\.zip"):
+        resolve_pair(f"zip://a::{tmp_path}/none.zip", zipped.tgt, "train")
+    with pytest.raises(ConfigError, match="unknown encoding"):
+        resolve_pair(inp.src, inp.tgt, "train", ("auto", "nope"))
+
+
+def test_names_formats_and_compression_come_from_members():
+    assert file_name("zip://a/b.en.gz::x.zip") == "a/b.en.gz"
+    assert compression_of("zip://a/b.en.gz::x.zip") == "gzip"
+    assert compression_of("zip://b.en::x.zip") is None  # not the archive's .zip
+    assert (
+        compression_of("s3://b/k.tmx.gz") == "gzip" and without_compression("a.sgm.gz") == "a.sgm"
+    )
+
+
+def test_brace_pair_keeps_whole_words_in_the_braces():
+    assert brace_pair("d/Book1_en.txt", "d/Book1_cn.txt") == "d/Book1_{en,cn}.txt"
+    assert brace_pair("dev/x-src.en.sgm", "dev/x-ref.zh.sgm") == "dev/x-{src.en,ref.zh}.sgm"

@@ -85,7 +85,7 @@ def test_members_of_a_tgz_archive(tmp_path: Path):
     missing = CorpusInput(
         "train", f"tar://nc/nope.en::{archive}", f"tar://nc/news.zh-en.zh::{archive}"
     )
-    with pytest.raises(InputError, match=r"has no member nc/nope\.en"):
+    with pytest.raises(InputError, match=r"has no member nc/nope\.en \(did you mean nc/news"):
         list(read_chunks(missing, 10))
 
 
@@ -115,7 +115,9 @@ def test_byte_range_chunks_equal_streamed_chunks(tmp_path: Path, lines, final_ne
     data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
     (tmp_path / "h.en").write_bytes(data)
     (tmp_path / "h.zh").write_bytes(data)
-    inp = CorpusInput("train", str(tmp_path / "h.en"), str(tmp_path / "h.zh"))
+    # Named UTF-8: random bytes may look like UTF-16 to the detector, which reads it whole.
+    utf8 = ("utf-8", "utf-8")
+    inp = CorpusInput("train", str(tmp_path / "h.en"), str(tmp_path / "h.zh"), encodings=utf8)
     streamed = list(read_chunks(inp, chunk_lines))
     ranged = [load_chunk(ref) for ref in plan_chunks(inp, chunk_lines)]
     assert ranged == streamed
@@ -127,3 +129,44 @@ def test_compressed_and_remote_inputs_are_streamed_not_ranged(tmp_path: Path):
     inp = CorpusInput("train", str(tmp_path / "c.en.gz"), str(tmp_path / "c.zh.gz"))
     (chunk,) = plan_chunks(inp, 10)
     assert chunk.src == b"a"  # the lines themselves, not a byte range
+
+
+def test_a_gb18030_side_with_crlf_is_planned_as_byte_ranges_with_its_encoding(tmp_path: Path):
+    zh = ["你好。", "再见。"] * 200
+    (tmp_path / "c.en").write_bytes(b"hi\r\nbye\r\n" * 200)
+    (tmp_path / "c.zh").write_bytes(("\r\n".join(zh) + "\r\n").encode("gb18030"))
+    inp = CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh"))
+    refs = list(plan_chunks(inp, 150))
+    assert all(ref.encodings == ("utf-8", "gb18030") for ref in refs)
+    chunk = load_chunk(refs[0])
+    assert chunk.tgt.decode("gb18030").split("\r\n")[:2] == zh[:2]
+    assert [c.tgt for c in read_chunks(inp, 150)] == [load_chunk(r).tgt for r in refs]
+
+
+def test_utf16_is_transcoded_as_it_streams(tmp_path: Path):
+    (tmp_path / "c.en").write_bytes("one\r\ntwo\r\n".encode("utf-16"))
+    (tmp_path / "c.zh").write_bytes("一\n二\n".encode("utf-16-be"))  # no mark: told by NULs
+    inp = CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh"))
+    (chunk,) = plan_chunks(inp, 10)  # not byte ranges: lines are not split on b"\n" there
+    assert (chunk.src, chunk.tgt) == (b"one\r\ntwo\r", "一\n二".encode())
+    assert chunk.encodings == ("utf-16", "utf-16-be")
+
+
+def test_zip_members_and_compressed_tar_members(tmp_path: Path):
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "en-zh.txt.zip", "w") as z:
+        z.writestr("OPUS.en-zh.en", "Hello\nWorld\n")
+        z.writestr("OPUS.en-zh.zh", "你好\n世界\n")
+    archive = tmp_path / "en-zh.txt.zip"
+    inp = CorpusInput("train", f"zip://OPUS.en-zh.en::{archive}", f"zip://OPUS.en-zh.zh::{archive}")
+    assert lines_of(inp) == [(1, b"Hello", "你好".encode()), (2, b"World", "世界".encode())]
+    with tarfile.open(tmp_path / "t.tgz", "w:gz") as tar:
+        for name, data in (("a.en.gz", gzip.compress(b"x\ny\n")), ("a.zh", b"1\n2\n")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    packed = CorpusInput(
+        "train", f"tar://a.en.gz::{tmp_path}/t.tgz", f"tar://a.zh::{tmp_path}/t.tgz"
+    )
+    assert lines_of(packed) == [(1, b"x", b"1"), (2, b"y", b"2")]

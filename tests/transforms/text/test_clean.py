@@ -6,7 +6,7 @@ from collections import Counter
 
 import pyarrow as pa
 
-from nmtpipe.transforms.storage.raw_corpus import RawChunk
+from nmtpipe.transforms.storage.raw_corpus import RawChunk, Unread
 from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig, PairConfirmer
 from nmtpipe.transforms.text.langid.identifier import LangIdConfig
 from nmtpipe.transforms.text.normalize import NormalizeConfig
@@ -47,6 +47,26 @@ def test_invalid_utf8_is_a_reject_with_side_byte_and_raw_bytes():
     ]
     assert out.rejects[0].src == b"bad \xff here" and out.rejects[0].tgt == b"ok2"
     assert [line for line, *_ in kept(out)] == [11]
+
+
+def test_each_side_is_decoded_in_its_encoding_and_the_readers_rejects_join():
+    zh = "你好\r\n坏\r\n再见".encode("gb18030")
+    zh = zh.replace("坏".encode("gb18030"), b"\x81\x20")  # no GB18030 character
+    unread = (Unread(0, "bad-record", "tu 11: no zh variant", b"Hello", None),)
+    chunk = RawChunk(
+        "c.tmx", "train", 11, b"Hello\nBad\nGoodbye", zh, (0, 1), ("utf-8", "gb18030"), unread
+    )
+    out = ChunkCleaner(CleanConfig(split=SPLIT))(chunk)
+    assert [(r.line, r.reason, r.detail, r.src, r.tgt) for r in out.rejects] == [
+        (11, "bad-record", "tu 11: no zh variant", b"Hello", None),
+        (12, "undecodable", "tgt: not gb18030: illegal multibyte sequence at byte 0", b"Bad",
+         b"\x81\x20"),
+    ]  # fmt: skip
+    assert kept(out) == [(13, "Goodbye", "再见")]
+    transcoded = RawChunk("u.{en,zh}", "train", 1, b"a", "\udc80".encode("utf-8", "surrogatepass"),
+                          (0, 1), ("utf-16", "utf-16"))  # fmt: skip
+    (reject,) = ChunkCleaner(CleanConfig(split=SPLIT))(transcoded).rejects
+    assert reject.reason == "undecodable" and reject.detail.startswith("tgt: not utf-16: ")
 
 
 def test_filter_rejects_keep_the_raw_line():

@@ -1,0 +1,253 @@
+"""`prepare` on the corpora users bring, as downloaded: T2T's archives (the bundled
+recipe), WMT's SGML, CWMT's names and encodings, Hugging Face datasets, OPUS's zip
+archives and TMX; the same bytes on every runner; an input read wrong refused."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import fsspec
+import pyarrow.parquet as pq
+import pytest
+from fsspec.implementations.dirfs import DirFileSystem
+from fsspec.implementations.local import LocalFileSystem
+
+from nmtpipe.pipelines.cli.main import main
+from nmtpipe.pipelines.workflow.prepare import run_prepare
+from nmtpipe.pipelines.workflow.prepare_plan import FilePair, PrepareConfig, make_plan
+from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.storage.inputs import brace_pair
+from nmtpipe.transforms.text.zh_script import ScriptConverter
+from tests.helpers import (
+    DEV_PAIR,
+    GB18030_MEMBER,
+    IN_MEMORY,
+    MULTI_PROCESS,
+    command_result,
+    sgml_set,
+    shared_lines,
+    t2t_enzh_archives,
+)
+
+datasets = pytest.importorskip("datasets")
+EN, ZH = shared_lines("tatoeba-cmn", "en"), shared_lines("tatoeba-cmn", "zh")
+
+
+def test_the_t2t_enzh_recipe_reads_its_archives_as_downloaded(tmp_path, capsys, monkeypatch):
+    """`nmtpipe run --example t2t-enzh` on miniature archives with T2T's member names: a
+    GB18030 Chinese side with CRLF ends, SGML as the validation set, no encoding flag."""
+    data = tmp_path / "t2t_datagen"
+    sizes = t2t_enzh_archives(data)
+    monkeypatch.chdir(tmp_path)  # the recipe's root is relative
+    argv = ["run", "--example", "t2t-enzh", "--set", f"data={data}", "--until", "prepare"]
+    assert main(argv) == 0
+    out, report = capsys.readouterr()
+    (step, *_) = command_result(out)["steps"]
+    stats = step["results"][0]["stats"]
+    archive = {"cwmt": "cwmt.tgz", "dev": "dev.tgz", "training-parallel-nc-v13": "training-"
+               "parallel-nc-v13.tgz"}  # fmt: skip
+    origins = {}
+    for (src, tgt), n in sizes.items():
+        where = data / archive[src.split("/")[0]]
+        origin = brace_pair(f"tar://{src}::{where}", f"tar://{tgt}::{where}")
+        origins[(src, tgt)] = origin
+        assert stats["inputs"][origin]["read"] == n, origin  # every input read in full
+        assert origin in report  # and reported by name
+    assert len(stats["inputs"]) == len(sizes) == 26
+    neu = next(o for (_, tgt), o in origins.items() if tgt == GB18030_MEMBER)
+    assert stats["inputs"][neu]["encoding"] == {"src": "utf-8", "tgt": "gb18030"}
+    assert "gb18030" in report
+    prepared = tmp_path / "runs/t2t-enzh/prepared"
+    doc = json.loads((prepared / "manifest.json").read_text())
+    recorded = {i["origin"]: i["encoding"] for i in doc["inputs"]}
+    assert recorded[neu] == {"src": "utf-8", "tgt": "gb18030"}
+    valid = pq.read_table(prepared / doc["splits"]["valid"]["files"][0]).to_pylist()
+    assert {r["origin"] for r in valid} == {origins[DEV_PAIR]}  # the SGML set alone
+    assert len(valid) == sizes[DEV_PAIR]  # a reference set is kept whole
+    ntrex = shared_lines("ntrex128-enzh", "en")
+    assert sorted(r["src"] for r in valid) == sorted(ntrex[: sizes[DEV_PAIR]])  # unescaped
+    train = pq.read_table(prepared / doc["splits"]["train"]["files"][0]).to_pylist()
+    with tarfile.open(data / "cwmt.tgz") as tar:
+        member = tar.extractfile(GB18030_MEMBER)
+        assert member is not None
+        as_written = member.read().decode("gb18030").split("\r\n")
+    simplified, _ = ScriptConverter("simplified")(as_written)  # the recipe's zh_script
+    read_neu = [r for r in train if r["origin"] == neu]
+    assert len(read_neu) > 250
+    assert all(r["tgt"] == simplified[r["line"] - 1] for r in read_neu)  # no CR, no mojibake
+
+
+def _every_layout(folder: Path) -> PrepareConfig:
+    """One prepare over a file of each layout: Parquet with the translation struct, JSON
+    Lines, a TMX, a zip member pair (OPUS), a UTF-16 pair, a GB18030 pair with CRLF,
+    and an SGML validation set."""
+    folder.mkdir()
+    part = iter(range(0, 3000, 200))
+
+    def lines() -> tuple[list[str], list[str]]:
+        at = next(part)
+        return EN[at : at + 200], ZH[at : at + 200]
+
+    en, zh = lines()
+    rows = [{"en": e, "zh": z} for e, z in zip(en, zh, strict=True)]
+    datasets.Dataset.from_dict({"translation": rows}).to_parquet(str(folder / "hf.parquet"))
+    en, zh = lines()
+    datasets.Dataset.from_dict({"en": en, "zh": zh}).to_json(str(folder / "hf.jsonl"))
+    en, zh = lines()
+    units = "".join(
+        f'<tu><tuv xml:lang="en-GB"><seg>{e}</seg></tuv><tuv xml:lang="zh-CN"><seg>{z}</seg>'
+        "</tuv></tu>\n"
+        for e, z in zip(en, zh, strict=True)
+        if "&" not in e + z and "<" not in e + z
+    )
+    (folder / "opus.tmx").write_text(f'<tmx version="1.4"><body>\n{units}</body></tmx>\n')
+    en, zh = lines()
+    with zipfile.ZipFile(folder / "en-zh.txt.zip", "w") as z:
+        z.writestr("Corpus.en-zh.en", "\n".join(en) + "\n")
+        z.writestr("Corpus.en-zh.zh", "\n".join(zh) + "\n")
+    en, zh = lines()
+    (folder / "u16.en").write_bytes(("\n".join(en) + "\n").encode("utf-16"))
+    (folder / "u16.zh").write_bytes(("\n".join(zh) + "\n").encode("utf-16"))
+    en, zh = lines()
+    (folder / "cwmt_en.txt").write_bytes(("\r\n".join(en) + "\r\n").encode())
+    (folder / "cwmt_cn.txt").write_bytes(("\r\n".join(zh) + "\r\n").encode("gb18030"))
+    dev_en, dev_zh = (
+        shared_lines("ntrex128-enzh", "en")[:40],
+        shared_lines("ntrex128-enzh", "zh")[:40],
+    )
+    docs = shared_lines("ntrex128-enzh", "docid")[:40]
+    (folder / "dev-src.en.sgm").write_bytes(sgml_set(dev_en, docs, "en", ref=False))
+    (folder / "dev-ref.zh.sgm").write_bytes(sgml_set(dev_zh, docs, "zh", ref=True))
+    f = str(folder)
+    return PrepareConfig(
+        "en",
+        "zh",
+        output="",
+        table=(f"{f}/hf.parquet", f"{f}/hf.jsonl", f"{f}/opus.tmx"),
+        train_pair=(
+            FilePair(f"zip://Corpus.en-zh.en::{f}/en-zh.txt.zip", f"zip://Corpus.en-zh.zh::{f}/en-zh.txt.zip"),
+            FilePair(f"{f}/u16.en", f"{f}/u16.zh"),
+            FilePair(f"{f}/cwmt_en.txt", f"{f}/cwmt_cn.txt"),
+        ),
+        valid_pair=(FilePair(f"{f}/dev-src.en.sgm", f"{f}/dev-ref.zh.sgm"),),
+        num_shards=2,
+        chunk_lines=64,
+    )  # fmt: skip
+
+
+def test_every_layout_in_one_run_gives_the_same_bytes_on_every_runner(tmp_path):
+    config = _every_layout(tmp_path / "data")
+    digests = {}
+    for name, runner in (("in-memory", IN_MEMORY), ("processes", MULTI_PROCESS)):
+        out = str(tmp_path / name)
+        outcome = run_prepare(PrepareConfig(**{**config.__dict__, "output": out}), runner)
+        digests[name] = {f["path"]: f["sha256"] for f in outcome.manifest["files"]}
+        inputs = outcome.stats["inputs"]
+        assert len(inputs) == 7 and all(i["kept"] > 0.9 * i["read"] for i in inputs.values())
+        encodings = {o.rsplit("/", 1)[-1]: i["encoding"] for o, i in inputs.items()}
+        assert encodings["u16.{en,zh}"] == {"src": "utf-16", "tgt": "utf-16"}
+        assert encodings["cwmt_{en,cn}.txt"] == {"src": "utf-8", "tgt": "gb18030"}
+        assert outcome.stats["splits"]["valid"] == 40
+    assert digests["in-memory"] == digests["processes"]
+
+
+def test_an_input_that_keeps_no_pairs_stops_the_run_naming_it(tmp_path):
+    (tmp_path / "c_en.txt").write_text("\n".join(EN[:50]) + "\n", encoding="utf-8")
+    (tmp_path / "c_cn.txt").write_bytes(("\n".join(ZH[:50]) + "\n").encode("gb18030"))
+    pair = FilePair(str(tmp_path / "c_en.txt"), str(tmp_path / "c_cn.txt"))
+    config = PrepareConfig(
+        "en", "zh", str(tmp_path / "out"), train_pair=(pair,), tgt_encoding="utf-8"
+    )
+    with pytest.raises(InputError) as error:
+        run_prepare(config, IN_MEMORY)
+    assert str(error.value) == (
+        f"{tmp_path}/c_{{en,cn}}.txt: none of its 50 pairs kept (read as src utf-8, tgt "
+        "utf-8; rejected: invalid-utf8 50); name its encoding with --src-encoding/"
+        "--tgt-encoding; nothing committed"
+    )
+    assert not (tmp_path / "out" / "manifest.json").exists()
+    found = run_prepare(
+        PrepareConfig("en", "zh", str(tmp_path / "out"), train_pair=(pair,)), IN_MEMORY
+    )
+    assert found.stats["pairs_kept"] > 40  # found by itself: GB18030
+
+
+class _LocalHub(DirFileSystem):
+    """The Hub's `hf://datasets/OWNER/NAME/PATH`, served from a local folder (`root`)."""
+
+    protocol = "hf"
+    root = ""
+
+    def __init__(self, **options):
+        super().__init__(path=self.root, fs=LocalFileSystem(), **options)
+
+
+@pytest.fixture
+def local_hub(tmp_path, monkeypatch):
+    """`hf://` served by a local folder in this process, in place of huggingface_hub's
+    filesystem (which the `hf` extra installs, and fsspec finds by the same name)."""
+    real = fsspec.get_filesystem_class("hf")
+    assert real.__module__.startswith("huggingface_hub")
+    _LocalHub.root = str(tmp_path / "hub")
+    monkeypatch.setitem(sys.modules["fsspec.registry"]._registry, "hf", _LocalHub)
+    yield Path(_LocalHub.root)
+    _LocalHub.clear_instance_cache()
+
+
+def test_hugging_face_hub_urls_and_their_identity(local_hub, tmp_path):
+    folder = local_hub / "datasets/Helsinki-NLP/opus-100/en-zh"
+    folder.mkdir(parents=True)
+    for split, at in (("train", 0), ("validation", 400)):
+        rows = [
+            {"en": e, "zh": z} for e, z in zip(EN[at : at + 300], ZH[at : at + 300], strict=True)
+        ]
+        ds = datasets.Dataset.from_dict({"translation": rows})
+        ds.to_parquet(str(folder / f"{split}-00000-of-00001.parquet"))
+    hub = "hf://datasets/Helsinki-NLP/opus-100/en-zh"
+    config = PrepareConfig(
+        "en", "zh", str(tmp_path / "out"), table=(f"{hub}/train-*.parquet",),
+        valid_table=(f"{hub}/validation-00000-of-00001.parquet",),
+    )  # fmt: skip
+    outcome = run_prepare(config, IN_MEMORY)
+    inputs = outcome.stats["inputs"]
+    assert inputs[f"{hub}/train-00000-of-00001.parquet"]["read"] == 300
+    assert inputs[f"{hub}/validation-00000-of-00001.parquet"]["read"] == 300
+    plan = make_plan(config)
+    train, _ = plan.identities
+    assert train["layout"] == "parquet" and train["fields"] == ["translation.en", "translation.zh"]
+    assert train["files"][0]["url"] == f"{hub}/train-00000-of-00001.parquet"
+    before = plan.fingerprint
+    ds.to_parquet(str(folder / "train-00000-of-00001.parquet"))  # a new revision of the file
+    assert make_plan(config).fingerprint != before
+
+
+def test_refresh_sees_a_changed_table_or_pair_member_and_nothing_else(tmp_path, capsys):
+    """refresh's input fingerprints cover tables and archive members (size and version)."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    rows = [{"en": e, "zh": z} for e, z in zip(EN[:200], ZH[:200], strict=True)]
+    datasets.Dataset.from_dict({"translation": rows}).to_parquet(str(raw / "hf.parquet"))
+    with zipfile.ZipFile(raw / "opus.zip", "w") as z:
+        z.writestr("O.en", "\n".join(EN[200:400]) + "\n")
+        z.writestr("O.zh", "\n".join(ZH[200:400]) + "\n")
+    doc = {
+        "root": str(tmp_path / "root"),
+        "beam": IN_MEMORY,
+        "prepare": {"src_lang": "en", "tgt_lang": "zh", "table": [f"{raw}/hf.parquet"],
+                    "train_pair": [[f"zip://O.en::{raw}/opus.zip", f"zip://O.zh::{raw}/opus.zip"]]},
+    }  # fmt: skip
+    path = tmp_path / "refresh.yaml"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    until = ["refresh", str(path), "--until", "prepare"]
+    assert main(until) == 0
+    assert command_result(capsys.readouterr().out)["prepared"] == 2
+    assert main(until) == 0  # nothing changed: both parts kept
+    assert command_result(capsys.readouterr().out)["prepared"] == 0
+    more = [{"en": e, "zh": z} for e, z in zip(EN[:210], ZH[:210], strict=True)]
+    datasets.Dataset.from_dict({"translation": more}).to_parquet(str(raw / "hf.parquet"))
+    assert main(until) == 0
+    assert command_result(capsys.readouterr().out)["prepared"] == 1  # the pair's part kept

@@ -1,0 +1,160 @@
+"""Parquet and Arrow files of pairs, read a row group or a record batch at a time.
+
+Parquet files are planned by their footers: a `TableRef` names consecutive row groups of
+about a chunk's rows, and the worker that cleans it reads just those, in batches of a
+chunk's rows, so that no corpus text passes through a shuffle. A row group larger than a
+chunk (`datasets` writes 100 MB of rows to one) is read where it is planned, into chunks,
+as is an Arrow file (`save_to_disk` writes IPC streams, which say how many rows their
+batches hold only by reading them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.formats.corpus.records import schema_tree, table_chunk
+from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.storage.inputs import PARQUET, CorpusInput
+from nmtpipe.transforms.storage.raw_corpus import RawChunk
+
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowIOError, OSError)
+
+
+class TableRef(NamedTuple):
+    """Row groups `parts` of Parquet table `inp`, whose first row is record
+    `first_row`, read `batch_rows` at a time."""
+
+    inp: CorpusInput
+    parts: tuple[int, int]
+    first_row: int
+    batch_rows: int
+
+
+@contextlib.contextmanager
+def _opened(url: str) -> Iterator[Any]:
+    try:
+        with fsio.open_for_arrow(url) as f:
+            yield f
+    except FileNotFoundError as e:
+        raise InputError(f"no such file: {url}") from e
+    except _ARROW_ERRORS as e:
+        raise InputError(f"cannot read {url}: {e}") from e
+
+
+@contextlib.contextmanager
+def _arrow_reader(url: str) -> Iterator[Any]:
+    """An Arrow IPC file's reader, or a stream's when it is one."""
+    with _opened(url) as f:
+        try:
+            reader: Any = pa.ipc.open_file(f)
+        except pa.ArrowInvalid:
+            f.seek(0)
+            reader = pa.ipc.open_stream(f)
+        yield reader
+
+
+def schema_of(inp: CorpusInput) -> pa.Schema:
+    """The schema of a Parquet or Arrow table (its footer or first message only)."""
+    if inp.layout == PARQUET:
+        with _opened(inp.src) as f:
+            return pq.ParquetFile(f).schema_arrow
+    with _arrow_reader(inp.src) as reader:
+        return reader.schema
+
+
+def plan(inp: CorpusInput, chunk_rows: int) -> Iterator[TableRef | RawChunk]:
+    """The chunks of a Parquet or Arrow table: refs to consecutive row groups of about
+    `chunk_rows` rows each; the rows of a larger row group, or of an Arrow file, read
+    into chunks here (a ref to a part of a row group would decode all that precedes
+    it)."""
+    if inp.layout != PARQUET:
+        with _arrow_reader(inp.src) as reader:
+            yield from _stream_chunks(inp, _arrow_batches(reader), chunk_rows, 1)
+        return
+    with _opened(inp.src) as f:
+        parquet = pq.ParquetFile(f)
+        meta = parquet.metadata
+        sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+        start, first, rows = 0, 1, 0
+        for k, size in enumerate(sizes):
+            if size > chunk_rows:
+                if rows:
+                    yield TableRef(inp, (start, k), first, chunk_rows)
+                    first += rows
+                batches = parquet.iter_batches(
+                    batch_size=chunk_rows, row_groups=[k], columns=_columns(inp)
+                )
+                yield from _stream_chunks(inp, batches, chunk_rows, first)
+                first += size
+                start, rows = k + 1, 0
+                continue
+            rows += size
+            if rows >= chunk_rows or k == len(sizes) - 1:
+                yield TableRef(inp, (start, k + 1), first, chunk_rows)
+                first += rows
+                start, rows = k + 1, 0
+
+
+def _arrow_batches(reader: Any) -> Iterator[pa.RecordBatch]:
+    if isinstance(reader, pa.ipc.RecordBatchFileReader):
+        return (reader.get_batch(i) for i in range(reader.num_record_batches))
+    return iter(reader)
+
+
+def _columns(inp: CorpusInput) -> list[str]:
+    """The top-level columns the fields are in."""
+    assert inp.fields is not None
+    return sorted({path.split(".", 1)[0] for path in inp.fields})
+
+
+def _stream_chunks(
+    inp: CorpusInput, batches: Iterator[pa.RecordBatch], chunk_rows: int, first: int
+) -> Iterator[RawChunk]:
+    """Rows of record batches, `chunk_rows` to a chunk; the first is record `first`."""
+    assert inp.fields is not None
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in _batches(batches, inp.src):
+        pending.append(batch)
+        rows += batch.num_rows
+        while rows >= chunk_rows:
+            table = pa.Table.from_batches(pending)
+            yield table_chunk(inp, first, table.slice(0, chunk_rows), inp.fields)
+            first += chunk_rows
+            rest = table.slice(chunk_rows)
+            pending, rows = rest.to_batches(), rest.num_rows
+    if rows:
+        yield table_chunk(inp, first, pa.Table.from_batches(pending), inp.fields)
+
+
+def _batches(reader: Any, url: str) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from reader
+    except _ARROW_ERRORS as e:
+        raise InputError(f"cannot read {url}: {e}") from e
+
+
+def load(ref: TableRef) -> Iterator[RawChunk]:
+    """The rows a TableRef names, `batch_rows` at a time."""
+    inp = ref.inp
+    assert inp.fields is not None
+    first = ref.first_row
+    with _opened(inp.src) as f:
+        batches = pq.ParquetFile(f).iter_batches(
+            batch_size=ref.batch_rows, row_groups=range(*ref.parts), columns=_columns(inp)
+        )
+        for batch in _batches(batches, inp.src):
+            if batch.num_rows:
+                yield table_chunk(inp, first, batch, inp.fields)
+                first += batch.num_rows
+
+
+def tree(inp: CorpusInput) -> dict:
+    """The table's schema as `fields.Tree`."""
+    return dict(schema_tree(schema_of(inp)))
