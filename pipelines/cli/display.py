@@ -20,6 +20,7 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from nmtpipe.transforms import progress
+from nmtpipe.transforms.progress import BYTES
 
 
 @dataclass
@@ -78,6 +79,7 @@ class Bar:
         self._stream, self._interval = stream, interval
         self._plain = not stream.isatty()
         self._shown: int | None = None  # the count of the last plain line
+        self._scaled = unit == BYTES  # 1.2 MB, 30.5 kB/s
         if self._plain:
             self._started = self._last = time.monotonic()
             if unit and total is not None:  # a log has the total from the start
@@ -85,7 +87,7 @@ class Bar:
         else:
             self._bar = tqdm(
                 total=total, initial=initial, desc=what, unit=unit, file=stream,
-                dynamic_ncols=True, leave=False,
+                dynamic_ncols=True, leave=False, unit_scale=self._scaled,
                 bar_format=None if unit else "{desc}: {elapsed} elapsed",
             )  # fmt: skip
 
@@ -117,7 +119,7 @@ class Bar:
         rate = done / elapsed if elapsed > 0 else None
         text = tqdm.format_meter(
             self.n, self.total, elapsed, prefix=self.what, unit=self.unit, rate=rate,
-            ncols=0,
+            ncols=0, unit_scale=self._scaled,
         )  # fmt: skip
         figures = ", ".join(f"{k}={v}" for k, v in self._figures.items())
         return f"{text} {figures}".rstrip()

@@ -41,6 +41,7 @@ from nmtpipe.transforms.storage.commit import (
     reuse_committed,
 )
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
+from nmtpipe.transforms.storage.read_meter import Meter
 
 if TYPE_CHECKING:
     import apache_beam as beam
@@ -86,8 +87,9 @@ class Step(ABC):
         """Where its graph leaves the summary of what it wrote (one per run)."""
         return fsio.join(self.output, STAGING, f"summary-{uuid.uuid4().hex}.json")
 
-    def graph(self, options: PipelineOptions) -> beam.PTransform | None:
-        """The Beam graph that writes the step's files and `summary_url`; None where the
+    def graph(self, options: PipelineOptions, meter: Meter | None = None) -> beam.PTransform | None:
+        """The Beam graph that writes the step's files and `summary_url`, its readers
+        counting the input they read into `meter` (the progress shown); None where the
         driver does the work, in `write`."""
         return None
 
@@ -151,13 +153,15 @@ def _build(
     if in_process:
         beam_args = [*beam_args, *IN_PROCESS]
     options = pipeline_options(beam_args, size, cores_per_worker=cores)
-    graphs = [step.graph(options) for step in todo]
+    meter = Meter(fsio.join(todo[0].output, STAGING, f"read-{uuid.uuid4().hex}"), size)
+    graphs = [step.graph(options, meter) for step in todo]
     runner = describe(options, size) if any(graphs) else "the driver"
     for step in todo:
         log(step.announce(runner, options))
     try:
         if any(graphs):
-            run_branches(options, todo[0].label, [g for g in graphs if g is not None], quiet)
+            branches = [g for g in graphs if g is not None]
+            run_branches(options, todo[0].label, branches, quiet, meter)
     finally:
         for step in todo:
             step.release()

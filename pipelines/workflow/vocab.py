@@ -27,6 +27,7 @@ from nmtpipe.transforms.options import option
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, StepOutcome
 from nmtpipe.transforms.storage.manifest import file_entry
+from nmtpipe.transforms.storage.read_meter import Meter
 from nmtpipe.transforms.vocab.counts import JOINED
 from nmtpipe.transforms.vocab.kinds.registry import (
     FILE_PATTERNS,
@@ -105,8 +106,12 @@ class _Build:
         """Lines of `side`'s training text chosen in Beam, column by column, shard by shard."""
         folder = fsio.join(self.staging, f"sample-{side}")
         columns = self.columns[side]
-        graph = SampleTrainText(self.train_shards, selector, columns, folder)
-        run_branches(self.running.options, "SampleTrainText", [graph], self.running.quiet)
+        meter = Meter(
+            fsio.join(self.staging, f"read-{side}"), sum(s.size for s in self.train_shards)
+        )
+        graph = SampleTrainText(self.train_shards, selector, columns, folder, meter)
+        options = self.running.options
+        run_branches(options, "SampleTrainText", [graph], self.running.quiet, meter)
         lines = []
         for column in columns:
             chosen = sample_lines(folder, column, len(self.train_shards))
@@ -122,7 +127,7 @@ def _train_shards(parts: list[tuple[str, dict[str, Any]]]) -> list[TrainShard]:
     offset = 0
     for root, doc in parts:
         shards += [
-            TrainShard(len(shards) + s.index, s.url, offset + s.first_row)
+            TrainShard(len(shards) + s.index, s.url, offset + s.first_row, s.size)
             for s in train_shards(root, doc)
         ]
         offset += doc["splits"]["train"]["pairs"]
