@@ -12,7 +12,7 @@ import time
 import pytest
 
 from nmtpipe.trainers.runtime import checkpoint
-from tests.helpers import encode_example
+from tests.helpers import encode_example, example_lines, write_pair
 from tests.terminal import Terminal, lines
 
 NMTPIPE = [sys.executable, "-m", "nmtpipe"]
@@ -55,3 +55,29 @@ def test_ctrl_c_in_training_on_two_ranks_is_one_true_line(tmp_path):
     assert rerun.returncode == 0, rerun.stderr
     assert f"resuming from the checkpoint at update {kept} ({last})" in rerun.stderr
     assert f"trained to update {kept + 2} " in rerun.stderr
+
+
+def test_ctrl_c_in_prepare_in_this_process_is_one_true_line(tmp_path):
+    """The default for a small corpus: the Beam job runs in the command's own process,
+    where ^C lands inside a DoFn (Beam wraps it as its own error)."""
+    corpus = write_pair(
+        tmp_path / "train",
+        example_lines("tatoeba-cmn", "en"),
+        example_lines("tatoeba-cmn", "zh"),
+    )
+    out = tmp_path / "prepared"
+    terminal = Terminal([*NMTPIPE, "prepare", "-s", "en", "-t", "zh", "--trainpref", str(corpus),
+                         "--output", str(out)], tmp_path)  # fmt: skip
+    # Once a reader of the job has told what it read, the job is running.
+    while not list(out.glob(".nmtpipe/read-*/*")) and terminal.proc.poll() is None:
+        time.sleep(0.05)
+    assert terminal.proc.poll() is None, terminal.output()
+    terminal.ctrl_c()
+    code = terminal.wait()
+    seen = terminal.output()
+    assert code == 130, seen
+    assert "Traceback" not in seen and "Error" not in seen
+    assert lines(seen)[-1] == (
+        "nmtpipe prepare: interrupted while Beam ran Prepare; it committed nothing"
+    )
+    assert not out.exists()  # no output folder, no staging left
