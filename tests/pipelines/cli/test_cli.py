@@ -313,7 +313,10 @@ def test_the_terminal_sees_one_line_even_from_worker_processes(tmp_path):
         check=False,
     )
     assert proc.returncode == 1
-    progress, error = proc.stderr.splitlines()
+    said = proc.stderr.splitlines()
+    progress, error = said[0], said[-1]
+    # Between them only the job's progress: in a log, its input read so far.
+    assert [line for line in said[1:-1] if "Prepare on FnApiRunner: " not in line] == []
     # What it will do, and where (after the time, in a log).
     progress = re.sub(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", "", progress)
     assert progress.startswith(
