@@ -1,19 +1,12 @@
 """Usage errors: an option or a key nmtpipe does not know, named with the nearest it knows.
 The command line checks its options and its YAML's keys with them, and every Beam pipeline
-its Beam options (`beam/options.py`): so they sit below both rooms. Imports no Beam."""
+its Beam options (`beam/options.py`): so they sit below both rooms. Imports no Beam.
+The nearest word itself is `transforms/errors.py:did_you_mean`, which the jobs use too
+(a split the data does not have)."""
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable
-
-from nmtpipe.transforms.errors import ConfigError
-
-
-def did_you_mean(word: str, known: Iterable[str]) -> str:
-    """` (did you mean X?)` for the known word nearest `word`, or "" when none is near."""
-    near = difflib.get_close_matches(word, list(known), n=1)
-    return f" (did you mean {near[0]}?)" if near else ""
+from nmtpipe.transforms.errors import ConfigError, did_you_mean
 
 
 def unknown_options(unknown: list[str], known: list[str], see: str) -> ConfigError | None:

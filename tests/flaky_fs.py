@@ -3,13 +3,16 @@
 `FlakyMemoryFileSystem` (`flaky://`) is fsspec's memory filesystem whose data calls fail
 every `fail_every`-th time with a connection reset, and always for paths matching
 `always_fail`. `FlakyS3FileSystem` (`flakys3://`) is s3fs whose every `fail_every`-th
-request to S3 fails with an I/O error before it is sent. Both are registered with
-fsspec on import; use them with the in-memory runner (registrations stay in-process).
+request to S3 fails with an I/O error before it is sent. `FullMemoryFileSystem`
+(`fullfs://`) is a memory filesystem on a disk of `capacity` bytes: the write that
+would pass it fails with ENOSPC, as a full disk's does. All are registered with fsspec
+on import; use them with the in-memory runner (registrations stay in-process).
 """
 
 from __future__ import annotations
 
 import errno
+import os
 import re
 from typing import Any, ClassVar
 
@@ -62,6 +65,41 @@ class FlakyMemoryFileSystem(MemoryFileSystem):
 
 
 fsspec.register_implementation("flaky", FlakyMemoryFileSystem, clobber=True)
+
+
+class FullMemoryFileSystem(MemoryFileSystem):
+    """A memory filesystem (of its own: not `memory://`'s files) that holds at most
+    `capacity` bytes written since `reset` (0: no limit)."""
+
+    protocol = ("fullfs",)
+    store: ClassVar[dict[str, Any]] = {}
+    pseudo_dirs: ClassVar[list[str]] = [""]
+    capacity: ClassVar[int] = 0
+    written: ClassVar[int] = 0
+
+    @classmethod
+    def reset(cls, capacity: int) -> None:
+        cls.store.clear()
+        cls.pseudo_dirs[:] = [""]
+        cls.capacity, cls.written = capacity, 0
+
+    def _open(self, path: str, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
+        f = super()._open(path, mode, *args, **kwargs)
+        if "r" not in mode:
+            write, cls = f.write, type(self)
+
+            def limited(data: Any) -> int:
+                size = memoryview(data).nbytes
+                if cls.capacity and cls.written + size > cls.capacity:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                cls.written += size
+                return write(data)
+
+            f.write = limited
+        return f
+
+
+fsspec.register_implementation("fullfs", FullMemoryFileSystem, clobber=True)
 
 try:
     import s3fs

@@ -8,7 +8,9 @@ driver only as text, so `find_user_error` recovers it from a runner's failure me
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 
 
 class NmtpipeError(Exception):
@@ -16,7 +18,9 @@ class NmtpipeError(Exception):
 
 
 class ConfigError(NmtpipeError):
-    """An option or a combination of options that cannot work."""
+    """A usage mistake: an option or a combination of options that cannot work, or a
+    path given to an option that names the wrong kind of thing (a file for a folder,
+    one step's output for another's, a split the data does not have)."""
 
 
 class InputError(NmtpipeError):
@@ -31,6 +35,10 @@ class OutputError(NmtpipeError):
     """An output location that holds something else, or a commit that failed."""
 
 
+class NoSpaceError(OutputError):
+    """A write that found its disk full (or its quota used up): names the file."""
+
+
 class StorageError(NmtpipeError):
     """A storage operation that kept failing with transient errors until retries ran out."""
 
@@ -40,12 +48,31 @@ class RunnerError(NmtpipeError):
     own: a lost worker, too little memory, a version mismatch."""
 
 
+class Interrupted(NmtpipeError):
+    """The user stopped the command (Ctrl-C); the message says what was kept."""
+
+
+class RankLost(NmtpipeError):
+    """A rank of a torch job stopped because another one did: never the cause."""
+
+
 class ManifestError(NmtpipeError):
     """A manifest that is missing, malformed, or disagrees with the files it lists."""
 
 
 class IntegrityError(ManifestError):
     """A committed file whose bytes are not those its manifest recorded (corrupted)."""
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """` (did you mean X?)` for the known word nearest `word`, or "" when none is near."""
+    near = difflib.get_close_matches(word, list(known), n=1)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+def error_class(name: str) -> type[NmtpipeError] | None:
+    """The NmtpipeError class of that name (errors cross processes as their names)."""
+    return _error_classes().get(name)
 
 
 def _error_classes() -> dict[str, type[NmtpipeError]]:

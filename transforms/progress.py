@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, TextIO
 
+# The unit of a count of bytes (a display shows it scaled: 1.2 MB, 30.5 kB/s).
+BYTES = "B"
+
 
 class Bar(Protocol):
     """One counted piece of work as a display shows it; `period`: how often, in seconds,
@@ -99,18 +102,22 @@ def heartbeat(
     done: Callable[[], int] | None = None,
     total: int | None = None,
     stream: TextIO | None = None,
+    unit: str = "task",
 ) -> Iterator[None]:
     """While the body runs (work that reports nothing until it ends: a Beam pipeline),
-    `what` with the elapsed time and, given `done`, how many of `total` units are done
-    (polled once per the bar's period), on `stream` (default: stderr)."""
-    bar = _display.bar(what, total, "task" if done else "", 0, stream)
+    `what` with the elapsed time and, given `done`, how many of `total` `unit`s are
+    done (polled once per the bar's period; never shown past `total`, and all of it once
+    the body has finished), on `stream` (default: stderr)."""
+    bar = _display.bar(what, total, unit if done else "", 0, stream)
     if bar is None:
         yield
         return
     count = [0]
 
-    def advance() -> None:
-        step = _advance(done, count[0])
+    def advance(to: int | None = None) -> None:
+        step = _advance(done, count[0]) if to is None else max(to - count[0], 0)
+        if total is not None:
+            step = min(step, max(total - count[0], 0))
         count[0] += step
         bar.update(step)  # (with 0, a redraw: the elapsed time)
 
@@ -130,7 +137,7 @@ def heartbeat(
         stop.set()
         thread.join()
         if done is not None:
-            advance()
+            advance(total if finished and total is not None else None)
         bar.close(finished)
 
 

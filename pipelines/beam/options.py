@@ -38,7 +38,8 @@ from nmtpipe.pipelines.beam import internals, local_runner
 from nmtpipe.pipelines.usage import unknown_options
 from nmtpipe.transforms.errors import ConfigError, NmtpipeError, RunnerError, find_user_error
 from nmtpipe.transforms.options import duration, duration_text
-from nmtpipe.transforms.progress import heartbeat
+from nmtpipe.transforms.progress import BYTES, heartbeat
+from nmtpipe.transforms.storage.read_meter import Meter
 
 # The FnApiRunner is the engine behind Beam's DirectRunner. Naming it directly skips the
 # DirectRunner's first attempt to download and start the Prism runner (Beam >= 2.68),
@@ -324,13 +325,17 @@ def quiet_stderr(enabled: bool) -> Iterator[TextIO]:
         os.close(saved)
 
 
-def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam") -> None:
+def run_pipeline(
+    pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam", meter: Meter | None = None
+) -> None:
     """Run `pipeline` to completion; any end but DONE is an error.
 
     `quiet` silences what local worker processes write to the terminal (their logs and
     the tracebacks of failures, which reach the caller as the exception anyway). While
-    it runs, the progress display shows `what` and the time it has taken (Beam reports
-    nothing until a local pipeline ends). A job on a remote runner still running after
+    it runs, the progress display shows `what` and the time it has taken and, given the
+    `meter` its graph's readers count into, the input read so far against the total,
+    with rate and ETA (`read_meter.py`: the same on every runner; its folder is removed
+    at the end). A job on a remote runner still running after
     `--job_deadline` is cancelled and is an error: an engine that lost its workers waits
     for new ones rather than failing the job.
     """
@@ -339,9 +344,12 @@ def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam
         raise ConfigError("DataflowRunner needs Beam's GCP extras: pip install 'nmtpipe[dataflow]'")
     local = runner in LOCAL_RUNNERS
     deadline = None if local else pipeline.options.view_as(NmtpipeOptions).job_deadline
+    read = None if meter is None else meter.read_so_far
+    total = None if meter is None else meter.total
     with (
+        _removed(meter),
         quiet_stderr(quiet and local) as terminal,
-        heartbeat(f"{what} on {runner}", stream=terminal),
+        heartbeat(f"{what} on {runner}", read, total, stream=terminal, unit=BYTES),
         local_runner.interrupt_kills_workers() if local else contextlib.nullcontext(),
     ):
         try:
@@ -360,6 +368,17 @@ def run_pipeline(pipeline: beam.Pipeline, quiet: bool = False, what: str = "Beam
             raise RunnerError(_overdue(runner, deadline, _cancel_failure(result)))
     if state != PipelineState.DONE:
         raise NmtpipeError(f"the Beam pipeline ended in state {state}")
+
+
+@contextlib.contextmanager
+def _removed(meter: Meter | None) -> Iterator[None]:
+    """The meter's folder removed when the run ends, however it ends."""
+    try:
+        yield
+    finally:
+        if meter is not None:
+            with contextlib.suppress(Exception):  # (a failure says why it failed instead)
+                meter.remove()
 
 
 class Interrupted(KeyboardInterrupt):
@@ -435,12 +454,14 @@ def run_branches(
     name: str,
     branches: list[beam.PTransform],
     quiet: bool = False,
+    meter: Meter | None = None,
 ) -> None:
     """Run several independent graphs (each applied to the pipeline's start) as one
     pipeline (one job on a remote runner), each under its own label (`name`, or
-    `name0000`, `name0001`, ... for several)."""
+    `name0000`, `name0001`, ... for several); `meter`: the one their readers count
+    into (`run_pipeline`)."""
     pipeline = new_pipeline(options)
     for k, branch in enumerate(branches):
         label = name if len(branches) == 1 else f"{name}{k:04d}"
         _ = pipeline | label >> branch
-    run_pipeline(pipeline, quiet, name)
+    run_pipeline(pipeline, quiet, name, meter)

@@ -33,12 +33,13 @@ from nmtpipe.pipelines.workflow.run_config import (
     RunConfig,
     wiring,
 )
-from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.errors import ConfigError, InputError, did_you_mean
 from nmtpipe.transforms.storage import fsio
 
 # the demo; the recipe on CPUs and on GPUs; T2T's translate_enzh inputs from their archives
 EXAMPLES = ("example", "tatoeba", "tatoeba-gpu", "t2t-enzh")
-_TOP_LEVEL = {"root", "beam", "refresh", "evaluate", "vars", *STEPS}
+# The keys a config may have, in the order a config is written.
+_TOP_LEVEL = ("vars", "root", "beam", *STEPS, "evaluate", "refresh")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _VARIABLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 EXAMPLE_VARIABLE = "example"
@@ -175,11 +176,12 @@ def load_config(url: str, settings: dict[str, str] | None = None) -> RunConfig:
         raise ConfigError(f"{url}: not valid YAML: {e}") from None
     if not isinstance(doc, dict):
         raise ConfigError(f"{url}: a config is a mapping of root, beam and the steps")
-    unknown = sorted(set(doc) - _TOP_LEVEL)
+    unknown = [str(key) for key in doc if key not in _TOP_LEVEL]
     if unknown:
+        named = ", ".join(key + did_you_mean(key, _TOP_LEVEL) for key in unknown)
         raise ConfigError(
-            f"{url}: unknown key(s) {', '.join(unknown)}; known: root, beam, vars, refresh, "
-            "evaluate, steps"
+            f"{url}: unknown key{'s' * (len(unknown) > 1)} {named}; a config's keys are "
+            f"{', '.join(_TOP_LEVEL)}"
         )
     variables = _variables(doc.pop("vars", None), settings or {}, url)
     doc = {key: _substituted(value, variables, f"{url}: {key}") for key, value in doc.items()}

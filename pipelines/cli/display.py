@@ -2,9 +2,10 @@
 progress every step reports (`transforms/progress.py`).
 
 On a terminal a tqdm bar (count, rate, ETA); when stderr is a file or a pipe (cron, CI,
-a scheduler's log) one plain line per interval with the same figures, so logs stay
-readable; nothing at all with `--quiet`. Notes (one-off lines such as "preparing 3
-inputs on FnApiRunner") follow the same switch. `main` installs it once per command;
+a scheduler's log) one plain line per interval with the same figures, each stamped with
+the time it was written, so logs stay readable; nothing at all with `--quiet`. Notes
+(one-off lines such as "preparing 3 inputs on FnApiRunner") follow the same switch and
+are stamped the same way in a log. `main` installs it once per command;
 torch jobs carry it to their ranks (`rank.py`). stdout is never written here: it
 carries each command's result.
 """
@@ -19,6 +20,7 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from nmtpipe.transforms import progress
+from nmtpipe.transforms.progress import BYTES
 
 
 @dataclass
@@ -30,8 +32,12 @@ class Terminal(progress.Display):
     interval: float = 30.0
 
     def note(self, message: str) -> None:
-        if not self.quiet:  # above a bar, which is drawn again below it
+        if self.quiet:
+            return
+        if sys.stderr.isatty():  # above a bar, which is drawn again below it
             tqdm.write(message, file=sys.stderr)
+        else:
+            print(stamped(message), file=sys.stderr, flush=True)
 
     def bar(
         self, what: str, total: int | None, unit: str, initial: int, stream: TextIO | None
@@ -39,6 +45,11 @@ class Terminal(progress.Display):
         if self.quiet:
             return None
         return Bar(what, total, unit, initial, stream or sys.stderr, self.interval)
+
+
+def stamped(line: str) -> str:
+    """A line of a log, after the local time it was written (to the second)."""
+    return f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}"
 
 
 def install(quiet: bool) -> None:
@@ -68,12 +79,15 @@ class Bar:
         self._stream, self._interval = stream, interval
         self._plain = not stream.isatty()
         self._shown: int | None = None  # the count of the last plain line
+        self._scaled = unit == BYTES  # 1.2 MB, 30.5 kB/s
         if self._plain:
             self._started = self._last = time.monotonic()
+            if unit and total is not None:  # a log has the total from the start
+                self._line()
         else:
             self._bar = tqdm(
                 total=total, initial=initial, desc=what, unit=unit, file=stream,
-                dynamic_ncols=True, leave=False,
+                dynamic_ncols=True, leave=False, unit_scale=self._scaled,
                 bar_format=None if unit else "{desc}: {elapsed} elapsed",
             )  # fmt: skip
 
@@ -94,17 +108,18 @@ class Bar:
 
     def _line(self) -> None:
         self._last, self._shown = time.monotonic(), self.n
-        print(self.line(self._last - self._started), file=self._stream, flush=True)
+        print(stamped(self.line(self._last - self._started)), file=self._stream, flush=True)
 
     def line(self, elapsed: float) -> str:
-        """The plain line: `what: n/total unit [elapsed<eta, rate unit/s] figures`."""
+        """The plain line (after its time stamp): `what: n/total unit [elapsed<eta,
+        rate unit/s] figures`."""
         if not self.unit:  # nothing to count: how long it has been running
             return f"{self.what}: {tqdm.format_interval(elapsed)} elapsed"
         done = self.n - self._initial
         rate = done / elapsed if elapsed > 0 else None
         text = tqdm.format_meter(
             self.n, self.total, elapsed, prefix=self.what, unit=self.unit, rate=rate,
-            ncols=0,
+            ncols=0, unit_scale=self._scaled,
         )  # fmt: skip
         figures = ", ".join(f"{k}={v}" for k, v in self._figures.items())
         return f"{text} {figures}".rstrip()

@@ -9,8 +9,7 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from nmtpipe.pipelines.usage import did_you_mean
-from nmtpipe.transforms.errors import ConfigError, NmtpipeError
+from nmtpipe.transforms.errors import ConfigError, NmtpipeError, did_you_mean
 from nmtpipe.transforms.options import Option, build, missing, options
 
 

@@ -19,7 +19,7 @@ import sys
 import traceback
 from typing import Any
 
-from nmtpipe.transforms.errors import ConfigError, find_user_error
+from nmtpipe.transforms.errors import ConfigError, Interrupted, find_user_error
 from nmtpipe.transforms.progress import note
 
 
@@ -65,10 +65,15 @@ def result(args: argparse.Namespace, found: dict[str, Any]) -> None:
         print(json.dumps(document, ensure_ascii=False, default=str), flush=True)
 
 
+# The exit status of a command the user interrupted (Ctrl-C), as shells give 128 + SIGINT.
+INTERRUPTED = 130
+
+
 def error_line(command: str, exc: BaseException, verbose: bool) -> tuple[str, int]:
     """The one line a user sees when `nmtpipe {command}` fails with `exc`, and the exit
-    code: 2 for a usage error, 1 otherwise. With `verbose` the traceback is printed
-    first; without, an unexpected error says how to see it."""
+    code: 2 for a usage error, 130 for an interruption (saying what was kept), 1
+    otherwise. With `verbose` the traceback is printed first; without, an unexpected
+    error says how to see it."""
     if verbose:
         traceback.print_exception(exc)
     error = find_user_error(exc)
@@ -77,6 +82,8 @@ def error_line(command: str, exc: BaseException, verbose: bool) -> tuple[str, in
         first = text.splitlines()[0] if text else ""
         hint = "" if verbose else " (run with --verbose for the traceback)"
         return f"nmtpipe: internal error: {type(exc).__name__}: {first}{hint}", 1
+    if isinstance(error, Interrupted):
+        return f"nmtpipe {command}: {error}", INTERRUPTED
     return f"nmtpipe {command}: error: {error}", 2 if isinstance(error, ConfigError) else 1
 
 

@@ -239,9 +239,10 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             options.check_beam_args(rest, ours)
         return module.run(args, rest)
-    except KeyboardInterrupt as exc:
-        print(f"nmtpipe: {exc or 'interrupted; nothing was committed'}", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # (a Beam run's says what it left undone)
+        said = str(exc) or "interrupted; nothing was committed"
+        print(f"nmtpipe {args.command}: {said}", file=sys.stderr)
+        return logs.INTERRUPTED
     except Exception as exc:
         line, code = logs.error_line(args.command, exc, args.verbose)
         print(line, file=sys.stderr)

@@ -1,16 +1,33 @@
 """What `nmtpipe train` and `nmtpipe decode` share on the command line: the job on
-`--nproc` processes (or on this torchrun rank), its result shown once."""
+`--nproc` processes (or on this torchrun rank), its result shown once; and what the
+commands given a checkpoint share (decode, translate, export): a folder for it."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
+from nmtpipe.trainers.runtime.run_files import checkpoint_file
 from nmtpipe.trainers.train.launch import Job, finish, is_main_rank, run_job
 from nmtpipe.transforms.storage.commit import StepOutcome
+
+C = TypeVar("C")
+
+
+def with_checkpoint_file(config: C) -> C:
+    """`config` with its --checkpoint a file: a folder given for it (a --save-dir)
+    means the best checkpoint in it, said in a line; one without is a usage error."""
+    given = getattr(config, "checkpoint", None)
+    if given is None:
+        return config
+    found = checkpoint_file(given)
+    if found != given:
+        logs.progress(f"--checkpoint {given} is a folder: using {found}")
+    return dataclasses.replace(config, checkpoint=found)  # type: ignore[type-var]
 
 
 def add_nproc(group: argparse._ArgumentGroup) -> None:

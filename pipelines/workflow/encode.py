@@ -31,6 +31,7 @@ from nmtpipe.transforms.options import option
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import StepOutcome
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
+from nmtpipe.transforms.storage.read_meter import Meter
 from nmtpipe.transforms.text.stats import summarize_lengths
 from nmtpipe.transforms.vocab import id_layout
 from nmtpipe.transforms.vocab.vocabulary import (
@@ -106,7 +107,9 @@ def plan_tasks(
         for k, (path, run) in enumerate(runs):
             whole = len(run) == len(groups[path])
             prefix = fairseq_prefix(split, k, langs)
-            tasks.append(EncodeTask(split, k, len(runs), root, entries[path], run, whole, prefix))
+            entry, rows = entries[path], groups[path]
+            size = entry["size"] * sum(rows[g] for g in run) // max(sum(rows), 1)
+            tasks.append(EncodeTask(split, k, len(runs), root, entry, run, whole, prefix, size))
     return tasks
 
 
@@ -283,8 +286,8 @@ class EncodeStep(BeamStep):
     dataset_report = True
 
     def __init__(self, config: EncodeConfig) -> None:
-        root, prepared = read_prepared(config.prepared)
-        vocab = open_vocabulary(config.vocab)
+        root, prepared = read_prepared(config.prepared, "--prepared")
+        vocab = open_vocabulary(config.vocab, "--vocab")
         langs = _check_languages(prepared, vocab)
         self.config, self.root, self.prepared = config, root, prepared
         self.vocab, self.langs = vocab, langs
@@ -320,7 +323,7 @@ class EncodeStep(BeamStep):
             f"{self.threads(options)} thread(s) per worker"
         )
 
-    def graph(self, options: PipelineOptions) -> EncodeShards:
+    def graph(self, options: PipelineOptions, meter: Meter | None = None) -> EncodeShards:
         spec = EncodeSpec(
             self.output,
             self.vocab.root,
@@ -332,7 +335,7 @@ class EncodeStep(BeamStep):
             self.config.batch_size,
             self.threads(options),
         )
-        return EncodeShards(spec, self.tasks, self.summary_url)
+        return EncodeShards(spec, self.tasks, self.summary_url, meter)
 
     def write(self, summary: dict[str, Any] | None, running: Running) -> Written:
         assert summary is not None

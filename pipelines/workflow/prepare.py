@@ -28,6 +28,7 @@ from nmtpipe.transforms.formats.shard_names import CHARS_PATH, counts_path, pair
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, StepOutcome
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
+from nmtpipe.transforms.storage.read_meter import Meter
 from nmtpipe.transforms.text.filters import (
     BAD_RECORD,
     DUPLICATE,
@@ -205,11 +206,11 @@ class PrepareStep(BeamStep):
             f"on {runner}"
         )
 
-    def graph(self, options: PipelineOptions) -> PrepareCorpus:
+    def graph(self, options: PipelineOptions, meter: Meter | None = None) -> PrepareCorpus:
         spill_root = _spill_root(self.plan.config.spill_dir, options, self.output)
         if spill_root is not None:
             self.spill = fsio.join(spill_root, f"nmtpipe-spill-{uuid.uuid4().hex}")
-        return PrepareCorpus(self.plan.spec(), self.summary_url, self.spill)
+        return PrepareCorpus(self.plan.spec(), self.summary_url, self.spill, meter)
 
     def release(self) -> None:
         if self.spill is not None:

@@ -29,6 +29,7 @@ from nmtpipe.transforms.options import option
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, StepOutcome
 from nmtpipe.transforms.storage.manifest import file_entry
+from nmtpipe.transforms.storage.read_meter import Meter
 from nmtpipe.transforms.vocab.counts import JOINED
 from nmtpipe.transforms.vocab.kinds.registry import (
     FILE_PATTERNS,
@@ -97,6 +98,8 @@ class _Build:
     ) -> None:
         self.options, self.parts, self.staging, self.running = config, parts, staging, running
         self.log = running.log
+        # What a build spills goes with the staging folder, where that is on local disk.
+        self.spill = fsio.url_to_fs(staging)[1] if fsio.is_local(staging) else None
         langs = parts[0][1]["options"]["languages"]
         self.columns = {langs["src"]: ["src"], langs["tgt"]: ["tgt"], JOINED: ["src", "tgt"]}
         self.train_shards = _train_shards(parts)
@@ -105,8 +108,12 @@ class _Build:
         """Lines of `side`'s training text chosen in Beam, column by column, shard by shard."""
         folder = fsio.join(self.staging, f"sample-{side}")
         columns = self.columns[side]
-        graph = SampleTrainText(self.train_shards, selector, columns, folder)
-        run_branches(self.running.options, "SampleTrainText", [graph], self.running.quiet)
+        meter = Meter(
+            fsio.join(self.staging, f"read-{side}"), sum(s.size for s in self.train_shards)
+        )
+        graph = SampleTrainText(self.train_shards, selector, columns, folder, meter)
+        options = self.running.options
+        run_branches(options, "SampleTrainText", [graph], self.running.quiet, meter)
         lines = []
         for column in columns:
             chosen = sample_lines(folder, column, len(self.train_shards))
@@ -122,7 +129,7 @@ def _train_shards(parts: list[tuple[str, dict[str, Any]]]) -> list[TrainShard]:
     offset = 0
     for root, doc in parts:
         shards += [
-            TrainShard(len(shards) + s.index, s.url, offset + s.first_row)
+            TrainShard(len(shards) + s.index, s.url, offset + s.first_row, s.size)
             for s in train_shards(root, doc)
         ]
         offset += doc["splits"]["train"]["pairs"]
@@ -217,5 +224,7 @@ def run_vocab(
     refresh's `parts`, as (root, manifest): their token counts are summed); `how`:
     `run_steps`' force, replace, log and quiet."""
     return run_step(
-        lambda: VocabStep(config, parts or [read_prepared(config.prepared)]), beam_args, **how
+        lambda: VocabStep(config, parts or [read_prepared(config.prepared, "--prepared")]),
+        beam_args,
+        **how,
     )

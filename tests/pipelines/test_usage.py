@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from nmtpipe.pipelines.usage import did_you_mean, unknown_options
+from nmtpipe.pipelines.usage import unknown_options
+from nmtpipe.transforms.errors import did_you_mean
 
 
 def test_the_nearest_known_word_or_none():

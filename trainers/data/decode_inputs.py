@@ -91,6 +91,29 @@ def read_lines(url: str) -> Iterator[str]:
             yield decode_line(raw, url, number)
 
 
+def count_lines(urls: Iterable[str]) -> int:
+    """How many lines `read_lines` gives of the files at `urls`, counted in blocks (a
+    progress display's total, known before any is translated)."""
+    total = 0
+    for url in urls:
+        fs, path = fsio.url_to_fs(url)
+        if not fs.exists(path):
+            raise InputError(f"{url}: no such file")
+        with fs.open(path, "rb", compression="infer") as f:
+            total += count_stream_lines(f)
+    return total
+
+
+def count_stream_lines(stream: Any) -> int:
+    """The lines of a binary stream, read to its end (a last line without its line end
+    counted too)."""
+    count, last = 0, b"\n"
+    for block in iter(lambda: stream.read(1 << 20), b""):
+        count += block.count(b"\n")
+        last = block[-1:]
+    return count + (last != b"\n")
+
+
 def decode_line(raw: bytes, name: str, number: int) -> str:
     """One line's text without its line end (LF or CRLF); invalid UTF-8 is an error
     naming the file and line."""

@@ -37,7 +37,7 @@ from nmtpipe.trainers.runtime import checkpoint
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc
 from nmtpipe.transforms.storage import fsio, manifest
-from nmtpipe.transforms.storage.commit import commit, reuse_committed
+from nmtpipe.transforms.storage.commit import building, commit, reuse_committed
 from nmtpipe.transforms.storage.manifest import file_entry
 from nmtpipe.transforms.text.normalize import NormalizeConfig
 from nmtpipe.transforms.vocab import tokenizer_json
@@ -174,9 +174,17 @@ def run_export(config: ExportConfig, force: bool = False,
         "scores": _scores_sha256(config.scores) if config.scores else None,
         **{k: v for k, v in config.__dict__.items() if k not in ("checkpoint", "output", "scores")},
     })  # fmt: skip
-    committed = reuse_committed(out, KIND, fingerprint, force, log, replace=True)
-    if committed is not None:
-        return {**committed, "cached": True, "seconds": round(time.perf_counter() - started, 2)}
+    with building(out, _OURS):  # a refused checkpoint leaves no output folder
+        committed = reuse_committed(out, KIND, fingerprint, force, log, replace=True)
+        cached = committed is not None
+        if committed is None:
+            committed = _export(config, out, fingerprint, log)
+    return {**committed, "output": out, "cached": cached,
+            "seconds": round(time.perf_counter() - started, 2)}  # fmt: skip
+
+
+def _export(config: ExportConfig, out: str, fingerprint: str, log: Callable[[str], None]) -> dict:
+    """Build the export locally, upload it to `out` and commit it; the manifest."""
     with tempfile.TemporaryDirectory(prefix="nmtpipe-export-") as folder:
         build(config, folder, log)
         files = [
@@ -191,5 +199,4 @@ def run_export(config: ExportConfig, force: bool = False,
         "options": {k: v for k, v in config.__dict__.items() if k != "output"},
         "files": files,
     }  # fmt: skip
-    committed = commit(out, KIND, doc, _OURS)
-    return {**committed, "cached": False, "seconds": round(time.perf_counter() - started, 2)}
+    return commit(out, KIND, doc, _OURS)

@@ -12,6 +12,11 @@ appends them to the outputs, which become visible only when the job is done:
 - `scores.json`: BLEU and chrF (sacrebleu) against the references, when there are any,
   and what the job did (sentences, truncated or skipped inputs, speed). Written last:
   the outputs are complete when it is there (a re-run removes it first).
+
+The first rank shows what the job is doing from its first second: the count of input
+lines, then each stage of its start (the checkpoint, the data), then a bar over the
+sentences that moves with every batch it translates (with several ranks, by the
+batches every rank has reached when the first has; exact at each window's end).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from nmtpipe.trainers.data.batching import length_sorted_batches
 from nmtpipe.trainers.data.decode_inputs import (
     Sentence,
     TextCodec,
+    count_lines,
     prepared_source_text,
     split_sentences,
     text_sentences,
@@ -41,7 +47,7 @@ from nmtpipe.trainers.runtime import checkpoint
 from nmtpipe.trainers.runtime.distributed import Ranks, open_on_ranks
 from nmtpipe.trainers.runtime.run_files import HYPOTHESES, NBEST, SCORES
 from nmtpipe.transforms import progress as display
-from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.errors import ConfigError, InputError, did_you_mean
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.vocab.id_layout import IdLayout
@@ -82,11 +88,41 @@ class _Outputs:
         self.nbest.write(lines.encode("utf-8"))
 
 
+class Shown:
+    """What the first rank shows of the job: a line per stage of its start, then a bar
+    over the sentences once their count is known; nothing on the other ranks."""
+
+    def __init__(self, main: bool) -> None:
+        self.main = main
+        self._bar: display.Progress | None = None
+
+    def say(self, text: str) -> None:
+        if self.main:
+            display.note(text)
+
+    def start(self, total: int | None) -> None:
+        """The bar, over `total` sentences (None: unknown)."""
+        if self.main and self._bar is None:
+            self._bar = display.Progress("decode", total, "sentence")
+
+    def update(self, n: int) -> None:
+        if self._bar is not None and n:
+            self._bar.update(n)
+
+    def close(self, finished: bool) -> None:
+        if self._bar is not None:
+            self._bar.close(finished)
+            self._bar = None
+
+
 class Decoder:
     """One rank's share of a decoding job."""
 
-    def __init__(self, config: DecodeConfig, ranks: Ranks) -> None:
-        self.config, self.ranks = config, ranks
+    def __init__(self, config: DecodeConfig, ranks: Ranks, shown: Shown) -> None:
+        self.config, self.ranks, self.shown = config, ranks, shown
+        if config.inputs and ranks.main:
+            shown.start(count_lines(config.inputs))
+        shown.say(f"loading the checkpoint {config.checkpoint}")
         state = checkpoint.load(config.checkpoint)
         train_config = state.get("train_config", {})
         self.data_url = config.data or train_config.get("data")
@@ -95,9 +131,14 @@ class Decoder:
         fmt = config.format or train_config.get("format")
         self.dataset = None
         if config.inputs:
+            shown.say(f"reading the vocabulary of {self.data_url}")
             self.doc = committed_doc(self.data_url)
             self.format = fmt or self.doc["formats"][0]
         else:
+            splits = committed_doc(self.data_url)["splits"]
+            _check_split(self.data_url, splits, config.split)
+            shown.start(splits[config.split]["pairs"])
+            shown.say(f"opening the {config.split} split of {self.data_url} (checking its files)")
             self.dataset = open_on_ranks(ranks, self.data_url, fmt, config.cache_dir)
             self.doc, self.format = self.dataset.manifest, self.dataset.format
         self.layout = IdLayout(**self.doc["id_layouts"][self.format])
@@ -131,11 +172,11 @@ class Decoder:
         return np.concatenate([ids[: limit - 1], ids[-1:]]), "truncated"
 
     def plan(self, window: list[Sentence]) -> list[np.ndarray]:
-        """This rank's batches of the window: positions, sorted by source length."""
+        """The batches of the window, every rank's: positions, sorted by source length
+        (rank r decodes batches r, r + world, ...)."""
         lengths = np.array([s.ids.size for s in window], dtype=np.int64)
         capped = np.minimum(lengths, self.config.max_source_positions)
-        batches = length_sorted_batches(capped, self.config.max_tokens)
-        return batches[self.ranks.rank :: self.ranks.world]
+        return length_sorted_batches(capped, self.config.max_tokens)
 
     # --- decoding -------------------------------------------------------------------
 
@@ -165,11 +206,18 @@ class Decoder:
             records.append(record)
         return records
 
-    def _decode_window(self, window: list[Sentence]) -> list[dict[str, Any]]:
-        mine = []
-        for positions in self.plan(window):
+    def _decode_window(self, window: list[Sentence]) -> tuple[list[dict[str, Any]], int]:
+        """This rank's translations of the window, and how many sentences the bar has
+        been moved by: on the first rank, after its k-th batch, those of the first k
+        batches of every rank (the ranks go at about the same pace)."""
+        batches, world = self.plan(window), self.ranks.world
+        mine, moved = [], 0
+        for k, positions in enumerate(batches[self.ranks.rank :: world]):
             mine += self._translate([window[int(p)] for p in positions])
-        return mine
+            reached = sum(len(b) for b in batches[: (k + 1) * world])
+            self.shown.update(reached - moved)
+            moved = reached
+        return mine, moved
 
     def run(self) -> dict[str, Any]:
         started = time.perf_counter()
@@ -177,14 +225,11 @@ class Decoder:
         scores_url = fsio.join(self.config.output, SCORES)
         if self.ranks.main and fsio.exists(scores_url):
             fsio.remove(scores_url)  # the commit mark of an earlier run's outputs
-        total = len(self.dataset[self.config.split]) if self.dataset is not None else None
         with contextlib.ExitStack() as stack:
             outputs = _Outputs(stack, self.config.output) if self.ranks.main else None
-            shown = stack.enter_context(
-                display.Progress("decode", total, "sentence", enabled=self.ranks.main)
-            )
             for window in self._windows():
-                gathered = self.ranks.gather_to_main(self._decode_window(window))
+                mine, moved = self._decode_window(window)
+                gathered = self.ranks.gather_to_main(mine)
                 if outputs is None:
                     continue
                 by_id = {r["id"]: r for part in gathered for r in part}
@@ -192,7 +237,7 @@ class Decoder:
                 counts.add(_count(records))
                 outputs.write(records)
                 self._score(window, records)
-                shown.update(len(records))
+                self.shown.update(len(records) - moved)
         seconds = time.perf_counter() - started
         summary = self._summary(counts, seconds)
         if self.ranks.main:
@@ -233,6 +278,15 @@ class Decoder:
         }
 
 
+def _check_split(data_url: str, splits: dict[str, Any], split: str) -> None:
+    """A --split the data has, or a usage error naming the one nearest and those it has."""
+    if split not in splits:
+        raise ConfigError(
+            f"--split {split}: {fsio.canonical_url(data_url)} has no split {split!r}"
+            f"{did_you_mean(split, splits)}; it has {', '.join(splits)}"
+        )
+
+
 def _best_text(record: dict[str, Any]) -> str:
     """The best translation ("" for a skipped input)."""
     return record["hypotheses"][0]["text"] if record["hypotheses"] else ""
@@ -252,9 +306,12 @@ def _count(records: list[dict[str, Any]]) -> _Counts:
 def decode(config: DecodeConfig) -> dict[str, Any]:
     """Decode on this process's rank; returns the summary (complete on the first rank)."""
     ranks = Ranks()
+    shown = Shown(ranks.main)
     try:
-        summary = Decoder(config, ranks).run()
+        summary = Decoder(config, ranks, shown).run()
+        shown.close(finished=True)
         ranks.sum(0)  # every rank done before the group goes
         return summary
     finally:
+        shown.close(finished=False)  # (a failed job's; a finished one's is closed)
         ranks.close()

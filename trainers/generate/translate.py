@@ -9,6 +9,10 @@ a line typed at a terminal is there alone and is answered at once (like
 used; output is detokenised; a blank line gives an empty one (`BeamSearch.translate`,
 as CTranslate2 does). Two engines: nmtpipe's own beam search on a checkpoint,
 or a CTranslate2 export (`trainers/export/ctranslate2_engine.py`).
+
+Where the lines are files (--input, or stdin redirected from a file) their count is
+known before the model loads: unless the translations go to the terminal, a bar over
+them shows from the first second, after a line saying what loads.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import itertools
 import os
 import queue
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -27,6 +32,8 @@ import torch
 from nmtpipe.trainers.data.batching import length_sorted_batches
 from nmtpipe.trainers.data.decode_inputs import (
     TextCodec,
+    count_lines,
+    count_stream_lines,
     decode_line,
     prepared_source_text,
     read_lines,
@@ -35,6 +42,7 @@ from nmtpipe.trainers.generate.translate_config import TranslateConfig
 from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.runtime import checkpoint
 from nmtpipe.trainers.runtime.distributed import Ranks
+from nmtpipe.transforms import progress as display
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.formats.encoded_dataset import committed_doc
 from nmtpipe.transforms.vocab.id_layout import IdLayout
@@ -92,6 +100,25 @@ def stdin_lines(stream: IO[bytes]) -> Iterator[str]:
         yield decode_line(raw, "<stdin>", number)
 
 
+def count_sources(inputs: Iterable[str]) -> int | None:
+    """How many lines `source_lines` will give, where that is known without reading
+    them up: files (stdin redirected from one, read through and rewound); None for
+    stdin from a pipe or a terminal."""
+    inputs = list(inputs)
+    if inputs and inputs != ["-"]:
+        return count_lines(inputs)
+    stream = sys.stdin.buffer
+    try:
+        if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+            return None
+        start = stream.tell()
+    except (OSError, ValueError):  # no file descriptor, or not seekable
+        return None
+    count = count_stream_lines(stream)
+    stream.seek(start)
+    return count
+
+
 def source_lines(inputs: Iterable[str]) -> Iterator[str]:
     inputs = list(inputs)
     if not inputs or inputs == ["-"]:
@@ -135,15 +162,20 @@ def ready_groups(lines: Iterator[str], most: int) -> Iterator[list[str]]:
 
 
 def translate_group(
-    engine: Engine, lines: list[str], max_tokens: int
+    engine: Engine,
+    lines: list[str],
+    max_tokens: int,
+    advance: Callable[[int], None] = lambda _: None,
 ) -> list[list[tuple[str, float]]]:
-    """The n-best of each line, in order: sorted by length, batched by padded tokens."""
+    """The n-best of each line, in order: sorted by length, batched by padded tokens
+    (`advance`: told each batch's size as it is done)."""
     sources = engine.encode(lines)
     lengths = np.array([len(s) for s in sources], dtype=np.int64)
     out: list[list[tuple[str, float]]] = [[] for _ in lines]
     for rows in length_sorted_batches(lengths, max_tokens):
         for row, hyps in zip(rows, engine.translate([sources[r] for r in rows]), strict=True):
             out[int(row)] = hyps
+        advance(len(rows))
     return out
 
 
@@ -169,13 +201,24 @@ def make_engine(config: TranslateConfig) -> Engine:
 
 def translate(config: TranslateConfig, out: IO[str],
               log: Callable[[str], None] = lambda _: None) -> dict[str, int]:  # fmt: skip
-    """Translate `config.inputs` (or stdin) onto `out`; how many lines."""
-    engine = make_engine(config)
-    log("ready")
-    count = 0
-    for group in ready_groups(source_lines(config.inputs), config.buffer_size):
-        for hyps in translate_group(engine, group, config.max_tokens):
-            out.write(format_result(count, hyps, config.search.nbest))
-            count += 1
-        out.flush()
+    """Translate `config.inputs` (or stdin) onto `out`; how many lines. With a known
+    count of lines and `out` not a terminal, a bar over them and a line per stage."""
+    total = count_sources(config.inputs)
+    shown = total is not None and not out.isatty()
+    bar = display.Progress("translate", total, "sentence", enabled=shown)
+    with bar:
+        model = (
+            f"the checkpoint {config.checkpoint}"
+            if config.engine == "nmtpipe"
+            else f"the CTranslate2 model {config.model}"
+        )
+        (display.note if shown else log)(f"loading {model}")
+        engine = make_engine(config)
+        log("ready")
+        count = 0
+        for group in ready_groups(source_lines(config.inputs), config.buffer_size):
+            for hyps in translate_group(engine, group, config.max_tokens, bar.update):
+                out.write(format_result(count, hyps, config.search.nbest))
+                count += 1
+            out.flush()
     return {"sentences": count}

@@ -21,8 +21,9 @@ import torch
 from nmtpipe.trainers.model.build import Seq2Seq, build_model
 from nmtpipe.trainers.model.config import ModelConfig
 from nmtpipe.trainers.model.packed_linear import pack_linears
+from nmtpipe.trainers.runtime import run_files
 from nmtpipe.trainers.runtime.run_files import NUMBERED
-from nmtpipe.transforms.errors import InputError, IntegrityError
+from nmtpipe.transforms.errors import ConfigError, InputError, IntegrityError
 from nmtpipe.transforms.storage import fsio
 
 
@@ -50,6 +51,13 @@ _EOCD = b"PK\x05\x06"
 _EOCD_SIZE = 22
 _DIGEST_TAG = b"nmtpipe-sha256:"
 _COMMENT_SIZE = len(_DIGEST_TAG) + 64
+_ZIP = b"PK\x03\x04"  # how a zip archive, and so a file of torch.save, begins
+_LONGEST_COMMENT = 0xFFFF  # where an end record can be: this far before the end, at most
+# What a user is told to give instead of a file that is not a checkpoint of nmtpipe's.
+_GIVE = (
+    "give one nmtpipe train wrote (a --save-dir's checkpoint_best.pt, checkpoint_last.pt "
+    "or a numbered one)"
+)
 
 
 def with_digest(data: bytes) -> bytes:
@@ -62,21 +70,46 @@ def with_digest(data: bytes) -> bytes:
 
 def check(url: str, data: bytes) -> None:
     """Check `torch.save`'s bytes against the digest they carry (checkpoints without
-    one, from older versions, are left to torch). The comment stays: torch reads past it."""
-    if data[-_EOCD_SIZE : -_EOCD_SIZE + 4] == _EOCD and data[-2:] == b"\0\0":
-        return  # no comment: an older nmtpipe's checkpoint
+    one, from older versions, are left to torch). The comment stays: torch reads past it.
+    A file that is no zip archive is not a checkpoint; one whose archive has no end is
+    truncated."""
     end = len(data) - _COMMENT_SIZE - _EOCD_SIZE
     record, comment = data[end : end + _EOCD_SIZE], data[end + _EOCD_SIZE :]
+    ours = record[:4] == _EOCD and comment.startswith(_DIGEST_TAG)
+    if not ours:
+        if not data.startswith(_ZIP):
+            raise InputError(
+                f"{url} is not an nmtpipe checkpoint: it is {_format_of(data)}, not the zip "
+                f"archive torch.save writes; {_GIVE}"
+            )
+        if data[-_EOCD_SIZE : -_EOCD_SIZE + 4] == _EOCD and data[-2:] == b"\0\0":
+            return  # no comment: an older nmtpipe's checkpoint
+        if _ends_early(data):
+            raise IntegrityError(
+                f"{url} is truncated: its {len(data):,} bytes end before its zip archive "
+                "does; use another checkpoint (checkpoint_best.pt, a numbered one) or train "
+                "again"
+            )
     expected = comment.removeprefix(_DIGEST_TAG).decode("ascii", "replace")
     digest = hashlib.sha256(memoryview(data)[: end + _EOCD_SIZE - 2])  # no copy of the file
     digest.update(b"\0\0")  # the comment's length as torch.save wrote it: none
     actual = digest.hexdigest()
-    if record[:4] != _EOCD or not comment.startswith(_DIGEST_TAG) or actual != expected:
+    if not ours or actual != expected:
         raise IntegrityError(
             f"{url} is corrupted: its sha256 is {actual}, the digest it was saved with is "
-            f"{expected if comment.startswith(_DIGEST_TAG) else 'unreadable'}; use another "
-            "checkpoint (checkpoint_best.pt, a numbered one) or train again"
+            f"{expected if ours else 'unreadable'}; use another checkpoint "
+            "(checkpoint_best.pt, a numbered one) or train again"
         )
+
+
+def _ends_early(data: bytes) -> bool:
+    """Whether a zip archive's bytes stop before its end record and comment do (a file
+    cut short: copied or written in part)."""
+    at = data.rfind(_EOCD, max(len(data) - _EOCD_SIZE - _LONGEST_COMMENT, 0))
+    if at < 0:
+        return True
+    length = int.from_bytes(data[at + _EOCD_SIZE - 2 : at + _EOCD_SIZE], "little")
+    return at + _EOCD_SIZE + length > len(data)
 
 
 def save(url: str, state: dict[str, Any]) -> None:
@@ -86,26 +119,53 @@ def save(url: str, state: dict[str, Any]) -> None:
     fsio.write_bytes(url, with_digest(buffer.getvalue()))
 
 
+def _format_of(data: bytes) -> str:
+    """What a file that is not a zip archive is, by its first bytes."""
+    if not data:
+        return "empty"
+    if data[:1] == b"\x80":  # a pickle's protocol opcode (torch's legacy format is one)
+        return "a plain pickle"
+    return f"a file of another format (it begins {data[:8]!r})"
+
+
 def sha256(url: str) -> str:
     """The sha256 of the checkpoint file at `url`, which identifies it in fingerprints."""
     try:
         return fsio.sha256_of(url)
     except FileNotFoundError:
         raise InputError(f"no checkpoint at {url}") from None
+    except IsADirectoryError:
+        raise ConfigError(run_files.folder_given(url)) from None
 
 
 def load(url: str) -> dict[str, Any]:
     """A checkpoint, checked against its digest and loaded without running any pickled
-    code (`weights_only=True`)."""
+    code (`weights_only=True`), then checked to hold what nmtpipe's checkpoints hold."""
     try:
         data = fsio.read_bytes(url)
     except FileNotFoundError:
         raise InputError(f"no checkpoint at {url}") from None
+    except IsADirectoryError:
+        raise ConfigError(run_files.folder_given(url)) from None
     check(url, data)
     try:
-        return torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as e:
         raise InputError(_why_not_loaded(url, e)) from e
+    if not isinstance(state, dict) or not state.keys() >= _OURS:
+        held = (
+            f"keys {', '.join(sorted(map(str, state))[:5])}{', ...' * (len(state) > 5)}"
+            if isinstance(state, dict)
+            else f"a {type(state).__name__}"
+        )
+        raise InputError(
+            f"{url} is not an nmtpipe checkpoint: a torch file holding {held}, without the "
+            f"model and model_config an nmtpipe checkpoint holds; {_GIVE}"
+        )
+    return state
+
+
+_OURS = {"model", "model_config"}  # what every checkpoint of nmtpipe's holds
 
 
 # How torch's message begins when `weights_only` refuses an object, and where it names it.

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.errors import RankLost
 from nmtpipe.transforms.formats.encoded_dataset import EncodedDataset, open_dataset
 
 
@@ -128,5 +128,5 @@ def open_on_ranks(ranks: Ranks, url: str, fmt: str | None, cache_dir: str | None
     if error is not None:
         raise error
     if failures:
-        raise InputError(f"another rank could not open {url} (see its error)")
+        raise RankLost(f"another rank could not open {url} (see its error)")
     return data if data is not None else open_dataset(url, fmt, cache_dir, "size")

@@ -49,6 +49,11 @@ class Progress:
         if self._bar is not None:
             self._bar.update(1, loss=f"{loss:.3f}")
 
+    def say(self, text: str) -> None:
+        """A line for people only (on the first rank), kept in no record."""
+        if self.main:
+            display.note(text)
+
     def record(self, record: dict[str, Any]) -> None:
         if not self.main:
             return
@@ -67,9 +72,10 @@ class Progress:
         if self.main:
             fsio.write_bytes(self._log_url, self._lines)
 
-    def close(self) -> None:
+    def close(self, finished: bool = True) -> None:
+        """End the display; `finished=False` for a run that stopped (its line ends it)."""
         if self._bar is not None:
-            self._bar.close()
+            self._bar.close(finished)
         if self._writer is not None:
             self._writer.close()
 

@@ -36,7 +36,7 @@ from nmtpipe.trainers.train.objective import label_smoothed_nll
 from nmtpipe.trainers.train.progress import Progress
 from nmtpipe.trainers.train.schedule import learning_rate, peak_learning_rate
 from nmtpipe.trainers.train.valid_bleu import ValidBleu
-from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.errors import ConfigError, InputError, Interrupted
 from nmtpipe.transforms.formats.encoded_dataset import EncodedDataset, SplitData
 from nmtpipe.transforms.storage import fsio
 
@@ -96,6 +96,7 @@ class Trainer:
             config.lr, config.lr_scheduler, config.warmup_updates, self.model.config.d_model
         )
         self.position = Position()
+        self.kept: int | None = None  # the update of the checkpoint a rerun resumes from
         self.best: float | None = None  # of the --best-checkpoint-metric
         self.bad_validations = 0
         self.history: list[dict[str, float]] = []  # the learning curves' points
@@ -132,6 +133,7 @@ class Trainer:
         if state.get("best_metric", "loss") != self.config.best_checkpoint_metric:
             self.best, self.bad_validations = None, 0  # another metric: start afresh
         self.history = state.get("history", [])
+        self.kept = self.position.update
         rng = state["rng"]
         checkpoint.set_rng_state(rng[self.ranks.rank] if len(rng) == self.ranks.world else rng[0])
         if state["world"] != self.ranks.world:
@@ -162,6 +164,7 @@ class Trainer:
     def save(self, names: list[str]) -> None:
         rng = self.ranks.gather(checkpoint.rng_state())
         if not self.ranks.main:
+            self.kept = self.position.update if run_files.LAST in names else self.kept
             return
         state = {
             "model": self.model.state_dict(),
@@ -182,6 +185,8 @@ class Trainer:
         }
         for name in names:
             checkpoint.save(self._url(name), state)
+            if name == run_files.LAST:
+                self.kept = self.position.update
         if self.progress is not None:
             self.progress.keep()
         checkpoint.prune(self.config.save_dir, self.config.keep_interval_updates)
@@ -323,12 +328,35 @@ class Trainer:
             self.ranks.main, self.config.max_update, self.position.update,
             self.config.tensorboard_logdir, self._url(run_files.LOG),
         )  # fmt: skip
+        if resumed and self.position.update < self.config.max_update:
+            self.progress.say(
+                f"resuming from the checkpoint at update {self.position.update} "
+                f"({self._url(run_files.LAST)})"
+            )
         for warning in self._warnings:
             self.log({"warning": warning})
+        finished = False
         try:
-            return self._loop(resumed)
+            summary = self._loop(resumed)
+            finished = True
+            return summary
+        except KeyboardInterrupt:
+            raise Interrupted(self._interrupted()) from None
         finally:
-            self.progress.close()
+            self.progress.close(finished)
+
+    def _interrupted(self) -> str:
+        """What an interrupted run says: where it was, and what a rerun starts from."""
+        at = f"interrupted at update {self.position.update}"
+        if self.kept is None:
+            return (
+                f"{at}, before its first checkpoint; nothing was kept in "
+                f"{self.config.save_dir}; rerun to start over"
+            )
+        return (
+            f"{at}; checkpoint at update {self.kept} kept in {self.config.save_dir}; "
+            "rerun to resume"
+        )
 
     def _loop(self, resumed: bool) -> dict[str, Any]:
         started = time.perf_counter()

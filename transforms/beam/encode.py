@@ -15,16 +15,19 @@ from nmtpipe.transforms.formats.encode_part import (
     encode_part,
     load_encoders,
 )
+from nmtpipe.transforms.storage.read_meter import Meter, ReadCount
 from nmtpipe.transforms.vocab.kinds.base import SideEncoder
 
 
 class EncodePartFn(beam.DoFn):
     """Encodes one part (`EncodeTask`); emits ("file", entry)... and one ("stats", partial).
 
-    The vocabulary is loaded once per worker, in `setup`."""
+    The vocabulary is loaded once per worker, in `setup`; each part's bytes are counted
+    into `meter` once encoded."""
 
-    def __init__(self, spec: EncodeSpec) -> None:
+    def __init__(self, spec: EncodeSpec, meter: Meter | None = None) -> None:
         self.spec = spec
+        self.read_count = ReadCount(meter)
         self._encoders: dict[str, SideEncoder] = {}
 
     def setup(self) -> None:
@@ -32,9 +35,13 @@ class EncodePartFn(beam.DoFn):
 
     def process(self, task: EncodeTask) -> Iterator[tuple[str, Any]]:
         entries, stats = encode_part(self.spec, self._encoders, task)
+        self.read_count.add(task.size)
         for entry in entries:
             yield FILE, entry
         yield STATS, stats
+
+    def finish_bundle(self) -> None:
+        self.read_count.publish()
 
 
 class EncodeShards(beam.PTransform):
@@ -42,15 +49,21 @@ class EncodeShards(beam.PTransform):
     over the workers; its only driver-visible result is the summary file at
     `summary_url` (the files written, token statistics)."""
 
-    def __init__(self, spec: EncodeSpec, tasks: list[EncodeTask], summary_url: str) -> None:
+    def __init__(
+        self,
+        spec: EncodeSpec,
+        tasks: list[EncodeTask],
+        summary_url: str,
+        meter: Meter | None = None,
+    ) -> None:
         super().__init__()
-        self.spec, self.tasks, self.summary_url = spec, tasks, summary_url
+        self.spec, self.tasks, self.summary_url, self.meter = spec, tasks, summary_url, meter
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         return (
             pbegin
             | "ListShards" >> beam.Create(self.tasks)
             | "Redistribute" >> beam.Reshuffle()
-            | "Encode" >> beam.ParDo(EncodePartFn(self.spec))
+            | "Encode" >> beam.ParDo(EncodePartFn(self.spec, self.meter))
             | "Summarize" >> WriteSummary(self.summary_url)
         )

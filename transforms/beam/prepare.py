@@ -46,6 +46,7 @@ from nmtpipe.transforms.beam.prepare_fns import (
 )
 from nmtpipe.transforms.formats.prepared import write_chars
 from nmtpipe.transforms.storage.inputs import CorpusInput
+from nmtpipe.transforms.storage.read_meter import Meter
 from nmtpipe.transforms.text.clean import CleanConfig
 
 
@@ -69,20 +70,25 @@ class CleanChunks(beam.PTransform):
     with the `rejects`, partial token `counts`, `stats`, `protected` keys and `pending`
     pairs of every chunk tagged."""
 
-    def __init__(self, spec: PrepareSpec, spill_dir: str | None) -> None:
+    def __init__(
+        self, spec: PrepareSpec, spill_dir: str | None, meter: Meter | None = None
+    ) -> None:
         super().__init__()
-        self.spec, self.spill_dir = spec, spill_dir
+        self.spec, self.spill_dir, self.meter = spec, spill_dir, meter
 
     def expand(self, inputs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
         s = self.spec
+        clean = CleanChunksFn(
+            s.clean, s.langs, s.count_buckets, s.reject_shards, self.spill_dir, self.meter
+        )
         return (
             inputs
             | "PlanChunks" >> beam.ParDo(PlanChunksFn(s.chunk_lines))
             | "Redistribute" >> beam.Reshuffle()
             | "Clean"
-            >> beam.ParDo(
-                CleanChunksFn(s.clean, s.langs, s.count_buckets, s.reject_shards, self.spill_dir)
-            ).with_outputs(REJECTS, COUNTS, STATS, PROTECTED, PENDING, main="pairs")
+            >> beam.ParDo(clean).with_outputs(
+                REJECTS, COUNTS, STATS, PROTECTED, PENDING, main="pairs"
+            )
         )
 
 
@@ -209,18 +215,26 @@ class CountTokens(beam.PTransform):
 
 class PrepareCorpus(beam.PTransform):
     """The whole prepare graph, from the pipeline's start; its only driver-visible
-    result is the summary file at `summary_url` (files written and statistics)."""
+    result is the summary file at `summary_url` (files written and statistics); the raw
+    bytes of each chunk cleaned are counted into `meter`, the progress shown."""
 
-    def __init__(self, spec: PrepareSpec, summary_url: str, spill_dir: str | None = None):
+    def __init__(
+        self,
+        spec: PrepareSpec,
+        summary_url: str,
+        spill_dir: str | None = None,
+        meter: Meter | None = None,
+    ):
         super().__init__()
         self.spec, self.summary_url, self.spill_dir = spec, summary_url, spill_dir
+        self.meter = meter
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         s = self.spec
         cleaned = (
             pbegin
             | "ListInputs" >> beam.Create(s.inputs)
-            | "CleanChunks" >> CleanChunks(s, self.spill_dir)
+            | "CleanChunks" >> CleanChunks(s, self.spill_dir, self.meter)
         )
         confirmed = cleaned[PENDING] | "ConfirmLanguages" >> ConfirmLanguages(s)
 

@@ -32,6 +32,7 @@ from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.storage.manifest import FileEntry, file_entry
 from nmtpipe.transforms.storage.raw_corpus import RawChunk
+from nmtpipe.transforms.storage.read_meter import Meter, ReadCount
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig, PairConfirmer
 from nmtpipe.transforms.text.langid.identifier import LangIdConfig
@@ -168,12 +169,14 @@ class CleanChunksFn(beam.DoFn):
         count_buckets: int,
         reject_shards: int,
         spill_dir: str | None,
+        meter: Meter | None = None,
     ) -> None:
         self.config = config
         self.langs = langs
         self.count_buckets = count_buckets
         self.reject_shards = reject_shards
         self.spill_dir = spill_dir
+        self.read_count = ReadCount(meter)
         self.read = Metrics.counter(NAMESPACE, "pairs_read")
         self.rejected = Metrics.counter(NAMESPACE, "pairs_rejected")
 
@@ -184,6 +187,7 @@ class CleanChunksFn(beam.DoFn):
         self._counts = BundleCounts(self.langs, self.count_buckets, self.spill_dir)
 
     def finish_bundle(self) -> Iterator[WindowedValue]:
+        self.read_count.publish()
         for tagged in self._counts.emit():
             value = WindowedValue(tagged.value, MIN_TIMESTAMP, [GlobalWindow()])
             yield TaggedOutput(tagged.tag, value)
@@ -194,6 +198,7 @@ class CleanChunksFn(beam.DoFn):
 
     def _clean_chunk(self, chunk: RawChunk) -> Iterator[Any]:
         out = self._clean(chunk)
+        self.read_count.add(len(chunk.src) + len(chunk.tgt or b""))
         self.read.inc(out.pairs_read)
         self.rejected.inc(len(out.rejects))
         name = f"{chunk.origin}:{chunk.first_line}"

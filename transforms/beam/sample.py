@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 
 import apache_beam as beam
 
+from nmtpipe.transforms.storage.read_meter import Meter, ReadCount
 from nmtpipe.transforms.vocab.sample import (
     BudgetSample,
     IdSample,
@@ -27,17 +28,27 @@ class ShardBytesFn(beam.DoFn):
 
 
 class SampleShardFn(beam.DoFn):
-    """TrainShard → the chosen lines of each column, written to `folder`."""
+    """TrainShard → the chosen lines of each column, written to `folder`; each shard's
+    bytes counted into `meter` once sampled."""
 
     def __init__(
-        self, selector: IdSample | BudgetSample, columns: Sequence[str], folder: str
+        self,
+        selector: IdSample | BudgetSample,
+        columns: Sequence[str],
+        folder: str,
+        meter: Meter | None = None,
     ) -> None:
         self.selector = selector
         self.columns = tuple(columns)
         self.folder = folder
+        self.read_count = ReadCount(meter)
 
     def process(self, shard: TrainShard, sizes: dict[str, int]) -> Iterator[tuple[str, int]]:
         yield from sample_shard(self.selector, shard, self.columns, self.folder, sizes)
+        self.read_count.add(shard.size)
+
+    def finish_bundle(self) -> None:
+        self.read_count.publish()
 
 
 class SampleTrainText(beam.PTransform):
@@ -51,10 +62,11 @@ class SampleTrainText(beam.PTransform):
         selector: IdSample | BudgetSample,
         columns: Sequence[str],
         folder: str,
+        meter: Meter | None = None,
     ) -> None:
         super().__init__()
         self.shards, self.selector = list(shards), selector
-        self.columns, self.folder = list(columns), folder
+        self.columns, self.folder, self.meter = list(columns), folder, meter
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         listed = pbegin | "ListShards" >> beam.Create(self.shards)
@@ -67,6 +79,6 @@ class SampleTrainText(beam.PTransform):
         else:
             sizes = pbegin | "NoSizes" >> beam.Create([])
         return listed | "Sample" >> beam.ParDo(
-            SampleShardFn(self.selector, self.columns, self.folder),
+            SampleShardFn(self.selector, self.columns, self.folder, self.meter),
             sizes=beam.pvalue.AsDict(sizes),
         )

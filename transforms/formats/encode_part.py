@@ -39,7 +39,8 @@ from nmtpipe.transforms.vocab.vocabulary import Vocabulary
 class EncodeTask(NamedTuple):
     """Part `part` of `parts` of a split: row groups `row_groups` of the shard that the
     manifest entry `shard` of the prepared output at `root` lists (`whole`: all of them,
-    so the shard's sha256 is checked as it is read; else its pages' CRCs)."""
+    so the shard's sha256 is checked as it is read; else its pages' CRCs); `size`: its
+    share of the shard's bytes, by rows (what it counts as read)."""
 
     split: str
     part: int
@@ -49,6 +50,7 @@ class EncodeTask(NamedTuple):
     row_groups: tuple[int, ...]
     whole: bool
     fairseq_prefix: str
+    size: int = 0
 
     @property
     def url(self) -> str:

@@ -13,9 +13,10 @@ from nmtpipe.transforms.vocab import counts
 KIND = "nmtpipe.prepare"  # the kind of a committed `prepare` output's manifest
 
 
-def read_prepared(url: str) -> tuple[str, dict[str, Any]]:
-    """The root and the checked manifest of a committed `prepare` output."""
-    return manifest.open_committed(url, KIND, "prepare")
+def read_prepared(url: str, option: str | None = None) -> tuple[str, dict[str, Any]]:
+    """The root and the checked manifest of a committed `prepare` output (named by the
+    user's `option`, when it was)."""
+    return manifest.open_committed(url, KIND, "prepare", option=option)
 
 
 def pair_bytes(doc: dict[str, Any], split: str | None = None) -> int:

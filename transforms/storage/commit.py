@@ -8,12 +8,13 @@ fingerprint is refused unless forced, so that nothing is overwritten by accident
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from nmtpipe.transforms.errors import ManifestError, OutputError
+from nmtpipe.transforms.errors import ManifestError, NoSpaceError, OutputError, find_user_error
 from nmtpipe.transforms.storage import fsio, manifest
 
 # Staging files of a run (summaries, spills); gone once the run commits.
@@ -79,12 +80,44 @@ def commit(out: str, kind: str, doc: dict[str, Any], ours: re.Pattern[str]) -> d
     does not list (file names matching `ours`, the staging folder, temporary files of
     interrupted writes), and return the manifest as readers will see it."""
     manifest.write_manifest(out, doc)
-    keep = {f["path"] for f in doc["files"]}
-    fsio.remove_tree(fsio.join(out, STAGING))
-    for url in fsio.find(out):
-        rel = fsio.relative_to(out, url)
-        if ".tmp-" in rel.rsplit("/", 1)[-1] or (ours.match(rel) and rel not in keep):
-            fsio.remove(url)
+    _remove_uncommitted(out, ours, {f["path"] for f in doc["files"]})
     committed = manifest.read_manifest(out, kind)
     assert committed is not None
     return committed
+
+
+def _remove_uncommitted(out: str, ours: re.Pattern[str], keep: set[str] | None) -> None:
+    """Delete the staging folder, temporary files of interrupted writes and, unless
+    `keep` is None (a committed output whose list is not at hand), the files matching
+    `ours` it does not hold."""
+    fsio.remove_tree(fsio.join(out, STAGING))
+    for url in fsio.find(out):
+        rel = fsio.relative_to(out, url)
+        if ".tmp-" in rel.rsplit("/", 1)[-1] or (
+            keep is not None and ours.match(rel) and rel not in keep
+        ):
+            fsio.remove(url)
+
+
+@contextlib.contextmanager
+def building(out: str, ours: re.Pattern[str]) -> Iterator[None]:
+    """Around the work that rebuilds `out` (from finding whether it holds the result
+    to its commit): if it fails, however (an error, a full disk, Ctrl-C), nothing it
+    wrote stays — the staging folder, temporary files and, while no manifest commits
+    them, the files matching `ours` — and nor does the output folder, if this made it
+    and nothing else is in it. A process killed outright leaves its files to the next
+    run's commit."""
+    with fsio.output_folder(out):
+        try:
+            yield
+        except BaseException as failure:
+            with contextlib.suppress(Exception):  # the failure is the one to tell
+                committed = fsio.exists(manifest.manifest_url(out))
+                _remove_uncommitted(out, ours, None if committed else set())
+            full = find_user_error(failure)
+            if isinstance(full, NoSpaceError):  # (from a Beam worker: as its text)
+                raise NoSpaceError(
+                    f"{full}; nothing was committed and what was written is removed: free "
+                    "space on that disk, or write elsewhere, and run again"
+                ) from failure
+            raise

@@ -10,6 +10,7 @@ first (`spooled_write`) so that their upload can be retried too.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import io
@@ -28,7 +29,13 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.implementations.memory import MemoryFileSystem
 
-from nmtpipe.transforms.errors import ConfigError, OutputError, StorageError
+from nmtpipe.transforms.errors import (
+    ConfigError,
+    InputError,
+    NoSpaceError,
+    OutputError,
+    StorageError,
+)
 from nmtpipe.transforms.storage.retry import failure, policy_for, retrying
 
 _COPY_BLOCK = 8 << 20
@@ -106,9 +113,10 @@ def _look_for_bucket(fs: fsspec.AbstractFileSystem, bucket: str, what: str) -> N
     retrying(lambda: fs.info(bucket), what, policy_for(fs))
 
 
-def require_bucket(url: str) -> None:
+def require_bucket(url: str, input_option: str | None = None) -> None:
     """Stop with one line when `url` is on an object store whose bucket cannot be
-    written: it does not exist, access to it is denied, or its store does not answer.
+    written (or, for an input named by `input_option`, read): it does not exist, access
+    to it is denied, or its store does not answer.
 
     nmtpipe never creates a bucket: s3fs's `makedirs` would create a missing one
     silently, so a typo in a bucket name would make (and bill) a new bucket. The bucket
@@ -119,22 +127,28 @@ def require_bucket(url: str) -> None:
         return
     bucket = path.split("/", 1)[0]
     what = f"look for the bucket {bucket}"
+    named = f"{input_option} {url}" if input_option else url
     try:
         _look_for_bucket(fs, bucket, what)
     except FileNotFoundError:
+        if input_option:
+            raise InputError(
+                f"{named}: the bucket {bucket} does not exist; correct its name"
+            ) from None
         raise OutputError(
             f"{url}: the bucket {bucket} does not exist; nmtpipe creates no buckets: "
             "create it, or correct its name"
         ) from None
     except PermissionError as e:
-        raise OutputError(
-            f"{url}: access to the bucket {bucket} is denied ({e}): use credentials that "
-            "may list and write it, or correct its name"
+        may = "read" if input_option else "list and write"
+        raise (InputError if input_option else OutputError)(
+            f"{named}: access to the bucket {bucket} is denied ({e}): use credentials that "
+            f"may {may} it, or correct its name"
         ) from None
     except StorageError as e:  # transient errors that lasted
-        raise StorageError(f"{url}: {e}") from e
+        raise StorageError(f"{named}: {e}") from e
     except OSError as e:
-        raise StorageError(f"{url}: {failure(what, e)}") from e
+        raise StorageError(f"{named}: {failure(what, e)}") from e
 
 
 def require_output_folder(url: str) -> None:
@@ -198,6 +212,12 @@ def make_parent(url: str) -> None:
 def exists(url: str) -> bool:
     fs, path = url_to_fs(url)
     return retrying(lambda: fs.exists(path), f"look for {url}", policy_for(fs))
+
+
+def is_folder(url: str) -> bool:
+    """Whether `url` is a folder (on an object store: a prefix other files are under)."""
+    fs, path = url_to_fs(url)
+    return bool(retrying(lambda: fs.isdir(path), f"look at {url}", policy_for(fs)))
 
 
 def read_bytes(url: str) -> bytes:
@@ -325,6 +345,23 @@ class AtomicFile(io.RawIOBase):
         self.written = WrittenFile(url=url, size=self._size, sha256=self._hash.hexdigest())
 
 
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})  # a disk full, a quota used up
+
+
+@contextlib.contextmanager
+def naming_a_full_disk(url: str, where: str | None = None) -> Iterator[None]:
+    """A full disk met while writing `url` (through `where`, a local file that stands
+    in for it) as the one line that names it, not an OSError without a path."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in _FULL:
+            raise
+        through = f" (through {where})" if where else ""
+        reason = os.strerror(e.errno).lower()
+        raise NoSpaceError(f"could not write {url}{through}: {reason}") from e
+
+
 @contextlib.contextmanager
 def atomic_write(url: str) -> Iterator[AtomicFile]:
     """Write `url` so that readers never see a partial file.
@@ -332,8 +369,15 @@ def atomic_write(url: str) -> Iterator[AtomicFile]:
     Local disk: a hidden temporary file in the same directory, renamed over the target.
     Object stores: fsspec's uncommitted upload (`autocommit=False`), which S3, GCS and
     Azure only make visible on `commit()`. Other filesystems: a temporary name, then move.
-    If the body raises, nothing becomes visible and the temporary data is discarded.
+    If the body raises, nothing becomes visible and the temporary data is discarded; a
+    full disk is an error naming `url` (`naming_a_full_disk`).
     """
+    with naming_a_full_disk(url), _atomic_write(url) as handle:
+        yield handle
+
+
+@contextlib.contextmanager
+def _atomic_write(url: str) -> Iterator[AtomicFile]:
     fs, path = url_to_fs(url)
     make_parent(url)
     if isinstance(fs, LocalFileSystem):
@@ -465,7 +509,7 @@ def spooled_write(url: str) -> Iterator[AtomicFile]:
         return
     with tempfile.TemporaryDirectory(prefix="nmtpipe-spool-") as folder:
         local = os.path.join(folder, "file")
-        with open(local, "wb") as raw:
+        with naming_a_full_disk(url, local), open(local, "wb") as raw:
             handle = AtomicFile(raw)
             yield handle
         handle.written = upload(local, url)

@@ -127,7 +127,7 @@ def _side_url(prefix: str, lang: str, compression: str) -> str:
     return f"{prefix}.{lang}{compression}"
 
 
-def _find_side(prefix: str, lang: str) -> str:
+def _find_side(prefix: str, lang: str, role: str) -> str:
     """`PREFIX.LANG`, or the first of `PREFIX.LANG.gz`/`.bz2`/`.xz`/`.zst` that exists."""
     if split_archive_url(prefix):
         # Listing a compressed archive means reading all of it; the reader reports a
@@ -137,7 +137,22 @@ def _find_side(prefix: str, lang: str) -> str:
     for url in tried:
         if fsio.exists(url):
             return fsio.canonical_url(url)
-    raise InputError(f"no file for {prefix}.{lang}: tried {', '.join(tried)}")
+    message = f"no file for {prefix}.{lang}: tried {', '.join(tried)}"
+    raise _missing(prefix, f"--{role}pref", message)
+
+
+# The stores whose first path part is a bucket (a Hugging Face path's is not).
+_BUCKET_STORES = {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss"}
+
+
+def _missing(url: str, option: str, message: str) -> InputError:
+    """The error of an input not found: that its bucket does not exist, where that is
+    why (`fsio.require_bucket`), else `message`. An archive member's bucket is its
+    archive's (the URL after the last `::`)."""
+    stored = url.rsplit("::", 1)[-1]
+    if stored.split("://", 1)[0] in _BUCKET_STORES and "://" in stored:
+        fsio.require_bucket(stored, option)
+    return InputError(message)
 
 
 def _has_glob(url: str) -> bool:
@@ -166,7 +181,7 @@ def resolve_pair_prefix(
     rel = _is_relative(prefix)
     found = tuple(encodings.checked(e) for e in wanted)
     if not _has_glob(prefix) or split_archive_url(prefix):
-        src, tgt = _find_side(prefix, src_lang), _find_side(prefix, tgt_lang)
+        src, tgt = _find_side(prefix, src_lang, role), _find_side(prefix, tgt_lang, role)
         relative = rel and not split_archive_url(prefix)
         return [CorpusInput(role, src, tgt, relative=relative, encodings=found)]
     side = re.compile(
@@ -174,18 +189,27 @@ def resolve_pair_prefix(
     )
     prefixes = sorted({side.sub("", m) for m in _glob(f"{prefix}.{src_lang}*") if side.search(m)})
     if not prefixes:
-        raise InputError(f"no files match {prefix}.{src_lang} (with or without compression suffix)")
+        raise _missing(
+            prefix,
+            f"--{role}pref",
+            f"no files match {prefix}.{src_lang} (with or without compression suffix)",
+        )
     return [
         CorpusInput(
-            role, _find_side(p, src_lang), _find_side(p, tgt_lang), relative=rel, encodings=found
+            role,
+            _find_side(p, src_lang, role),
+            _find_side(p, tgt_lang, role),
+            relative=rel,
+            encodings=found,
         )
         for p in prefixes
     ]
 
 
-def _check_exists(url: str) -> str:
-    """`url` made canonical, or InputError if it is not there. A tar member is not
-    looked for: finding it means reading the archive, so the reader reports it."""
+def _check_exists(url: str, option: str) -> str:
+    """`url` made canonical, or InputError if it is not there (named with the `option`
+    that gave it where its bucket is missing). A tar member is not looked for: finding
+    it means reading the archive, so the reader reports it."""
     if split_archive_url(url):
         return url
     try:
@@ -193,7 +217,7 @@ def _check_exists(url: str) -> str:
     except (OSError, zipfile.BadZipFile) as e:  # the archive of a member: missing, damaged
         raise InputError(f"cannot read {url}: {e}") from e
     if not there:
-        raise InputError(f"no such file: {url}")
+        raise _missing(url, option, f"no such file: {url}")
     # A chained URL (`zip://MEMBER::ARCHIVE`) stays as written: its filesystem's own
     # name for the file would drop the archive.
     return url if "::" in url else fsio.canonical_url(url)
@@ -204,7 +228,8 @@ def resolve_pair(
 ) -> CorpusInput:
     """An explicit pair of line-aligned files (any URL; `tar://` and `zip://` members;
     SGML files by their `.sgm` suffix), each side in its `wanted` encoding or `auto`."""
-    found = _check_exists(src), _check_exists(tgt)
+    option = f"--{role}-pair"
+    found = _check_exists(src, option), _check_exists(tgt, option)
     if found[0] == found[1]:
         raise ConfigError(f"{src} is both sides of a pair")
     rel = _is_relative(src) and _is_relative(tgt)
@@ -226,15 +251,15 @@ def parse_columns(text: str) -> tuple[int, int]:
     return cols  # type: ignore[return-value]
 
 
-def resolve_files(pattern: str) -> list[str]:
-    """The files a URL or glob names, each checked to exist (a tar member is not), in
-    order."""
+def resolve_files(pattern: str, option: str) -> list[str]:
+    """The files a URL or glob names (given with `option`), each checked to exist (a tar
+    member is not), in order."""
     if split_archive_url(pattern):
         return [pattern]
     urls = _glob(pattern) if _has_glob(pattern) else [pattern]
     if not urls:
-        raise InputError(f"no files match {pattern}")
-    return [_check_exists(u) for u in urls]
+        raise _missing(pattern, option, f"no files match {pattern}")
+    return [_check_exists(u, option) for u in urls]
 
 
 def resolve_tsv(
@@ -245,5 +270,5 @@ def resolve_tsv(
     found = (encodings.checked(wanted), AUTO)
     return [
         CorpusInput(role, url, None, columns, rel, encodings=found)
-        for url in resolve_files(pattern)
+        for url in resolve_files(pattern, "--tsv")
     ]

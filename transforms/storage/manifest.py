@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from nmtpipe.transforms.errors import InputError, IntegrityError, ManifestError
+from nmtpipe.transforms.errors import ConfigError, InputError, IntegrityError, ManifestError
 from nmtpipe.transforms.storage import fsio
 
 MANIFEST = "manifest.json"
@@ -88,7 +88,7 @@ def read_manifest(root: str, kind: str) -> dict[str, Any] | None:
         raise ManifestError(f"{url} is not valid JSON: {e}") from e
     if not isinstance(doc, dict) or doc.get("kind") != kind:
         found = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
-        raise ManifestError(f"{url} is a {found!r} manifest, expected {kind!r}")
+        raise OtherKindError(f"{url} is a {found!r} manifest, expected {kind!r}", str(found))
     if doc.get("format_version") != FORMAT_VERSION:
         raise ManifestError(
             f"{url} has format version {doc.get('format_version')}, this nmtpipe reads "
@@ -104,16 +104,46 @@ def read_manifest(root: str, kind: str) -> dict[str, Any] | None:
     return doc
 
 
+class OtherKindError(ManifestError):
+    """A manifest of another kind of output than its reader wants."""
+
+    def __init__(self, message: str, found: str = "") -> None:
+        super().__init__(message)
+        self.found = found
+
+
+# Each kind of committed output in a user's words.
+KINDS = {
+    "nmtpipe.prepare": "a prepare output (a prepared dataset)",
+    "nmtpipe.vocab": "a vocab output (a vocabulary)",
+    "nmtpipe.encode": "an encode output (an encoded dataset)",
+    "nmtpipe.export": "an export (a model for Transformers or CTranslate2)",
+    "nmtpipe.version": "a refresh version",
+}
+
+
 def open_committed(
-    url: str, kind: str, step: str, checksums: bool = False
+    url: str, kind: str, step: str, checksums: bool = False, option: str | None = None
 ) -> tuple[str, dict[str, Any]]:
     """The root and checked manifest of the committed output of `nmtpipe {step}` at
-    `url`; an InputError saying which step to run if there is none."""
+    `url`; an InputError saying which step to run if there is none. Given the `option`
+    that named `url`, a file or another step's output there is a usage error saying
+    what the option wants."""
     root = fsio.canonical_url(url)
-    doc = read_manifest(root, kind)
+    named = f"{option} {root}" if option else root
+    wants = f"{option or 'it'} wants {KINDS.get(kind, kind)}, the folder nmtpipe {step} writes"
+    try:
+        doc = read_manifest(root, kind)
+    except NotADirectoryError:
+        raise ConfigError(f"{named} is a file, not a folder: {wants}") from None
+    except OtherKindError as e:
+        if option is None:
+            raise
+        found = KINDS.get(e.found, f"a {e.found!r} output")
+        raise ConfigError(f"{named} is {found}: {wants}") from None
     if doc is None:
         raise InputError(
-            f"{root} holds no committed {step} output (no manifest.json); run nmtpipe {step} first"
+            f"{named} holds no committed {step} output (no manifest.json); run nmtpipe {step} first"
         )
     verify_files(root, doc, checksums)
     return root, doc

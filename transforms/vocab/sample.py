@@ -33,11 +33,13 @@ ID_RANGE = 1 << 63
 
 
 class TrainShard(NamedTuple):
-    """A train shard of a prepared dataset and the global index of its first row."""
+    """A train shard of a prepared dataset, the global index of its first row, and its
+    size in bytes."""
 
     index: int
     url: str
     first_row: int
+    size: int = 0
 
 
 def read_shard(url: str, columns: Sequence[str]) -> pa.Table:
@@ -129,6 +131,6 @@ def train_shards(root: str, manifest_doc: dict) -> list[TrainShard]:
     paths = manifest_doc["splits"]["train"]["files"]
     offsets = itertools.accumulate((entries[p]["rows"] for p in paths), initial=0)
     return [
-        TrainShard(k, manifest.file_url(root, entries[p]), first)
+        TrainShard(k, manifest.file_url(root, entries[p]), first, entries[p]["size"])
         for k, (p, first) in enumerate(zip(paths, offsets, strict=False))
     ]

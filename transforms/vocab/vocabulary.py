@@ -93,7 +93,7 @@ class Vocabulary:
         return _BUILT[key]
 
 
-def open_vocabulary(url: str) -> Vocabulary:
+def open_vocabulary(url: str, option: str | None = None) -> Vocabulary:
     """The committed vocabulary at `url` (its files' sha256s are checked as they are
-    read)."""
-    return Vocabulary(*manifest.open_committed(url, KIND, "vocab"))
+    read), named by the user's `option`, when it was."""
+    return Vocabulary(*manifest.open_committed(url, KIND, "vocab", option=option))

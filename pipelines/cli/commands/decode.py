@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 
 from nmtpipe.pipelines.cli import flags, logs
-from nmtpipe.pipelines.cli.torch_jobs import add_nproc, run_torch_job, shown_step
+from nmtpipe.pipelines.cli.torch_jobs import (
+    add_nproc,
+    run_torch_job,
+    shown_step,
+    with_checkpoint_file,
+)
 from nmtpipe.trainers.generate.decode_config import JOB, DecodeConfig
 from nmtpipe.transforms.storage.commit import StepOutcome
 
@@ -72,4 +77,4 @@ def shown(outcome: StepOutcome) -> logs.Shown:
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
-    return run_torch_job(flags.from_args(CONFIG, args), args, report)
+    return run_torch_job(with_checkpoint_file(flags.from_args(CONFIG, args)), args, report)

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from nmtpipe.pipelines.cli import flags, logs
+from nmtpipe.pipelines.cli.torch_jobs import with_checkpoint_file
 from nmtpipe.trainers.export.export_config import ExportConfig
 from nmtpipe.transforms.errors import ConfigError
 
@@ -41,16 +42,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def shown(result: dict[str, Any]) -> logs.Shown:
     """The manifest as the command's JSON result, one line for the user on stderr."""
-    what = "cached: already exported" if result["cached"] else f"exported in {result['seconds']} s"
+    model = f"{result['format']} model of {result['options']['checkpoint']}"
+    if result["cached"]:
+        what = f"cached: {result['output']} already holds the {model}"
+    else:
+        what = f"exported the {model} into {result['output']} in {result['seconds']} s"
     files = ", ".join(f["path"] for f in result["files"])
-    report = f"{what}: {result['format']} model in {result['options']['checkpoint']} → {files}"
-    return logs.Shown(result, report)
+    return logs.Shown(result, f"{what}: {files}")
 
 
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
-    config = flags.from_args(CONFIG, args)
+    config = with_checkpoint_file(flags.from_args(CONFIG, args))
     try:
         from nmtpipe.trainers.export.export import run_export  # transformers: only here
     except ImportError as e:

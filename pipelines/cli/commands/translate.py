@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from nmtpipe.pipelines.cli import flags, logs
+from nmtpipe.pipelines.cli.torch_jobs import with_checkpoint_file
 from nmtpipe.trainers.generate.translate_config import TranslateConfig
 from nmtpipe.transforms.errors import ConfigError
 
@@ -39,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise ConfigError(f"unknown option(s): {' '.join(beam_args)}")
-    config = flags.from_args(CONFIG, args)
+    config = with_checkpoint_file(flags.from_args(CONFIG, args))
     from nmtpipe.trainers.generate.translate import translate  # torch: only now
 
     done = translate(config, sys.stdout, logs.progress if args.verbose else lambda _: None)

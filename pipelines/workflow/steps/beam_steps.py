@@ -10,6 +10,7 @@ on a remote runner), on the options Beam was given, then has each step write.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import uuid
 from abc import abstractmethod
@@ -21,7 +22,8 @@ from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branc
 from nmtpipe.pipelines.workflow.steps.protocol import Engine, How, Log, Step, Written
 from nmtpipe.transforms.formats.step_summary import read_summary
 from nmtpipe.transforms.storage import fsio
-from nmtpipe.transforms.storage.commit import STAGING
+from nmtpipe.transforms.storage.commit import STAGING, building
+from nmtpipe.transforms.storage.read_meter import Meter
 
 if TYPE_CHECKING:
     import apache_beam as beam
@@ -50,9 +52,16 @@ class _Pipeline(Engine):
     """The graphs of a call's steps run as one pipeline (so none may read another's
     output); on a local runner, work of up to `how.in_process_bytes` runs in this
     process, whatever mode the Beam options name (a refresh's small change). Then each
-    step writes its files on the driver."""
+    step writes its files on the driver. Until each is committed, a failure (an error,
+    a full disk, Ctrl-C) leaves nothing of what they wrote (`commit.building`)."""
 
     def build(self, steps: list[BeamStep], how: How) -> Iterator[tuple[Written, str]]:
+        with contextlib.ExitStack() as failing:
+            for step in steps:
+                failing.enter_context(building(step.output, step.ours))
+            yield from self._run(steps, how)
+
+    def _run(self, steps: list[BeamStep], how: How) -> Iterator[tuple[Written, str]]:
         beam_args = list(how.beam_args)
         size = sum(step.input_bytes for step in steps)
         cores = max(step.cores_per_worker for step in steps)
@@ -61,14 +70,15 @@ class _Pipeline(Engine):
         if small and runs_locally(options):
             beam_args = [*beam_args, *IN_PROCESS]
             options = pipeline_options(beam_args, size, cores_per_worker=cores)
-        graphs = [step.graph(options) for step in steps]
+        meter = Meter(fsio.join(steps[0].output, STAGING, f"read-{uuid.uuid4().hex}"), size)
+        graphs = [step.graph(options, meter) for step in steps]
         runner = describe(options, size) if any(graphs) else "the driver"
         for step in steps:
             how.log(step.announce(runner, options))
         try:
             if any(graphs):
                 branches = [g for g in graphs if g is not None]
-                run_branches(options, steps[0].label, branches, how.quiet)
+                run_branches(options, steps[0].label, branches, how.quiet, meter)
         finally:
             for step in steps:
                 step.release()
@@ -91,8 +101,9 @@ class BeamStep(Step):
         """Where its graph leaves the summary of what it wrote (one per run)."""
         return fsio.join(self.output, STAGING, f"summary-{uuid.uuid4().hex}.json")
 
-    def graph(self, options: PipelineOptions) -> beam.PTransform | None:
-        """The Beam graph that writes the step's files and `summary_url`; None where the
+    def graph(self, options: PipelineOptions, meter: Meter | None = None) -> beam.PTransform | None:
+        """The Beam graph that writes the step's files and `summary_url`, its readers
+        counting the input they read into `meter` (the progress shown); None where the
         driver does the work, in `write`."""
         return None
 

@@ -11,6 +11,7 @@ stops at the first that fails: `nmtpipe run`'s chain, refresh's training and dec
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
@@ -55,9 +56,10 @@ def run_planned(plans: Sequence[Plan], how: How) -> list[tuple[Step, StepOutcome
         else:
             done(index, kept, "cached")
     for engine, indexes in todo.items():
-        built = engine.build([steps[i] for i in indexes], how)
-        for index, (written, runner) in zip(indexes, built, strict=True):
-            done(index, commit_step(steps[index], written), runner)
+        # closed at once if a commit fails, so that the engine cleans up before the error is told
+        with contextlib.closing(engine.build([steps[i] for i in indexes], how)) as built:
+            for index, (written, runner) in zip(indexes, built, strict=True):
+                done(index, commit_step(steps[index], written), runner)
     return [(step, outcomes[index]) for index, step in enumerate(steps)]
 
 

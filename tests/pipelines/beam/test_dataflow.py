@@ -400,6 +400,7 @@ def test_prepare_job(gcs, dataflow_job, tmp_path):
         f"{gcs}/corpus/train.zh",
         out,
         rf"{out}/\.nmtpipe/summary-[0-9a-f]{{32}}\.json",
+        rf"{out}/\.nmtpipe/read-[0-9a-f]{{32}}",  # where its readers tell their progress
     }
     _check_job(job, tmp_path, labels, urls)
     # Remote workers shuffle through the runner, never through a spill folder.
@@ -424,6 +425,7 @@ def test_vocab_job(gcs, dataflow_job, tmp_path, model, options, sizes):
     urls = {
         f"{gcs}/prepared/train-00000-of-00001.parquet",
         rf"{out}/\.nmtpipe/[0-9a-f]{{32}}/sample-en",
+        rf"{out}/\.nmtpipe/[0-9a-f]{{32}}/read-en",
     }
     _check_job(job, tmp_path, labels, urls)
 
@@ -439,6 +441,7 @@ def test_encode_job(gcs, dataflow_job, tmp_path):
         f"{gcs}/vocab",
         out,
         rf"{out}/\.nmtpipe/summary-[0-9a-f]{{32}}\.json",
+        rf"{out}/\.nmtpipe/read-[0-9a-f]{{32}}",
     }
     _check_job(job, tmp_path, labels, urls)
     # One encoding thread per worker: a Dataflow worker runs a process per core.

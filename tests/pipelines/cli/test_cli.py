@@ -6,6 +6,7 @@ import gc
 import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -297,7 +298,7 @@ def test_misaligned_corpus_is_one_line_and_commits_nothing(capsys, tmp_path, run
         f"{tmp_path}/train.zh{ext} has 2"
     )
     assert "Traceback" not in err
-    assert not (out / "manifest.json").exists()
+    assert not out.exists()  # nor an empty output folder
 
 
 def test_the_terminal_sees_one_line_even_from_worker_processes(tmp_path):
@@ -312,8 +313,12 @@ def test_the_terminal_sees_one_line_even_from_worker_processes(tmp_path):
         check=False,
     )
     assert proc.returncode == 1
-    progress, error = proc.stderr.splitlines()
-    # What it will do, and where.
+    said = proc.stderr.splitlines()
+    progress, error = said[0], said[-1]
+    # Between them only the job's progress: in a log, its input read so far.
+    assert [line for line in said[1:-1] if "Prepare on FnApiRunner: " not in line] == []
+    # What it will do, and where (after the time, in a log).
+    progress = re.sub(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", "", progress)
     assert progress.startswith(
         f"preparing 1 input(s) into {tmp_path}/out (1 train, 1 valid, 1 test shard(s)) on "
         "FnApiRunner ("
@@ -413,7 +418,7 @@ def test_vocab_errors_are_one_line(capsys, tmp_path):
     )
     assert code == 1
     assert err.strip().splitlines() == [
-        f"nmtpipe vocab: error: {tmp_path}/none holds no committed prepare output "
+        f"nmtpipe vocab: error: --prepared {tmp_path}/none holds no committed prepare output "
         "(no manifest.json); run nmtpipe prepare first"
     ]
     with pytest.raises(SystemExit) as exit_:

@@ -166,7 +166,17 @@ def test_a_later_step_alone_needs_the_earlier_ones(tmp_path, capsys):
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"colour": "blue"}, "unknown key(s) colour"),
+        (
+            {"colour": "blue"},
+            "unknown key colour; a config's keys are vars, root, beam, prepare, "
+            "vocab, encode, train, decode, evaluate, refresh",
+        ),
+        (
+            {"vocabulary": {"vocab_size": 10}},
+            "unknown key vocabulary (did you mean vocab?); "
+            "a config's keys are vars, root, beam, prepare, vocab, encode, train, decode, "
+            "evaluate, refresh",
+        ),
         (
             {"vocab__vocab_sise": 10},
             "vocab.vocab_sise: not an option of nmtpipe vocab (did you mean vocab_size?)",

@@ -275,7 +275,22 @@ def test_the_export_is_committed_cached_and_described(trained, capsys):
     card = (Path(trained["hf"]) / "README.md").read_text()
     assert "pipeline_tag: translation" in card and "test:" in card and "unigram" in card
     assert main(["export", "--checkpoint", trained["checkpoint"], "--output", trained["hf"]]) == 0
-    assert "cached" in capsys.readouterr().err
+    files = ", ".join(sorted(names))
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"cached: {trained['hf']} already holds the hf model of {trained['checkpoint']}: {files}"
+    )
+
+
+def test_the_report_names_what_was_exported_and_where():
+    from nmtpipe.pipelines.cli.commands.export import shown
+
+    result = {"format": "ctranslate2", "options": {"checkpoint": "runs/ckpt/checkpoint_best.pt"},
+              "output": "runs/ct2", "cached": False, "seconds": 4.2,
+              "files": [{"path": "model.bin"}, {"path": "README.md"}]}  # fmt: skip
+    assert shown(result).report == (
+        "exported the ctranslate2 model of runs/ckpt/checkpoint_best.pt into runs/ct2 in 4.2 "
+        "s: model.bin, README.md"
+    )
 
 
 def test_int8_quantization_translates(trained, tmp_path):

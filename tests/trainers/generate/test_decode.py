@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,34 +15,21 @@ import sacrebleu
 import torch
 
 from nmtpipe.pipelines.cli.main import main
-from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
-from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
+from nmtpipe.trainers.generate.decode import Decoder, Shown
 from nmtpipe.trainers.model.beam_search import BeamSearch
 from nmtpipe.trainers.model.search_config import SearchConfig
-from nmtpipe.trainers.runtime import checkpoint, run_files
+from nmtpipe.trainers.runtime import checkpoint
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
-from tests.helpers import IN_MEMORY, prepare_example, write_foreign_checkpoint
+from tests.helpers import example_lines, write_foreign_checkpoint
+from tests.terminal import Terminal, lines
 
 NMTPIPE = [sys.executable, "-m", "nmtpipe"]
 SHORT = ["--max-len-a", "1", "--max-len-b", "5"]  # keeps an untrained model's beams short
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> dict[str, str]:
-    folder = tmp_path_factory.mktemp("decode")
-    prepared = prepare_example(folder, 12, valid_fraction=0.02, test_fraction=0.01)
-    vocab, encoded = str(folder / "vocab"), str(folder / "encoded")
-    run_vocab(VocabConfig(prepared, vocab, vocab_size=1000, joined=True), IN_MEMORY)
-    run_encode(EncodeConfig(prepared, vocab, encoded), IN_MEMORY)
-    save_dir = folder / "ckpt"
-    code = main([
-        "train", "--data", encoded, "--save-dir", str(save_dir), "--arch", "transformer_tiny",
-        "--max-tokens", "1024", "--max-update", "30", "--lr", "3e-3", "--warmup-updates", "6",
-        "--validate-interval-updates", "30", "--save-interval-updates", "30",
-    ])  # fmt: skip
-    assert code == 0
-    ckpt = str(save_dir / run_files.BEST)
-    return {"prepared": prepared, "encoded": encoded, "checkpoint": ckpt, "folder": str(folder)}
+@pytest.fixture
+def trained(tiny_model) -> dict[str, str]:
+    return tiny_model
 
 
 def decode(trained, output: Path, *more: str) -> int:
@@ -163,7 +151,7 @@ def test_bad_input_is_refused_with_the_file_named(trained, tmp_path, capsys):
     checkpoint.save(str(other), state)
     code = main(["decode", "--checkpoint", str(other), "--output", str(tmp_path / "o")])
     assert code == 1 and "was trained with another vocabulary" in capsys.readouterr().err
-    assert decode(trained, tmp_path / "o", "--split", "nope") == 1
+    assert decode(trained, tmp_path / "o", "--split", "nope") == 2  # a usage mistake
     assert "has no split 'nope'" in capsys.readouterr().err
     assert decode(trained, tmp_path / "o", "--beam", "2", "--nbest", "3") == 2
 
@@ -175,7 +163,8 @@ def test_an_unsafe_checkpoint_is_one_line_and_leaves_no_output(tmp_path, capsys)
     (tmp_path / "there" / "notes.txt").write_text("mine")
     for output in (tmp_path / "new" / "out", tmp_path / "there"):
         assert main(["decode", "--checkpoint", str(foreign), "--output", str(output)]) == 1
-        [line] = capsys.readouterr().err.splitlines()
+        loading, line = capsys.readouterr().err.splitlines()
+        assert loading.endswith(f" loading the checkpoint {foreign}")  # (a log's line)
         assert line.startswith(
             f"nmtpipe decode: error: {foreign} holds Python objects beyond tensors and plain "
             f"values ({named}), which nmtpipe does not load"
@@ -223,3 +212,67 @@ def test_outputs_go_to_object_storage(trained, s3, tmp_path):
     )
     scores = json.loads(remote.cat("nmtpipe-test/decoded/scores.json"))
     assert scores["bleu"] == json.loads((local / "scores.json").read_text())["bleu"]
+
+
+NEWS = 40  # lines of the news set the progress tests translate
+
+
+def _news(folder: Path) -> Path:
+    path = folder / "news.en"
+    path.write_text("\n".join(example_lines("ntrex128-enzh", "en", NEWS)) + "\n", "utf-8")
+    return path
+
+
+def test_decode_shows_its_total_from_the_first_second_on_a_terminal(trained, tmp_path):
+    """The count of input lines, in the bar before the checkpoint loads; the stages of
+    the start said; rate and ETA as it goes."""
+    terminal = Terminal([*NMTPIPE, "decode", "--checkpoint", trained["checkpoint"], "--input",
+                         str(_news(tmp_path)), "--output", str(tmp_path / "o"), *SHORT],
+                        tmp_path)  # fmt: skip
+    assert terminal.wait() == 0
+    seen = terminal.output()
+    assert seen.index(f"0/{NEWS}") < seen.index(f"loading the checkpoint {trained['checkpoint']}")
+    assert f"{NEWS}/{NEWS}" in seen and "sentence/s" in seen
+    assert lines(seen)[-1].startswith(f"translated {NEWS} sentences")
+
+
+def test_decode_writes_time_stamped_lines_to_a_log(trained, tmp_path):
+    done = subprocess.run([*NMTPIPE, "decode", "--checkpoint", trained["checkpoint"], "--input",
+                           str(_news(tmp_path)), "--output", str(tmp_path / "o"), *SHORT],
+                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    stamped = [
+        line.split(" ", 2)[2] for line in done.stderr.splitlines()
+        if re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ", line)
+    ]  # fmt: skip
+    assert stamped[0].startswith("decode:   0%") and f"0/{NEWS}" in stamped[0]
+    assert stamped[1] == f"loading the checkpoint {trained['checkpoint']}"
+    assert stamped[-1].startswith("decode: 100%") and f"{NEWS}/{NEWS}" in stamped[-1]
+
+
+class Counted(Shown):
+    """The first rank's display, counting what each update moved the bar by."""
+
+    def __init__(self) -> None:
+        super().__init__(main=True)
+        self.total: int | None = None
+        self.moves: list[int] = []
+
+    def start(self, total: int | None) -> None:
+        self.total = self.total if total is None else total
+
+    def update(self, n: int) -> None:
+        self.moves.append(n)
+
+
+def test_the_bar_moves_with_every_batch(trained, tmp_path):
+    from nmtpipe.trainers.generate.decode_config import DecodeConfig
+    from nmtpipe.trainers.runtime.distributed import Ranks
+
+    config = DecodeConfig(checkpoint=trained["checkpoint"], output=str(tmp_path / "o"),
+                          inputs=(str(_news(tmp_path)),), max_tokens=64,
+                          search=SearchConfig(max_len_a=1, max_len_b=5))  # fmt: skip
+    shown = Counted()
+    Decoder(config, Ranks(), shown).run()
+    assert shown.total == NEWS and sum(shown.moves) == NEWS
+    assert len([n for n in shown.moves if n]) > 3  # a move per batch, not per window

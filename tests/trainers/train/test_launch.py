@@ -13,7 +13,7 @@ from torch.distributed import DistBackendError
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
 
 from nmtpipe.trainers.train import launch
-from nmtpipe.transforms.errors import NmtpipeError
+from nmtpipe.transforms.errors import ConfigError, Interrupted, NmtpipeError, RankLost
 from nmtpipe.transforms.storage import fsio
 
 
@@ -84,6 +84,47 @@ def test_a_lost_rank_says_what_rerunning_its_job_does(tmp_path, job, said):
     )
 
 
+def _record(folder, rank: int, error: BaseException) -> None:
+    job = launch.RankJob(CountJob(str(folder / "out"), 1), False, None, str(folder))
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setenv("RANK", str(rank))
+    try:
+        launch.record_failure(job, error)
+    finally:
+        monkeypatch.undo()
+
+
+def test_a_failed_job_tells_the_cause_once(tmp_path):
+    """Each rank records its error; the job's one error is the cause, not its echoes."""
+    job = CountJob(str(tmp_path / "out"), 1)
+    _record(tmp_path, 0, RankLost("lost the connection to another rank of the job (...)"))
+    _record(tmp_path, 1, ConfigError("--split tets: data has no split 'tets'"))
+    error = launch.job_failure(job, 2, 1, str(tmp_path))
+    assert type(error) is ConfigError and str(error) == "--split tets: data has no split 'tets'"
+    # An error nmtpipe did not expect says which rank met it.
+    _record(tmp_path, 1, TypeError("bad operand"))
+    assert str(launch.job_failure(job, 2, 1, str(tmp_path))) == (
+        "rank 1 of 2 failed: internal error: TypeError: bad operand (run with --verbose for "
+        "the traceback)"
+    )
+    # A rank killed by a signal is the cause of the others' lost connections.
+    (tmp_path / "torchrun.json").write_text(
+        json.dumps({"rank": 1, "exitcode": -9, "signal": "SIGKILL"})
+    )
+    assert str(launch.job_failure(job, 2, 1, str(tmp_path))) == (
+        "rank 1 of 2 died (killed by SIGKILL); re-running the same command counts again"
+    )
+    # An interruption says what the rank that knows kept.
+    _record(tmp_path, 0, Interrupted("interrupted at update 7; checkpoint at update 6 kept"))
+    error = launch.job_failure(job, 2, 1, str(tmp_path), interrupted=True)
+    assert type(error) is Interrupted
+    assert str(error) == "interrupted at update 7; checkpoint at update 6 kept"
+    _record(tmp_path, 0, KeyboardInterrupt())
+    assert str(launch.job_failure(job, 2, 1, str(tmp_path))) == (
+        "interrupted; re-running the same command counts again"
+    )
+
+
 def test_the_killed_rank_is_named_even_when_another_failed_first(tmp_path, monkeypatch):
     import torch.distributed.run
 
@@ -94,9 +135,8 @@ def test_the_killed_rank_is_named_even_when_another_failed_first(tmp_path, monke
         raise ChildFailedError("job", {0: broken, 1: killed})
 
     monkeypatch.setattr(torch.distributed.run, "run", run)
-    failure = tmp_path / "failure.json"
-    assert launch._torchrun(str(failure), False, ["--nproc_per_node=2", "x.py"]) == 1
-    record = json.loads(failure.read_text())
+    assert launch._torchrun(str(tmp_path), False, ["--nproc_per_node=2", "x.py"]) == 1
+    record = json.loads((tmp_path / "torchrun.json").read_text())
     assert record == {"rank": 1, "exitcode": -signal.SIGKILL, "signal": "SIGKILL"}
 
 
@@ -104,7 +144,7 @@ def test_the_killed_rank_is_named_even_when_another_failed_first(tmp_path, monke
     ("died", "line"),
     [
         ({"rank": 1, "exitcode": -9, "signal": "SIGKILL"}, "rank 1 of 2 died (killed by SIGKILL)"),
-        ({"rank": 0, "exitcode": 3, "signal": ""}, "rank 0 of 2 died (exit 3; its error is above)"),
+        ({"rank": 0, "exitcode": 3, "signal": ""}, "rank 0 of 2 died (exit 3)"),
     ],
 )
 def test_the_failure_line_says_how_and_that_a_rerun_resumes(died, line):

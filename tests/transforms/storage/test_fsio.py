@@ -9,8 +9,9 @@ import os
 import fsspec
 import pytest
 
-from nmtpipe.transforms.errors import OutputError, StorageError
+from nmtpipe.transforms.errors import InputError, NoSpaceError, OutputError, StorageError
 from nmtpipe.transforms.storage import fsio
+from tests.flaky_fs import FullMemoryFileSystem
 
 
 class Boom(Exception):
@@ -67,6 +68,27 @@ def test_a_missing_bucket_is_an_error_never_created(s3):
     assert "nmtpipe-tset" not in s3fs.S3FileSystem().ls("")
     fsio.require_bucket(f"{s3}/out")  # an existing bucket passes
     fsio.require_bucket("memory://anything/at/all")  # as do stores without buckets
+    # An input there: the option that named it, and nothing to create.
+    with pytest.raises(InputError) as raised:
+        fsio.require_bucket("s3://nmtpipe-tset/train", "--trainpref")
+    assert str(raised.value) == (
+        "--trainpref s3://nmtpipe-tset/train: the bucket nmtpipe-tset does not exist; "
+        "correct its name"
+    )
+
+
+@pytest.mark.parametrize("spooled", [False, True])
+def test_a_full_disk_names_the_file_and_leaves_no_part_of_it(spooled):
+    FullMemoryFileSystem.reset(capacity=1000)
+    url = "fullfs://out/part.bin"
+    with pytest.raises(NoSpaceError) as raised:
+        if spooled:
+            with fsio.spooled_write(url) as f:
+                f.write(b"x" * 2000)
+        else:
+            fsio.write_bytes(url, b"x" * 2000)
+    assert str(raised.value) == f"could not write {url}: no space left on device"
+    assert FullMemoryFileSystem().find("/out") == []
 
 
 @pytest.mark.parametrize(

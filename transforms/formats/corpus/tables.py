@@ -77,6 +77,11 @@ def _saved_dataset(url: str) -> list[str] | None:
     return [fsio.join(url, f["filename"]) for f in state.get("_data_files", [])]
 
 
+def _option(role: str) -> str:
+    """The option that gives a table of `role`."""
+    return "--table" if role == "train" else f"--{role}-table"
+
+
 def resolve_tables(
     pattern: str,
     role: str,
@@ -89,7 +94,7 @@ def resolve_tables(
     relative = "://" not in pattern and not os.path.isabs(pattern)
     urls = _saved_dataset(pattern) if "::" not in pattern else None
     inputs = []
-    for url in urls if urls is not None else resolve_files(pattern):
+    for url in urls if urls is not None else resolve_files(pattern, _option(role)):
         fmt = format_of(url, named_format if urls is None else ARROW)
         if fmt in _SEEKED and compression_of(url) is not None:
             raise ConfigError(f"{url}: a compressed {fmt} file cannot be read in parts; unpack it")

@@ -49,6 +49,7 @@ class Source(Protocol):
 
     options: Options
     parts: list[tuple[str, dict[str, Any]]]
+    spill: str | None  # a local folder for what a build keeps on disk (None: TMPDIR)
 
     def sample(self, selector: IdSample | BudgetSample, side: str) -> list[str]: ...
 

@@ -386,16 +386,18 @@ class SubwordBuilder:
         characters: str = "",
         max_characters: int = 0,
         threads: int = 1,
+        spill: str | None = None,
     ) -> None:
         """`characters`: more characters for the alphabet than the tokens have;
         `max_characters`: the most characters of tokens held at once (0: all), by
-        `threads` threads (a chunk each)."""
+        `threads` threads (a chunk each), the others on local disk under `spill`
+        (default: TMPDIR)."""
         check_reserved(reserved_tokens)
         if isinstance(token_counts, Mapping):
             tokens = pa.array(list(token_counts), pa.string())
             counts = np.fromiter(token_counts.values(), np.float64, len(token_counts))
             token_counts = [(tokens, counts)]
-        self.chunks = TokenChunks(token_counts, max_characters, threads)
+        self.chunks = TokenChunks(token_counts, max_characters, threads, spill)
         self.reserved = tuple(reserved_tokens)
         self.alphabet = alphabet_of([*self.reserved, characters, self.chunks.characters])
         self.chunks.escape(self.alphabet)

@@ -66,8 +66,8 @@ class T2tConfig:
         6_000_000,
         metavar="N",
         help="hold the tokens N characters at a time (about 150 bytes each on the "
-        "driver), the rest waiting on local disk (TMPDIR); the vocabulary is the same "
-        "whatever N; 0: all of them in memory",
+        "driver), the rest waiting on local disk (under --output, or TMPDIR where it is "
+        "remote); the vocabulary is the same whatever N; 0: all of them in memory",
     )
     reserved_tokens: tuple[str, ...] = option(
         RESERVED_TOKENS,
@@ -142,6 +142,7 @@ def _builder(
         reserved_tokens=config.reserved_tokens,
         max_characters=config.max_characters,
         threads=min(len(os.sched_getaffinity(0)), MAX_THREADS),
+        spill=source.spill,
     )
     if config.file_byte_budget is not None:
         lines = source.sample(BudgetSample(config.file_byte_budget), side)

@@ -5,8 +5,10 @@ Real text has nearly one distinct Chinese token per clause, so the tokens alone 
 with the corpus. T2T's counts are sums over tokens (each token's segmentation is its
 own), so a build can visit the tokens a chunk at a time and add up what each gives:
 the result is exactly T2T's. Where one chunk holds every token it stays in memory;
-otherwise each chunk, and the arrays a build keeps per chunk, wait in a temporary
-directory on local disk (`TMPDIR`) and are read back one at a time.
+otherwise each chunk, and the arrays a build keeps per chunk, wait in a scratch folder
+on local disk (under the output's staging folder where it is local, else TMPDIR;
+`transforms/storage/scratch.py`: removed however the build ends) and are read back one
+at a time.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.storage.scratch import scratch_folder
 from nmtpipe.transforms.text.records import utf8_text
 from nmtpipe.transforms.vocab.kinds.subword import escape_token
 
@@ -85,11 +89,17 @@ class TokenChunks:
     it (`put`, `get`), on disk when the tokens are."""
 
     def __init__(
-        self, batches: Iterable[tuple[pa.Array, np.ndarray]], budget: int, threads: int = 1
+        self,
+        batches: Iterable[tuple[pa.Array, np.ndarray]],
+        budget: int,
+        threads: int = 1,
+        spill: str | None = None,
     ) -> None:
         """`budget` characters are held at once (0: every one), by `threads` threads,
-        each with a chunk of its own."""
+        each with a chunk of its own; the rest wait in a scratch folder under the local
+        folder `spill` (default: TMPDIR)."""
         self.threads = max(threads, 1)
+        self._spill = spill
         budget = max(budget // self.threads, 1) if budget else 0
         self._memory: list[dict[str, object]] = []
         self._directory: tempfile.TemporaryDirectory[str] | None = None
@@ -118,7 +128,7 @@ class TokenChunks:
         tokens = pa.concat_arrays([t.cast(pa.string()) for t, _ in parts]) if parts else None
         counts = np.concatenate([c for _, c in parts]) if parts else np.zeros(0)
         if self._count == 1 and self._directory is None:  # a second chunk: all go to disk
-            self._directory = tempfile.TemporaryDirectory(prefix="nmtpipe-t2t-")
+            self._directory = scratch_folder("t2t", self._spill)
             first = self._memory.pop()
             self._put_raw(0, first["tokens"], first["weights"])
         self._count += 1
@@ -132,8 +142,10 @@ class TokenChunks:
             self._memory[i].update(tokens=tokens, weights=weights)
             return
         schema = pa.schema([("token", pa.string())])
+        path = self._path(i, "tokens")
         with (
-            pa.OSFile(str(self._path(i, "tokens")), "wb") as sink,
+            fsio.naming_a_full_disk(str(path)),
+            open(path, "wb") as sink,
             pa.ipc.new_file(sink, schema) as writer,
         ):
             writer.write_batch(pa.record_batch([tokens], names=["token"]))
@@ -169,7 +181,8 @@ class TokenChunks:
         if self._directory is None:
             self._memory[i][name] = array
         else:
-            with open(self._path(i, name), "wb") as f:
+            path = self._path(i, name)
+            with fsio.naming_a_full_disk(str(path)), open(path, "wb") as f:
                 np.save(f, array, allow_pickle=False)
 
     def get(self, i: int, name: str) -> np.ndarray:

@@ -93,3 +93,40 @@ def test_several_steps_run_once_each_and_report_each(tmp_path):
         (outs[1], False, "the driver"),
     ]
     assert Counting.builds == 1 and said == [f"counting into {outs[1]} on the driver"]
+
+
+class Interrupted(Counting):
+    """Writes its file and a staging file, then the user presses Ctrl-C."""
+
+    def write(self, summary, running):
+        fsio.write_bytes(fsio.join(self.output, "data.txt"), b"data")
+        fsio.write_bytes(fsio.join(self.output, ".nmtpipe", "summary.json"), b"{}")
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_step_that_fails_leaves_nothing_it_began(tmp_path, existed):
+    """Ctrl-C (or any failure) in a step: its uncommitted files, its staging folder and
+    an output folder it made are removed; a folder that was there stays, with what else
+    it holds."""
+    out = tmp_path / "out"
+    if existed:
+        out.mkdir()
+        (out / "notes.txt").write_text("mine")
+    with pytest.raises(KeyboardInterrupt):
+        run_step(lambda: Interrupted(str(out)), IN_MEMORY)
+    if existed:
+        assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    else:
+        assert not out.exists()
+
+
+def test_a_failure_spares_a_committed_result(tmp_path):
+    """A result of other options is refused, not removed."""
+    out = str(tmp_path / "out")
+    run_step(lambda: Counting(out), IN_MEMORY)
+    with pytest.raises(OutputError, match=r"already holds a nmtpipe\.test result"):
+        run_step(lambda: Counting(out, "e" * 64), IN_MEMORY)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "data.txt", "manifest.json", "stats.json"
+    ]  # fmt: skip
