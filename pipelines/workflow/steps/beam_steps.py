@@ -52,16 +52,9 @@ class _Pipeline(Engine):
     """The graphs of a call's steps run as one pipeline (so none may read another's
     output); on a local runner, work of up to `how.in_process_bytes` runs in this
     process, whatever mode the Beam options name (a refresh's small change). Then each
-    step writes its files on the driver. Until each is committed, a failure (an error,
-    a full disk, Ctrl-C) leaves nothing of what they wrote (`commit.building`)."""
+    step writes its files on the driver."""
 
     def build(self, steps: list[BeamStep], how: How) -> Iterator[tuple[Written, str]]:
-        with contextlib.ExitStack() as failing:
-            for step in steps:
-                failing.enter_context(building(step.output, step.ours))
-            yield from self._run(steps, how)
-
-    def _run(self, steps: list[BeamStep], how: How) -> Iterator[tuple[Written, str]]:
         beam_args = list(how.beam_args)
         size = sum(step.input_bytes for step in steps)
         cores = max(step.cores_per_worker for step in steps)
@@ -115,6 +108,11 @@ class BeamStep(Step):
     def write(self, summary: dict[str, Any] | None, running: Running) -> Written:
         """The step's own part of the commit, after its graph ran (`summary`: what the
         graph wrote; None without a graph): checked, completed, its statistics."""
+
+    def building(self) -> contextlib.AbstractContextManager[None]:
+        """A failure (an error, a full disk, Ctrl-C) leaves nothing uncommitted behind,
+        nor an output folder this run made (`commit.building`)."""
+        return building(self.output, self.ours)
 
     def release(self) -> None:
         """Remove what the graph left on its way (spilled batches), run or failed."""

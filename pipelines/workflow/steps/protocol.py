@@ -17,6 +17,7 @@ side: a torch job's step is planned and committed where Beam is never loaded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from abc import ABC, abstractmethod
@@ -126,6 +127,12 @@ class Step(ABC):
     def evaluation(self, outcome: StepOutcome) -> Evaluation | None:
         """The test set its output scores, if it scores one."""
         return None
+
+    def building(self) -> contextlib.AbstractContextManager[None]:
+        """Around the step's work, from finding whether its output holds the result to its
+        commit: what a failure leaves of what it began. By default all of it (a torch job
+        keeps its checkpoints to resume from)."""
+        return contextlib.nullcontext()
 
     def places(self, outcome: StepOutcome) -> dict[str, str]:
         """What a person looks for in its committed output (a model, its learning curves,

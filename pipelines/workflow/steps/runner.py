@@ -49,17 +49,20 @@ def run_planned(plans: Sequence[Plan], how: How) -> list[tuple[Step, StepOutcome
         how.done(step, outcomes[index])
 
     todo: dict[Engine, list[int]] = {}
-    for index, step in enumerate(steps):
-        kept = reused(step, how)
-        if kept is None:
-            todo.setdefault(step.engine, []).append(index)
-        else:
-            done(index, kept, "cached")
-    for engine, indexes in todo.items():
-        # closed at once if a commit fails, so that the engine cleans up before the error is told
-        with contextlib.closing(engine.build([steps[i] for i in indexes], how)) as built:
-            for index, (written, runner) in zip(indexes, built, strict=True):
-                done(index, commit_step(steps[index], written), runner)
+    with contextlib.ExitStack() as failing:  # what a failure leaves of each step's work
+        for step in steps:
+            failing.enter_context(step.building())
+        for index, step in enumerate(steps):
+            kept = reused(step, how)
+            if kept is None:
+                todo.setdefault(step.engine, []).append(index)
+            else:
+                done(index, kept, "cached")
+        for engine, indexes in todo.items():
+            # closed at once if a commit fails: the engine cleans up before the error is told
+            with contextlib.closing(engine.build([steps[i] for i in indexes], how)) as built:
+                for index, (written, runner) in zip(indexes, built, strict=True):
+                    done(index, commit_step(steps[index], written), runner)
     return [(step, outcomes[index]) for index, step in enumerate(steps)]
 
 
