@@ -47,9 +47,10 @@ LOCAL = "fnapi"
 
 
 class GroupCpu:
-    """CPU seconds used by the members of some process groups while it runs: /proc read
-    every 0.2 s, each pid's last utime + stime kept, less what it had used before (a
-    worker's last 0.2 s before it ends are missed)."""
+    """CPU seconds used by the members of some process groups and their descendants (a
+    pool's forked workers run in a session of their own) while it runs: /proc read every
+    0.2 s, each pid's last utime + stime kept, less what it had used before (a worker's
+    last 0.2 s before it ends are missed)."""
 
     def __init__(self, groups: dict[str, int]) -> None:
         self.groups = groups
@@ -81,7 +82,7 @@ class GroupCpu:
 
     def _read(self) -> None:
         for name, pgid in self.groups.items():
-            for member in cluster_procs.group_members(pgid):
+            for member in cluster_procs.tree_members(pgid):
                 self.seen[member.pid] = (name, member.cpu_s)
 
 

@@ -48,6 +48,7 @@ class ProcStat:
     pgrp: int
     starttime: int
     cpu_s: float  # utime + stime
+    ppid: int
 
 
 _TICKS = os.sysconf("SC_CLK_TCK")
@@ -62,18 +63,31 @@ def proc_stat(pid: int) -> ProcStat | None:
     # The command name may hold spaces and parentheses: fields start after the last ')'.
     fields = text[text.rindex(")") + 2 :].split()
     cpu_s = (int(fields[11]) + int(fields[12])) / _TICKS
-    return ProcStat(pid, fields[0], int(fields[2]), int(fields[19]), cpu_s)
+    return ProcStat(pid, fields[0], int(fields[2]), int(fields[19]), cpu_s, int(fields[1]))
+
+
+def _live() -> list[ProcStat]:
+    found = (proc_stat(int(e.name)) for e in os.scandir("/proc") if e.name.isdigit())
+    return [stat for stat in found if stat and stat.state not in ("Z", "X")]
 
 
 def group_members(pgid: int) -> list[ProcStat]:
     """Live (non-zombie) processes of process group `pgid`."""
-    members = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            stat = proc_stat(int(entry.name))
-            if stat and stat.pgrp == pgid and stat.state not in ("Z", "X"):
-                members.append(stat)
-    return members
+    return [stat for stat in _live() if stat.pgrp == pgid]
+
+
+def tree_members(pgid: int) -> list[ProcStat]:
+    """The live processes of group `pgid` and all their descendants, whatever group or
+    session those chose (a worker pool's fork server and its workers run in a session
+    of their own)."""
+    live = _live()
+    pids = {stat.pid for stat in live if stat.pgrp == pgid}
+    grew = True
+    while grew:
+        more = {stat.pid for stat in live if stat.ppid in pids} - pids
+        pids |= more
+        grew = bool(more)
+    return [stat for stat in live if stat.pid in pids]
 
 
 def own_members(record: Record) -> list[ProcStat]:
