@@ -128,6 +128,8 @@ class Bar:
         """End the display; in plain mode a last line shows where a finished step ended
         (a failed one ends with its error instead), unless the last line already did."""
         if self._bar is not None:
+            if finished:  # where it ended, drawn even when the work outran tqdm's interval
+                self._bar.refresh()
             self._bar.close()
             self._bar = None
         elif self._plain:
