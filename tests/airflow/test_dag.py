@@ -81,5 +81,5 @@ def test_the_dag_refreshes_the_bundled_example_once_then_finds_nothing_new(tmp_p
     states, log = run_dag(env, dags)
     assert set(states.values()) == {"success"}, log[-3000:]
     assert "unchanged: no input changed since version 000001" in log
-    assert "has trained on version 000001 already" in log and "is decoded already" in log
+    assert "already holds this model" in log and "already holds this translation" in log
     assert sorted(p.name for p in (root / "versions").iterdir()) == ["000001", "LATEST"]
