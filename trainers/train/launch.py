@@ -144,11 +144,14 @@ def job_failure(
     if stopped or interrupted or (died or {}).get("interrupted"):
         said = stopped[0]["message"] if stopped else f"interrupted; {_again(config)}"
         return Interrupted(said)
-    if died is not None and died.get("signal"):
+    causes = [r for r in records if r["error"] != RankLost.__name__]
+    # torchrun sends SIGTERM to the ranks left when one fails: a rank's own error then
+    # outranks it; any other signal, or a SIGTERM no rank explains, is the cause.
+    signal_name = (died or {}).get("signal")
+    if signal_name and not (signal_name == "SIGTERM" and causes):
         return NmtpipeError(failure_line(config, nproc, code, died))
-    causes = [r for r in records if r["error"] != RankLost.__name__] or records
-    if causes:
-        return _rank_error(causes[0], nproc)
+    if causes or records:
+        return _rank_error((causes or records)[0], nproc)
     return NmtpipeError(failure_line(config, nproc, code, died))
 
 

@@ -114,6 +114,16 @@ def test_a_failed_job_tells_the_cause_once(tmp_path):
     assert str(launch.job_failure(job, 2, 1, str(tmp_path))) == (
         "rank 1 of 2 died (killed by SIGKILL); re-running the same command counts again"
     )
+    # torchrun's SIGTERM to the rank left is not the cause of a rank's own error...
+    (tmp_path / "torchrun.json").write_text(
+        json.dumps({"rank": 0, "exitcode": -15, "signal": "SIGTERM"})
+    )
+    assert str(launch.job_failure(job, 2, 1, str(tmp_path))).startswith("rank 1 of 2 failed")
+    # ...but is when no rank says more than that it lost the others.
+    _record(tmp_path, 1, RankLost("lost the connection to another rank of the job (...)"))
+    assert str(launch.job_failure(job, 2, 1, str(tmp_path))) == (
+        "rank 0 of 2 died (killed by SIGTERM); re-running the same command counts again"
+    )
     # An interruption says what the rank that knows kept.
     _record(tmp_path, 0, Interrupted("interrupted at update 7; checkpoint at update 6 kept"))
     error = launch.job_failure(job, 2, 1, str(tmp_path), interrupted=True)
