@@ -1,4 +1,5 @@
-"""Shared fixtures: a small corpus, an S3 server, a portable runner (helpers: helpers.py)."""
+"""Shared fixtures: a small corpus, an S3 server, a portable runner (helpers: helpers.py);
+the suite's order."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import example_lines, write_pair
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """tests/clusters last: on running clusters they take a third of CI's time, and every
+    other failure shows before them (they skip at once where no cluster runs)."""
+    items.sort(key=lambda item: item.nodeid.startswith("tests/clusters/"))
 
 
 @pytest.fixture(scope="session")
