@@ -1,7 +1,7 @@
 """The running local clusters (`scripts/local-cluster`), found, never started: CI's
-.ci/run starts them once before pytest and stops them after; without one, tests skip,
-saying why. Where NMTPIPE_CLUSTER_TESTS=required (CI sets it), every skip here is a
-failure instead: a cluster test that did not run is not a pass."""
+.ci/run starts them beside pytest and stops them after; without one, tests skip, saying
+why. Where NMTPIPE_CLUSTER_TESTS=required (CI sets it), every skip here is a failure
+instead: a cluster test that did not run is not a pass."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "local-cluster"
 ENGINES = ("flink", "spark")
 REQUIRED = "NMTPIPE_CLUSTER_TESTS"
+# A file that a start of the clusters running beside pytest writes when it has ended
+# (.ci/run's: the suite's other tests run meanwhile, and a first start downloads ~1 GB).
+STARTING = "NMTPIPE_CLUSTERS_STARTED_FILE"
+START_WAIT_S = 3600
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -31,6 +35,15 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
         report.longrepr = f"skipped where {REQUIRED}=required: {reason.removeprefix('Skipped: ')}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _clusters_started() -> None:
+    """Before the first test here, the end of a start running beside pytest, if any."""
+    marker = os.environ.get(STARTING)
+    deadline = time.monotonic() + START_WAIT_S
+    while marker and not os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(2)
 
 
 def _required() -> bool:
