@@ -1,9 +1,10 @@
 """Shared fixtures: a small corpus, an S3 server, a portable runner (helpers: helpers.py);
-the suite's order."""
+the suite's order, and its end on SIGTERM."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +15,17 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import example_lines, write_pair
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM ends the run as Ctrl-C does, with every fixture's teardown: what the tests
+    started in process groups of their own (tests/clusters' network-namespace hosts, their
+    JVMs and pools) is stopped, not left running after a terminated run."""
+    signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"terminated by signal {signum}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -22,7 +22,7 @@ ENGINES = ("flink", "spark")
 REQUIRED = "NMTPIPE_CLUSTER_TESTS"
 # A file that a start of the clusters running beside pytest writes when it has ended
 # (.ci/run's: the suite's other tests run meanwhile, and a first start downloads ~1 GB).
-STARTING = "NMTPIPE_CLUSTERS_STARTED_FILE"
+STARTED_FILE = "NMTPIPE_CLUSTERS_STARTED_FILE"
 START_WAIT_S = 3600
 
 
@@ -40,7 +40,7 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(scope="session", autouse=True)
 def _clusters_started() -> None:
     """Before the first test here, the end of a start running beside pytest, if any."""
-    marker = os.environ.get(STARTING)
+    marker = os.environ.get(STARTED_FILE)
     deadline = time.monotonic() + START_WAIT_S
     while marker and not os.path.exists(marker) and time.monotonic() < deadline:
         time.sleep(2)
