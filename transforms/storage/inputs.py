@@ -46,7 +46,9 @@ class CorpusInput:
     src: str
     tgt: str | None = None
     columns: tuple[int, int] = (0, 1)
-    relative: bool = False  # the user named it by a relative local path
+    # Where the user named it by a relative local path: the directory it was relative to
+    # (the planner's, recorded here: a worker's may be any other).
+    base: str | None = None
     layout: str = LINES
     fields: tuple[str, str] | None = None
     encodings: tuple[str, str] = (AUTO, AUTO)
@@ -60,7 +62,7 @@ class CorpusInput:
         return src if tgt is None else brace_pair(src, tgt)
 
     def _as_given(self, url: str) -> str:
-        return os.path.relpath(url) if self.relative else url
+        return os.path.relpath(url, self.base) if self.base else url
 
     def urls(self) -> list[str]:
         return [self.src] if self.tgt is None else [self.src, self.tgt]
@@ -169,6 +171,11 @@ def _is_relative(url: str) -> bool:
     return "://" not in url and not os.path.isabs(url)
 
 
+def base_of(relative: bool) -> str | None:
+    """`CorpusInput.base` of an input named by a relative path (or not)."""
+    return os.getcwd() if relative else None
+
+
 def resolve_pair_prefix(
     prefix: str,
     src_lang: str,
@@ -183,7 +190,7 @@ def resolve_pair_prefix(
     if not _has_glob(prefix) or split_archive_url(prefix):
         src, tgt = _find_side(prefix, src_lang, role), _find_side(prefix, tgt_lang, role)
         relative = rel and not split_archive_url(prefix)
-        return [CorpusInput(role, src, tgt, relative=relative, encodings=found)]
+        return [CorpusInput(role, src, tgt, base=base_of(relative), encodings=found)]
     side = re.compile(
         re.escape(f".{src_lang}") + "(" + "|".join(map(re.escape, COMPRESSION_SUFFIXES[1:])) + ")?$"
     )
@@ -199,7 +206,7 @@ def resolve_pair_prefix(
             role,
             _find_side(p, src_lang, role),
             _find_side(p, tgt_lang, role),
-            relative=rel,
+            base=base_of(rel),
             encodings=found,
         )
         for p in prefixes
@@ -234,7 +241,7 @@ def resolve_pair(
         raise ConfigError(f"{src} is both sides of a pair")
     rel = _is_relative(src) and _is_relative(tgt)
     return CorpusInput(
-        role, *found, relative=rel, encodings=tuple(encodings.checked(e) for e in wanted)
+        role, *found, base=base_of(rel), encodings=tuple(encodings.checked(e) for e in wanted)
     )
 
 
@@ -269,6 +276,6 @@ def resolve_tsv(
     rel = _is_relative(pattern) and not split_archive_url(pattern)
     found = (encodings.checked(wanted), AUTO)
     return [
-        CorpusInput(role, url, None, columns, rel, encodings=found)
+        CorpusInput(role, url, None, columns, base_of(rel), encodings=found)
         for url in resolve_files(pattern, "--tsv")
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import pickle
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,11 @@ def test_a_relative_input_keeps_its_relative_name_as_origin(tmp_path: Path, monk
     assert tsv.origin == "data/t.tsv"
     (absolute,) = resolve_pair_prefix(str(tmp_path / "data" / "train"), "en", "zh", "train")
     assert absolute.origin == f"{tmp_path}/data/train.{{en,zh.gz}}"
+    # A worker runs in a directory of its own (a cluster's pool, another host): the
+    # origin it writes is the planner's.
+    monkeypatch.chdir(tmp_path / "data")
+    assert (inp.origin, tsv.origin) == ("data/train.{en,zh.gz}", "data/t.tsv")
+    assert pickle.loads(pickle.dumps(inp)).origin == "data/train.{en,zh.gz}"
 
 
 def test_explicit_pairs_any_names_and_archive_members(tmp_path: Path):

@@ -26,6 +26,7 @@ from nmtpipe.transforms.storage.inputs import (
     PARQUET,
     TMX,
     CorpusInput,
+    base_of,
     compression_of,
     file_name,
     resolve_files,
@@ -91,14 +92,14 @@ def resolve_tables(
 ) -> list[CorpusInput]:
     """The tables a `--table` URL, glob or saved folder names, each with its format and
     its two fields (for a TMX, its two languages)."""
-    relative = "://" not in pattern and not os.path.isabs(pattern)
+    base = base_of("://" not in pattern and not os.path.isabs(pattern))
     urls = _saved_dataset(pattern) if "::" not in pattern else None
     inputs = []
     for url in urls if urls is not None else resolve_files(pattern, _option(role)):
         fmt = format_of(url, named_format if urls is None else ARROW)
         if fmt in _SEEKED and compression_of(url) is not None:
             raise ConfigError(f"{url}: a compressed {fmt} file cannot be read in parts; unpack it")
-        inp = CorpusInput(role, url, None, relative=relative, layout=fmt, encodings=(UTF8, UTF8))
+        inp = CorpusInput(role, url, None, base=base, layout=fmt, encodings=(UTF8, UTF8))
         inputs.append(_with_fields(inp, fields, langs))
     return inputs
 
@@ -119,5 +120,5 @@ def _with_fields(
 
 def _replace(inp: CorpusInput, fields: tuple[str, str]) -> CorpusInput:
     return CorpusInput(
-        inp.role, inp.src, None, inp.columns, inp.relative, inp.layout, fields, inp.encodings
+        inp.role, inp.src, None, inp.columns, inp.base, inp.layout, fields, inp.encodings
     )
