@@ -5,8 +5,12 @@ First as Beam itself gets one: the shaded job-server jar of the submitting Beam 
 from Maven Central into the cache. Where that is refused (some mirrors do), one
 assembled from Beam's published runner libraries by their Maven coordinates
 (`ASSEMBLIES`): a pom written from them, resolved once by `mvn dependency:copy-dependencies`
-into the cache, and run as `java -cp 'lib/*' <driver class>`. Nothing is compiled and
-nothing of Beam's is kept in the repository.
+into the cache, and run as `java -cp 'lib/*' <driver class>`. Nothing of Beam's is
+compiled or kept in the repository.
+
+Either way the driver runs under `JobServerLauncher.java`, which tells it to send none
+of its libraries with a job: the cluster has them on its own class path (`lacking`), put
+there once when it starts.
 """
 
 from __future__ import annotations
@@ -120,6 +124,49 @@ class JobServer:
     @property
     def classpath(self) -> str:
         return str(self.path) if self.path.is_file() else f"{self.path}/*"
+
+    @property
+    def jars(self) -> list[Path]:
+        """The jars of its class path, in the order `java -cp` reads them."""
+        return [self.path] if self.path.is_file() else sorted(self.path.glob("*.jar"))
+
+
+# A library jar counts as the cluster's when the cluster holds all of its classes but
+# this share: Maven's flink-runtime has one class (a shell tool's) that flink-dist leaves
+# to bin/; a newer version of a library Flink bundles (commons-lang3: 90 of 414) does not.
+PROVIDED_SHARE = 0.99
+SLF4J = "org/slf4j/"  # the cluster logs through its own SLF4J and binding
+
+
+def _classes(jar: Path) -> set[str]:
+    """The classes a jar holds (multi-release copies and module descriptors left out)."""
+    with zipfile.ZipFile(jar) as zf:
+        return {
+            name
+            for name in zf.namelist()
+            if name.endswith(".class")
+            and not name.startswith("META-INF/")
+            and not name.endswith("module-info.class")
+        }
+
+
+def lacking(server: JobServer, cluster_jars: list[Path]) -> list[Path]:
+    """The job server's jars whose classes the cluster (`cluster_jars`, its lib/) lacks:
+    what a job would otherwise carry to it each time (`scripts/JobServerLauncher.java`).
+
+    Left out: jars the cluster already holds (Flink's own modules, the libraries
+    flink-dist bundles), and SLF4J's, whose 2.x API would find no provider among the
+    cluster's 1.x binding and leave it without logs.
+    """
+    have: set[str] = set().union(*(_classes(jar) for jar in cluster_jars))
+    found = []
+    for jar in server.jars:
+        own = _classes(jar)
+        if not own or all(name.startswith(SLF4J) for name in own):
+            continue
+        if len(own - have) > (1 - PROVIDED_SHARE) * len(own):
+            found.append(jar)
+    return found
 
 
 def engine_version(cluster: str, path: Path) -> str | None:
@@ -302,3 +349,10 @@ def java_major() -> int | None:
         return None
     major = int(found.group(1))
     return int(found.group(2) or 0) if major == 1 else major
+
+
+def java_compiles() -> bool:
+    """Whether `java` on PATH can run a source file (a JDK's, holding jdk.compiler)."""
+    done = subprocess.run([shutil.which("java") or "java", "--list-modules"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    return any(line.startswith("jdk.compiler@") for line in done.stdout.splitlines())

@@ -28,6 +28,7 @@ from cluster_job_server import (
 from cluster_procs import ClusterError, get_json, port_open
 
 REPO = Path(__file__).resolve().parents[1]
+LAUNCHER = Path(__file__).resolve().parent / "JobServerLauncher.java"
 CLUSTERS = ("flink", "spark")
 SLOTS = 2  # Flink task slots, Spark worker cores: the machine's 2 cores
 # Without a job server to follow (--no-job-server; a worker host that finds none): the
@@ -303,7 +304,11 @@ def _job_server(
         cores = layout.workers * layout.slots
         argv += [f"-Dspark.cores.max={cores}", "-Dspark.scheduler.minRegisteredResourcesRatio=1",
                  "-Dspark.scheduler.maxRegisteredResourcesWaitingTime=60s"]  # fmt: skip
-    argv += ["-cp", server.classpath, DRIVER[cluster], *master_args]
+        # Beam's libraries on the executors' class path (the cluster's, `cluster_lib`).
+        argv.append(f"-Dspark.executor.extraClassPath={state / 'lib'}/*")
+    # Beam's libraries are on the cluster already: jobs carry none.
+    argv += ["-cp", server.classpath, "-Dstage.classpath=", str(LAUNCHER)]
+    argv += [DRIVER[cluster], *master_args]
     argv += ["--job-host", layout.head, "--job-port", str(port)]
     argv += ["--artifact-port", "0", "--expansion-port", "0"]
     argv += ["--artifacts-dir", str(state / "artifacts")]
@@ -333,9 +338,27 @@ def worker_pool(python: str, settings: Settings) -> Component:
     )
 
 
+def engine_jars(cluster: str, home: Path) -> list[Path]:
+    """The jars an engine's own processes load: Flink's lib/, Spark's jars/."""
+    return sorted((home / ("lib" if cluster == "flink" else "jars")).glob("*.jar"))
+
+
+def cluster_lib(cluster: str, home: Path, state: Path, beam_jars: list[Path]) -> Path:
+    """The folder of jars that the cluster's processes add to their class path: links to
+    Beam's libraries that the engine lacks (`cluster_job_server.lacking`), and for Flink,
+    whose lib/ it replaces (FLINK_LIB_DIR), to Flink's own. The JobManager and
+    TaskManagers, or Spark's executors, load Beam's classes from here, and no job
+    carries them (`JobServerLauncher.java`)."""
+    lib = state / "lib"
+    lib.mkdir()
+    for jar in [*(engine_jars(cluster, home) if cluster == "flink" else []), *beam_jars]:
+        (lib / jar.name).symlink_to(jar)
+    return lib
+
+
 def flink_components(
     home: Path, state: Path, settings: Settings, server: JobServer | None, layout: Layout,
-    python: str | None,
+    python: str | None, lib: Path,
 ) -> list[Component]:  # fmt: skip
     rest = f"http://{layout.head}:{settings.ports['flink_rest']}"
     env = dict(
@@ -344,6 +367,7 @@ def flink_components(
         FLINK_CONF_DIR=str(state / "conf"),
         FLINK_LOG_DIR=str(state / "logs"),
         FLINK_PID_DIR=str(state),
+        FLINK_LIB_DIR=str(lib),
     )
 
     def jm_waiting() -> str | None:

@@ -55,6 +55,8 @@ from cluster_recipes import (
     Layout,
     Settings,
     beam_options,
+    cluster_lib,
+    engine_jars,
     flink_components,
     flink_config,
     flink_overview,
@@ -124,15 +126,14 @@ def _job_server(cluster: str, settings: Settings, python: str, beam: str) -> Job
     return server
 
 
-def _known_engine_version(cluster: str, settings: Settings, beam: str | None) -> str | None:
-    """The Flink or Spark version of the job server the setting names or the cache holds,
-    without fetching one: a worker host needs no job server, but its engine must be the
-    head's."""
+def _known_job_server(cluster: str, settings: Settings, beam: str | None) -> JobServer | None:
+    """The job server the setting names or the cache holds, without fetching one: a worker
+    host runs none, but its engine must be the head's, and a Flink worker's TaskManager
+    loads Beam's libraries from it (`cluster_recipes.cluster_lib`)."""
     name = settings.job_servers[cluster]
     if name:
-        return job_servers.given(cluster, name, f"NMTPIPE_{cluster.upper()}_JOB_SERVER").engine
-    server = job_servers.cached(cluster, beam or "", settings.cache)
-    return server.engine if server else None
+        return job_servers.given(cluster, name, f"NMTPIPE_{cluster.upper()}_JOB_SERVER")
+    return job_servers.cached(cluster, beam or "", settings.cache)
 
 
 def _pick_version(cluster: str, settings: Settings, follows: str | None) -> str:
@@ -152,15 +153,20 @@ def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def _require_java() -> None:
-    """Flink and Spark need a Java of 17 or newer (Java 17 is what is tested)."""
+def _require_java(compiler: bool) -> None:
+    """Flink and Spark need a Java of 17 or newer (Java 17 is what is tested); a job
+    server, a JDK's compiler (`JobServerLauncher.java` runs in source-file mode)."""
     major = job_servers.java_major()
     if major is None or major < 17:
         found = f"`java -version` says {major}" if major else "no `java` on PATH"
-        raise ClusterError(
-            f"Flink and Spark here need Java 17 ({found}): install a JDK 17 "
-            "(Debian: apt-get install openjdk-17-jdk-headless)"
-        )
+    elif compiler and not job_servers.java_compiles():
+        found = "its `java` is a runtime without the compiler that the job server needs"
+    else:
+        return
+    raise ClusterError(
+        f"Flink and Spark here need a JDK 17 ({found}): install one "
+        "(Debian: apt-get install openjdk-17-jdk-headless)"
+    )
 
 
 def _check_ports(cluster: str, settings: Settings, job_server: bool, layout: Layout) -> None:
@@ -217,16 +223,20 @@ def start(
             say(f"{cluster} already runs (started {state['started']}); its options:")
             print(state["options"], flush=True)
             return 0
-        _require_java()
+        _require_java(compiler=job_server)
         # The python that submits (its Beam picks the job server) and runs the worker pool.
         python, beam = _submit_python(settings) if job_server or layout.pools else (None, None)
         server = _job_server(cluster, settings, python, beam) if job_server else None
-        if server is not None:
-            follows = server.engine
-        elif not layout.runs_head:  # the head's version: its job server's, where known
-            follows = _known_engine_version(cluster, settings, beam)
-        else:
-            follows = None
+        # Beam's libraries, for a Flink cluster's class path; the head's version (a worker
+        # host's): the job server's, where known.
+        known = server or (None if layout.runs_head else _known_job_server(cluster, settings, beam))
+        if cluster == "flink" and layout.local_workers and not layout.runs_head and not known:
+            raise ClusterError(
+                "a Flink worker host's TaskManager loads Beam's libraries from the head's job "
+                "server, and none is cached here: set NMTPIPE_FLINK_JOB_SERVER to it (a jar, "
+                "or a folder of jars)"
+            )
+        follows = known.engine if known else None
         if layout.pools and layout.local_workers:
             _require_nmtpipe(python)
         # The python whose Beam picked the job server: a restart picks the same one.
@@ -237,11 +247,13 @@ def start(
         get_home = fetch.flink_home if cluster == "flink" else fetch.spark_home
         home = get_home(settings.cache, version, lambda text: say(f"{cluster}: {text}"))
         _fresh_state_folder(folder)
+        beam_jars = job_servers.lacking(known, engine_jars(cluster, home)) if known else []
+        lib = cluster_lib(cluster, home, folder, beam_jars)
         if cluster == "flink":
             (folder / "conf" / "config.yaml").write_text(flink_config(settings, folder, layout))
             for name in ("log4j-console.properties", "logback-console.xml"):
                 shutil.copy(home / "conf" / name, folder / "conf" / name)
-            components = flink_components(home, folder, settings, server, layout, python)
+            components = flink_components(home, folder, settings, server, layout, python, lib)
         else:
             components = spark_components(home, folder, settings, server, layout, python)
         options = beam_options(cluster, settings.ports, job_server, layout)

@@ -247,8 +247,31 @@ def test_without_java_17_one_line_says_what_to_install(tmp_path):
     result = run(tmp_path, "start", "spark", PATH=bin_path(tmp_path))
     assert result.returncode == 1
     assert result.stderr == (
-        "local-cluster: error: Flink and Spark here need Java 17 (no `java` on PATH): install "
-        "a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)\n"
+        "local-cluster: error: Flink and Spark here need a JDK 17 (no `java` on PATH): install "
+        "one (Debian: apt-get install openjdk-17-jdk-headless)\n"
+    )
+
+
+# A Java 17 runtime without a JDK's compiler, as `openjdk-17-jre-headless` installs it.
+JRE = """#!/bin/sh
+case "$1" in
+  -version) echo 'openjdk version "17.0.15" 2025-04-15' >&2 ;;
+  --list-modules) echo java.base@17.0.15; echo java.compiler@17.0.15 ;;
+esac
+"""
+
+
+def test_a_java_without_its_compiler_runs_no_job_server_and_says_so(tmp_path):
+    """The job server runs `JobServerLauncher.java` in source-file mode: a JRE cannot."""
+    path = bin_path(tmp_path)
+    (Path(path) / "java").write_text(JRE)
+    (Path(path) / "java").chmod(0o755)
+    result = run(tmp_path, "start", "flink", PATH=path, NMTPIPE_PYTHON=sys.executable)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        "local-cluster: error: Flink and Spark here need a JDK 17 (its `java` is a runtime "
+        "without the compiler that the job server needs): install one (Debian: apt-get install "
+        "openjdk-17-jdk-headless)"
     )
 
 
@@ -554,6 +577,48 @@ def test_the_engine_versions_of_a_job_server_are_read(tmp_path):
         (lib / name).write_bytes(b"")
     assert job_servers.engine_version("flink", lib) == "1.19.0"
     assert job_servers.engine_version("spark", lib) is None
+
+
+def jar_of(path: Path, *classes: str) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+        zf.writestr("META-INF/versions/9/module-info.class", b"")
+        for name in classes:
+            zf.writestr(f"{name.replace('.', '/')}.class", b"")
+    return path
+
+
+def test_the_cluster_gets_the_job_servers_libraries_it_lacks_and_jobs_carry_none(tmp_path):
+    """What a job would carry goes on the cluster's class path once (`JobServerLauncher`):
+    a library the engine bundles stays the engine's; a newer one, with classes the
+    engine's lacks, is added whole; SLF4J stays the engine's (its binding)."""
+    engine = tmp_path / "lib"  # Flink's lib/ in its home, tmp_path
+    engine.mkdir()
+    dist = jar_of(engine / "flink-dist.jar", *(f"o.a.flink.C{k}" for k in range(200)),
+                  "o.a.c.lang3.A", "o.a.c.lang3.B", "org.slf4j.Logger")  # fmt: skip
+    lib = tmp_path / "job-server"
+    lib.mkdir()
+    jar_of(lib / "flink-runtime.jar", *(f"o.a.flink.C{k}" for k in range(200)), "o.a.f.Bash")
+    jar_of(lib / "commons-lang3-3.18.jar", "o.a.c.lang3.A", "o.a.c.lang3.B", "o.a.c.lang3.N")
+    jar_of(lib / "slf4j-api-2.0.jar", "org.slf4j.Logger", "org.slf4j.spi.Provider")
+    jar_of(lib / "beam-runners-flink.jar", "o.a.beam.Runner")
+    server = job_servers.JobServer(lib, "1.19.0", "an assembly")
+    lacking = job_servers.lacking(server, [dist])
+    assert [p.name for p in lacking] == ["beam-runners-flink.jar", "commons-lang3-3.18.jar"]
+    state = tmp_path / "state"
+    state.mkdir()
+    flink_lib = recipes.cluster_lib("flink", tmp_path, state, lacking)  # FLINK_LIB_DIR
+    assert sorted(p.name for p in flink_lib.iterdir()) == [
+        "beam-runners-flink.jar", "commons-lang3-3.18.jar", "flink-dist.jar"]  # fmt: skip
+    assert (flink_lib / "flink-dist.jar").resolve() == dist
+    settings = recipes.Settings.from_env({"NMTPIPE_CLUSTER_CACHE": str(tmp_path / "cache")})
+    for cluster, master in (("flink", "--flink-master"), ("spark", "--spark-master-url")):
+        argv = recipes._job_server(cluster, server, state, settings, [master, "x"],
+                                   recipes.Layout()).argv  # fmt: skip
+        launcher = argv.index(str(recipes.LAUNCHER))
+        assert argv[launcher - 1 : launcher + 2] == ["-Dstage.classpath=", str(recipes.LAUNCHER),
+                                                     job_servers.DRIVER[cluster]]  # fmt: skip
+    assert f"-Dspark.executor.extraClassPath={state / 'lib'}/*" in argv
 
 
 def test_state_round_trips(tmp_path):
