@@ -28,10 +28,19 @@ def _terminated(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"terminated by signal {signum}")
 
 
+# What runs one test at a time, on one worker of the two (pyproject's addopts): the
+# clusters' tests (a third of CI's time, most of it waiting on the engines' JVMs) and the
+# tests whose hosts are network namespaces.
+SERIAL = ("tests/clusters/", "tests/trainers/runtime/test_two_hosts.py")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """tests/clusters last: on running clusters they take a third of CI's time, and every
-    other failure shows before them (they skip at once where no cluster runs)."""
-    items.sort(key=lambda item: item.nodeid.startswith("tests/clusters/"))
+    """The SERIAL tests first, as one xdist group: one worker runs them while the other
+    runs the rest (they skip at once where no cluster runs)."""
+    items.sort(key=lambda item: not item.nodeid.startswith(SERIAL))
+    for item in items:
+        if item.nodeid.startswith(SERIAL):
+            item.add_marker(pytest.mark.xdist_group("serial"))
 
 
 @pytest.fixture(scope="session")
