@@ -28,19 +28,36 @@ def _terminated(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"terminated by signal {signum}")
 
 
-# What runs one test at a time, on one worker of the two (pyproject's addopts): the
-# clusters' tests (a third of CI's time, most of it waiting on the engines' JVMs) and the
-# tests whose hosts are network namespaces.
-SERIAL = ("tests/clusters/", "tests/trainers/runtime/test_two_hosts.py")
+# What runs one test at a time, on one worker of the two (pyproject's addopts), in this
+# order: the tests whose hosts are network namespaces, then the clusters' tests (a third
+# of CI's time, most of it waiting on the engines' JVMs; CI starts the clusters beside
+# the suite, and they wait for that start to end).
+SERIAL = ("tests/trainers/runtime/test_two_hosts.py", "tests/clusters/")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The SERIAL tests first, as one xdist group: one worker runs them while the other
-    runs the rest (they skip at once where no cluster runs)."""
-    items.sort(key=lambda item: not item.nodeid.startswith(SERIAL))
-    for item in items:
-        if item.nodeid.startswith(SERIAL):
-            item.add_marker(pytest.mark.xdist_group("serial"))
+    """The SERIAL tests first: one worker starts on them while the other runs the rest
+    (they skip at once where no cluster runs)."""
+
+    def rank(item: pytest.Item) -> int:
+        found = [k for k, prefix in enumerate(SERIAL) if item.nodeid.startswith(prefix)]
+        return found[0] if found else len(SERIAL)
+
+    items.sort(key=rank)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """xdist's scheduling by scope, where the SERIAL tests are one scope (so one worker
+    runs them, in order) and every other test a scope of its own. (`--dist loadgroup`
+    would say the same with marks, but pytest 9 ignores the node ids xdist 3.8 changes
+    for it.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SerialFirst(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "serial" if nodeid.startswith(SERIAL) else nodeid
+
+    return SerialFirst(config, log)
 
 
 @pytest.fixture(scope="session")
