@@ -304,6 +304,11 @@ def _job_server(
         cores = layout.workers * layout.slots
         argv += [f"-Dspark.cores.max={cores}", "-Dspark.scheduler.minRegisteredResourcesRatio=1",
                  "-Dspark.scheduler.maxRegisteredResourcesWaitingTime=60s"]  # fmt: skip
+        # An executor gets the memory its worker offers: with Spark's default 1 GB one
+        # died of OutOfMemoryError (exit 52) in a 1M-pair prepare, and with it the cached
+        # partitions and shuffle files of every stage before, which Spark then ran again
+        # from the start (all of the job's Python work twice).
+        argv.append(f"-Dspark.executor.memory={settings.memory['worker']}")
         # Beam's libraries on the executors' class path (the cluster's, `cluster_lib`).
         argv.append(f"-Dspark.executor.extraClassPath={state / 'lib'}/*")
     # Beam's libraries are on the cluster already: jobs carry none.
