@@ -5,7 +5,7 @@ both worker hosts' pools start the SDK workers; a worker host lost in the middle
 prepare ends the step in one line with nothing committed (Flink) or is made up for by
 the other (Spark), and the rerun commits the same bytes.
 
-Each cluster costs ~1 min to start and ~15-25 s per Beam job, so the corpus is small and
+Each cluster costs ~1 min to start and ~10-25 s per Beam job, so the corpus is small and
 the steps few.
 """
 
