@@ -17,7 +17,8 @@ tokens:
 `--example` runs them on the bundled Tatoeba corpus (32k pairs, gzipped) instead of a
 generated one: there the whole command's fixed cost is what counts.
 - nmtpipe-no-langid, nmtpipe-auto-no-langid: the same with `--no-langid`, to measure
-  what language identification (on by default) costs.
+  what language identification (on by default) costs; -no-scores likewise, with
+  `--scorers none`, for what the pair scorers cost.
 
 Every contender runs in its own process, watched by psutil for wall time and peak
 resident memory (per process, so that Beam's worker processes show separately).
@@ -161,10 +162,14 @@ def watch(cmd: list[str]) -> dict:
     }
 
 
+# A contender's name ending in one of these: the same command with those options.
+WITHOUT = {"-no-langid": ["--no-langid"], "-no-scores": ["--scorers", "none"]}
+
+
 def _command(name: str, prefix: str, pairs: int, workers: int) -> list[str]:
-    if name.endswith("-no-langid"):
-        plain = _command(name.removesuffix("-no-langid"), prefix, pairs, workers)
-        return [*plain, "--no-langid"]
+    for suffix, options in WITHOUT.items():
+        if name.endswith(suffix):
+            return [*_command(name.removesuffix(suffix), prefix, pairs, workers), *options]
     if not name.startswith("nmtpipe"):
         return [
             sys.executable,
@@ -254,7 +259,7 @@ def main() -> None:
         "--contenders",
         default="loop,hf,nmtpipe",
         help="comma-separated: loop,t2t-loop,hf,nmtpipe,nmtpipe-auto and the last two "
-        "with -no-langid",
+        "with -no-langid or -no-scores (without the pair scorers)",
     )
     parser.add_argument(
         "--example", action="store_true", help="the bundled Tatoeba corpus, not a generated one"

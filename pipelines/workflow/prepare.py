@@ -25,6 +25,7 @@ from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards
 from nmtpipe.transforms.formats.pair_shards import write_rejects
 from nmtpipe.transforms.formats.prepared import KIND, write_chars
 from nmtpipe.transforms.formats.shard_names import CHARS_PATH, counts_path, pairs_path, rejects_path
+from nmtpipe.transforms.quality.judge import PREFIX
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import STAGING, StepOutcome
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
@@ -38,7 +39,6 @@ from nmtpipe.transforms.text.filters import (
     UNDECODABLE,
     WRONG_LANGUAGE,
 )
-from nmtpipe.transforms.text.records import PAIRS_SCHEMA
 from nmtpipe.transforms.text.stats import finalize
 from nmtpipe.transforms.vocab.counts import COUNTS_SCHEMA, JOINED, write_counts
 
@@ -54,7 +54,7 @@ def _fill_empty(plan: PreparePlan, files: list[dict[str, Any]]) -> None:
         for k in range(n):
             if pairs_path(split, k, n) not in have:
                 written = fsio.write_parquet(
-                    fsio.join(out, pairs_path(split, k, n)), PAIRS_SCHEMA.empty_table()
+                    fsio.join(out, pairs_path(split, k, n)), plan.pairs_schema().empty_table()
                 )
                 files.append(file_entry(out, written, "pairs", 0, split=split))
     for side in (*plan.langs, JOINED):
@@ -140,10 +140,12 @@ def _card(plan: PreparePlan, files: list[dict[str, Any]]) -> str:
         "inputs in manifest.json; statistics in stats.json). Token counts (`counts/`) and "
         "rejected pairs with their reasons (`rejects/`) are beside the splits, not in them."
     ]
+    scores = [name for name in plan.pairs_schema().names if name.startswith(PREFIX)]
     columns = (
         "`id`, `src` and `tgt` (the texts), `origin` and `line` (where each pair came from), "
         "`src_raw` and `tgt_raw` (valid and test: the lines as read where normalisation "
         "changed them, else null)"
+        + (f", and the pair scores {', '.join(f'`{c}`' for c in scores)}" if scores else "")
     )
     return dataset_card(f"{src}–{tgt} prepared", about, split_shards(files, "pairs"), columns)
 

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 from nmtpipe import __version__
 from nmtpipe.transforms.beam.prepare import PrepareSpec
 from nmtpipe.transforms.errors import ConfigError
@@ -21,6 +23,8 @@ from nmtpipe.transforms.formats.corpus.tables import FORMATS as TABLE_FORMATS
 from nmtpipe.transforms.formats.corpus.tables import resolve_tables
 from nmtpipe.transforms.formats.prepared import KIND
 from nmtpipe.transforms.options import comma_list, count, nested, option
+from nmtpipe.transforms.quality.judge import PREFIX
+from nmtpipe.transforms.quality.registry import quality_config
 from nmtpipe.transforms.storage import encodings, fsio, manifest
 from nmtpipe.transforms.storage.encodings import AUTO
 from nmtpipe.transforms.storage.inputs import (
@@ -36,6 +40,7 @@ from nmtpipe.transforms.text.clean import CleanConfig
 from nmtpipe.transforms.text.filters import FilterConfig
 from nmtpipe.transforms.text.langid.identifier import KNOWN, LangIdConfig, canonical
 from nmtpipe.transforms.text.normalize import FORMS, Form, NormalizeConfig
+from nmtpipe.transforms.text.records import PAIRS_SCHEMA
 from nmtpipe.transforms.text.split import SPLITS, SplitConfig, SplitKey
 from nmtpipe.transforms.text.zh_script import SCRIPTS, Script
 from nmtpipe.transforms.vocab.counts import JOINED
@@ -48,10 +53,18 @@ _LANG = re.compile(r"^[A-Za-z0-9_-]+$")
 # make "，" a ","), unless --q2b asks for ASCII punctuation.
 FULLWIDTH_PUNCT = ("zh", "yue", "ja")
 CHINESE = ("zh", "yue")
+# The pair scorers' options: one field per kind registered when this module is imported.
+QualityConfig = quality_config(__name__)
 # The help groups of `nmtpipe prepare`'s options.
-INPUT, OUTPUT, SPLITTING, CLEANING, FILTERS, PERFORMANCE = (
-    "input", "output", "splitting", "cleaning", "filters", "performance"
-)  # fmt: skip
+INPUT, OUTPUT, SPLITTING, CLEANING, FILTERS, QUALITY, PERFORMANCE = (
+    "input",
+    "output",
+    "splitting",
+    "cleaning",
+    "filters",
+    "pair scores",
+    "performance",
+)
 
 
 def _paths(metavar: str, help: str) -> Any:
@@ -248,6 +261,7 @@ class PrepareConfig:
         help="convert the Chinese side to one script with OpenCC (phrase by phrase) before "
         "deduplication and vocabulary building; Tatoeba and crawls mix both",
     )
+    quality: QualityConfig = nested(QualityConfig, group=QUALITY)
     keep_overlap: bool = option(
         False,
         group=FILTERS,
@@ -351,6 +365,12 @@ class PreparePlan:
     def shard_counts(self) -> dict[str, int]:
         return dict(self.clean.split.shards)
 
+    def pairs_schema(self) -> pa.Schema:
+        """The pair shards' columns: PAIRS_SCHEMA's, then each learned score's
+        (`quality/judge.py`), in the scorers' order."""
+        columns = [c for s in self.config.quality.pair_scorers() if s.PASSES for c in s.COLUMNS]
+        return pa.schema([*PAIRS_SCHEMA, *(pa.field(PREFIX + c, pa.float32()) for c in columns)])
+
     def options(self) -> dict[str, Any]:
         """The options that shape the output (recorded in the manifest, fingerprinted)."""
         return {
@@ -365,6 +385,7 @@ class PreparePlan:
             "split": dataclasses.asdict(self.clean.split),
             "count_buckets": self.count_buckets,
             "reject_shards": self.reject_shards,
+            "quality": quality_options(self.config.quality),
         }
 
     def spec(self) -> PrepareSpec:
@@ -379,6 +400,8 @@ class PreparePlan:
             reject_shards=self.reject_shards,
             chunk_lines=self.config.chunk_lines,
             keep_overlap=self.config.keep_overlap,
+            quality=self.config.quality,
+            key_partitions=self.shard_counts()["train"],
         )
 
     def at(self, output: str) -> PreparePlan:
@@ -391,6 +414,15 @@ class PreparePlan:
         return manifest.fingerprint(
             {"step": KIND, "code_version": __version__, "inputs": self.identities, **self.options()}
         )
+
+
+def quality_options(config: QualityConfig) -> dict[str, Any]:
+    """The pair scorers chosen and the options of each (the others' are no part of the
+    output)."""
+    return {
+        "scorers": list(config.scorers),
+        **{name: dataclasses.asdict(getattr(config, name)) for name in config.scorers},
+    }
 
 
 def resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:

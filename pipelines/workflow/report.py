@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 from nmtpipe.pipelines.workflow import report_plots as plots
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.formats import encoded_dataset, prepared
+from nmtpipe.transforms.quality import judge, thresholds
 from nmtpipe.transforms.storage import fsio, manifest, versions
 from nmtpipe.transforms.text.clean import RATIO_BINS
 from nmtpipe.transforms.text.filters import REASONS
@@ -38,8 +39,17 @@ PIECES = 20  # most frequent pieces shown per language
 # Ids counted per language for the pieces and the <unk> rate (the first pairs): a fixed
 # cost of every report, so of every refresh (5M took 20 s of a 1M-pair refresh's 22).
 PIECE_SAMPLE = 1_000_000
-_SUMMED = ("pairs_read", "pairs_kept", "pairs_rejected", "rejects", "splits", "inputs",
-           "converted", "length_ratio_hist")  # fmt: skip
+_SUMMED = (
+    "pairs_read",
+    "pairs_kept",
+    "pairs_rejected",
+    "rejects",
+    "splits",
+    "inputs",
+    "converted",
+    "length_ratio_hist",
+    "scores",
+)
 
 
 def _kind(url: str) -> str:
@@ -107,14 +117,23 @@ def _figure(title: str, svg: str) -> str:
     return f'<figure class="plot"><figcaption>{html.escape(title)}</figcaption>{svg}</figure>'
 
 
-def _prepared_sections(stats: dict[str, Any], options: dict[str, Any], examples: dict) -> str:
+def _prepared_sections(
+    stats: dict[str, Any], options: dict[str, Any], examples: dict, samples: dict
+) -> str:
     langs = options["languages"]
     out = []
     inputs = stats.get("inputs", {})
     names = [origin.rsplit("/", 1)[-1] for origin in inputs]
-    rows = [[o, f"{i['read']:,}", f"{i['kept']:,}", f"{sum(i['rejects'].values()):,}",
-             ", ".join(f"{side} {name}" for side, name in i.get("encoding", {}).items())]
-            for o, i in inputs.items()]  # fmt: skip
+    rows = [
+        [
+            o,
+            f"{i['read']:,}",
+            f"{i['kept']:,}",
+            f"{sum(i['rejects'].values()):,}",
+            ", ".join(f"{side} {name}" for side, name in i.get("encoding", {}).items()),
+        ]
+        for o, i in inputs.items()
+    ]
     head = ["input", "read", "kept", "rejected", "encoding"]
     out.append("<h2>Inputs</h2>" + _table(head, rows))
     out.append(
@@ -133,7 +152,8 @@ def _prepared_sections(stats: dict[str, Any], options: dict[str, Any], examples:
     rejects = {r: n for r, n in stats.get("rejects", {}).items() if n}
     out.append("<h2>Rejects</h2>")
     if rejects:
-        ordered = [r for r in REASONS if r in rejects]
+        # the filters' reasons first, then the pair scorers' (`quality/`), as counted
+        ordered = [r for r in REASONS if r in rejects] + [r for r in rejects if r not in REASONS]
         out.append(
             _figure(
                 "rejects by reason",
@@ -143,8 +163,15 @@ def _prepared_sections(stats: dict[str, Any], options: dict[str, Any], examples:
         rows = []
         for reason in ordered:
             for ex in examples.get(reason, []):
-                rows.append([reason, f"{ex['origin']}:{ex['line']}", ex["detail"],
-                             _text(ex["src"]), _text(ex["tgt"])])  # fmt: skip
+                rows.append(
+                    [
+                        reason,
+                        f"{ex['origin']}:{ex['line']}",
+                        ex["detail"],
+                        _text(ex["src"]),
+                        _text(ex["tgt"]),
+                    ]
+                )
         out.append(_table(["reason", "where", "why", langs["src"], langs["tgt"]], rows))
     else:
         out.append("<p>No pair was rejected.</p>")
@@ -156,6 +183,7 @@ def _prepared_sections(stats: dict[str, Any], options: dict[str, Any], examples:
             + ", ".join(f"{n:,} {langs[s]} lines to {script.get(s)}" for s, n in converted.items())
             + ".</p>"
         )
+    out.append(_scores_section(stats.get("scores", {}), options.get("quality", {}), samples))
     splits = stats.get("splits", {})
     out.append("<h2>Splits</h2>")
     out.append(
@@ -182,6 +210,114 @@ def _prepared_sections(stats: dict[str, Any], options: dict[str, Any], examples:
     return "\n".join(out)
 
 
+def _scores_section(scores: dict[str, Any], quality: dict[str, Any], samples: dict) -> str:
+    """Each pair score: the histogram of kept and rejected pairs with the threshold used
+    and the one proposed from the data (`quality/thresholds.py`), and pairs on both
+    sides of the threshold."""
+    if not scores:
+        return ""
+    out = [
+        "<h2>Pair scores</h2>",
+        "<p>Scores beside the pairs (columns <code>score_NAME"
+        "</code>), learned from this corpus; pairs below a threshold are rejected with "
+        "their scores (<code>rejects/</code>).</p>",
+    ]
+    rows = []
+    for column, hists in scores.items():
+        kept = {int(k): v for k, v in hists.get("kept", {}).items()}
+        rejected = {int(k): v for k, v in hists.get("rejected", {}).items()}
+        both = dict(kept)
+        merge_into(both, rejected)
+        used = thresholds.threshold_of(quality, column)
+        proposed = thresholds.propose(column, both)
+        limits = [] if used is None else ([-used, used] if column == "length" else [used])
+        label = "" if used is None else f"threshold {used:g}"
+        plot = plots.histograms(
+            {"kept": kept, "rejected": rejected}, column, judge.BIN, limits, label
+        )
+        out.append(_figure(f"{column}: pairs by score", plot))
+        rows.append(
+            [
+                column,
+                "-" if used is None else f"{used:g}",
+                "-" if proposed is None else f"{proposed.threshold:g}",
+                "-" if proposed is None else proposed.method,
+                "-" if proposed is None else f"{proposed.kept / proposed.total:.1%}",
+                f"{sum(kept.values()):,}",
+                f"{sum(rejected.values()):,}",
+            ]
+        )
+        near = samples.get(column, [])
+        if near:
+            out.append(
+                _table(
+                    ["side of the threshold", "score", "src", "tgt"],
+                    [[side, f"{score:.2f}", s, t] for side, score, s, t in near],
+                )
+            )
+    head = [
+        "score",
+        "threshold",
+        "proposed",
+        "how",
+        "the proposal would keep",
+        "kept",
+        "rejected by the shard writers",
+    ]
+    out.insert(2, _table(head, rows))
+    return "\n".join(out)
+
+
+def _score_samples(roots: list[str], quality: dict[str, Any]) -> dict[str, list[tuple]]:
+    """Per score, up to EXAMPLES pairs just above its threshold (kept, from the first
+    train shard's first row group) and just below it (rejected, from the first reject
+    file's): what the threshold decides between."""
+    found: dict[str, list[tuple]] = {}
+    root = roots[0]
+    _, doc = prepared.read_prepared(root)
+    train = [
+        f["path"] for f in doc["files"] if f.get("kind") == "pairs" and f.get("split") == "train"
+    ]
+    kept = _first_group(fsio.join(root, sorted(train)[0]))
+    gone = (
+        _first_group(fsio.join(root, doc["rejects"]["files"][0]))
+        if doc["rejects"]["files"]
+        else None
+    )
+    for column in [
+        c.removeprefix(judge.PREFIX) for c in kept.column_names if c.startswith(judge.PREFIX)
+    ]:
+        used = thresholds.threshold_of(quality, column)
+        if used is None:
+            continue
+        above = kept.to_pylist()
+        scored = [
+            (r[judge.PREFIX + column], r["src"], r["tgt"])
+            for r in above
+            if r[judge.PREFIX + column] is not None
+        ]
+        pick = sorted(
+            scored, key=lambda x: abs(abs(x[0]) - used) if column == "length" else x[0] - used
+        )
+        rows = [("kept", *x) for x in pick[:EXAMPLES]]
+        if gone is not None:
+            below = [
+                (dict(r["scores"] or [])[column], _text(r["src"]), _text(r["tgt"]))
+                for r in gone.to_pylist()
+                if r["reason"] == column
+            ]
+            below = sorted(below, key=lambda x: -abs(x[0]) if column == "length" else -x[0])
+            rows += [("rejected", *x) for x in below[:EXAMPLES]]
+        found[column] = rows
+    return found
+
+
+def _first_group(url: str) -> Any:
+    fs, path = fsio.url_to_fs(url)
+    with fs.open(path, "rb") as f:
+        return pq.ParquetFile(f).read_row_group(0)
+
+
 def _encoded_sections(data: encoded_dataset.EncodedDataset, stats: dict[str, Any]) -> str:
     langs = data.languages
     vocab = vocabulary.open_vocabulary(data.manifest["vocab"]["url"])
@@ -200,8 +336,14 @@ def _encoded_sections(data: encoded_dataset.EncodedDataset, stats: dict[str, Any
         subwords = int(sizes.sum()) - len(sizes)  # without EOS
         words = stats.get("tokens", {}).get(side, 0)
         fertility = f"{subwords / words:.2f}" if words else "-"
-        rows.append([lang, f"{np.mean(sizes):.1f}" if len(sizes) else "-",
-                     f"{100 * unk_rate:.3f}%", fertility])  # fmt: skip
+        rows.append(
+            [
+                lang,
+                f"{np.mean(sizes):.1f}" if len(sizes) else "-",
+                f"{100 * unk_rate:.3f}%",
+                fertility,
+            ]
+        )
         counts = np.bincount(ids[ids >= data.layout.first_symbol])
         ranked = np.argsort(-counts, kind="stable")[:PIECES]  # ties: the smaller id first
         top = [(int(i), int(counts[i])) for i in ranked if counts[i]]
@@ -266,7 +408,8 @@ def build_report(url: str) -> str:
         f"{stats.get('pairs_rejected', 0):,} rejected. Written "
         f"{manifest.created_stamp()}.</p>"
     )
-    body = _prepared_sections(stats, options, _examples(roots))
+    samples = _score_samples(roots, options.get("quality", {})) if stats.get("scores") else {}
+    body = _prepared_sections(stats, options, _examples(roots), samples)
     if data is not None:
         body += _encoded_sections(data, stats)
     return (

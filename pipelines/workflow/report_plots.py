@@ -67,16 +67,17 @@ def histograms(
     hists: Mapping[str, Mapping[int, int]],
     xlabel: str,
     step: float = 1.0,
-    limit: float | None = None,
+    limit: float | Sequence[float] | None = None,
     limit_label: str = "",
 ) -> str:
     """Step histograms (one per name) from {bin: count}, bins `step` wide and empty
-    bins drawn as zero; `limit` drawn as a dashed line."""
+    bins drawn as zero; `limit` (or each of several) drawn as a dashed line."""
+    limits = [] if limit is None else [limit] if isinstance(limit, int | float) else list(limit)
     shown = {name: hist for name, hist in hists.items() if hist}
     bins = [b for hist in shown.values() for b in hist]
     lo = min(bins, default=0) - 0.5
     hi = max(bins, default=0) + 0.5
-    xs = [lo * step, hi * step] + ([limit] if limit is not None else [])
+    xs = [lo * step, hi * step, *limits]
     top = max([n for hist in shown.values() for n in hist.values()], default=0)
     frame = _Frame.around((0, top), 38, (min(xs), max(xs)))
     out = []
@@ -91,9 +92,9 @@ def histograms(
             f'<path d="{"".join(points)}" fill="none" stroke="{_colour(k)}" stroke-width="1.5"/>'
         )
     keys = [(name, _colour(k), "") for k, name in enumerate(shown)]
-    if limit is not None:
-        x = frame.x_of(limit)
+    for x in map(frame.x_of, limits):
         out.append(_line(x, frame.y, x, frame.bottom, "crimson", 1.5, _DASH))
+    if limits:
         keys.append((limit_label, "crimson", _DASH))
     out += frame.x_axis(xlabel) + frame.y_axis("pairs")
     return _svg(out + _legend(frame, keys))

@@ -23,6 +23,7 @@ driver fills them in (`pipelines/workflow/prepare.py`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import apache_beam as beam
 
@@ -44,7 +45,10 @@ from nmtpipe.transforms.beam.prepare_fns import (
     WritePairShardsFn,
     WriteRejectsFn,
 )
+from nmtpipe.transforms.beam.quality import FindNearDuplicates, LearnScores
 from nmtpipe.transforms.formats.prepared import write_chars
+from nmtpipe.transforms.storage import fsio
+from nmtpipe.transforms.storage.commit import STAGING
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.storage.read_meter import Meter
 from nmtpipe.transforms.text.clean import CleanConfig
@@ -63,6 +67,14 @@ class PrepareSpec:
     reject_shards: int
     chunk_lines: int = 20000
     keep_overlap: bool = False
+    quality: Any = None  # the pair scorers' config (`quality/registry.py`); None: none
+    key_partitions: int = 1  # groups of near-duplicate keys (as many as train shards)
+
+    @property
+    def exempt(self) -> frozenset[str]:
+        """The origins of the reference sets (valid and test inputs the user gave),
+        which the pair scorers score and never reject."""
+        return frozenset(i.origin for i in self.inputs if i.role != "train")
 
 
 class CleanChunks(beam.PTransform):
@@ -79,7 +91,13 @@ class CleanChunks(beam.PTransform):
     def expand(self, inputs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
         s = self.spec
         clean = CleanChunksFn(
-            s.clean, s.langs, s.count_buckets, s.reject_shards, self.spill_dir, self.meter
+            s.clean,
+            s.langs,
+            s.count_buckets,
+            s.reject_shards,
+            self.spill_dir,
+            self.meter,
+            s.quality,
         )
         return (
             inputs
@@ -130,9 +148,10 @@ class ProtectSplits(beam.PTransform):
 
 class WritePairShards(beam.PTransform):
     """(Keyed pair batches, what valid and test protect) → one Parquet shard per
-    (split, shard), deduplicated and decontaminated; tagged outputs: the shards'
-    manifest entries (`files`), their `stats`, the dropped pairs as `rejects` and their
-    tokens as negative `counts`."""
+    (split, shard), deduplicated, decontaminated and judged by the pair scorers (what
+    they learned, their near-duplicates); tagged outputs: the shards' manifest entries
+    (`files`), their `stats`, the dropped pairs as `rejects` and their tokens as
+    negative `counts`."""
 
     def __init__(self, spec: PrepareSpec, spill_dir: str | None) -> None:
         super().__init__()
@@ -151,14 +170,32 @@ class WritePairShards(beam.PTransform):
             s.reject_shards,
             self.spill_dir,
             s.keep_overlap,
+            s.quality,
+            s.exempt,
         )
-        return (
-            pairs
-            | "GroupByShard" >> beam.GroupByKey()
-            | "WritePairShards"
-            >> beam.ParDo(writer, beam.pvalue.AsSingleton(protected)).with_outputs(
-                FILES, STATS, REJECTS, COUNTS
+        scorers = [] if s.quality is None else s.quality.pair_scorers()
+        # What the scorers learn is tables of many megabytes: they always travel as files,
+        # in the output's staging folder where no spill directory is given (every worker
+        # reaches it; Flink refuses records larger than its sort buffer).
+        tables = self.spill_dir or fsio.join(s.output, STAGING, "learned")
+        learned = pairs | "LearnScores" >> LearnScores(
+            [scorer for scorer in scorers if scorer.PASSES], s.langs, tables
+        )
+        finders = [] if s.quality is None else s.quality.duplicate_keys()
+        if finders:
+            near = pairs | "FindNearDuplicates" >> FindNearDuplicates(
+                finders, s.langs, s.key_partitions
             )
+            grouped = {"pairs": pairs, "near": near} | "GroupByShard" >> beam.CoGroupByKey()
+        else:
+            grouped = (
+                pairs
+                | "GroupByShard" >> beam.GroupByKey()
+                | "AsFound" >> beam.MapTuple(lambda key, batches: (key, {"pairs": batches}))
+            )
+        sides = [beam.pvalue.AsSingleton(protected), *map(beam.pvalue.AsSingleton, learned)]
+        return grouped | "WritePairShards" >> beam.ParDo(writer, *sides).with_outputs(
+            FILES, STATS, REJECTS, COUNTS
         )
 
 

@@ -24,10 +24,12 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
+from nmtpipe.transforms.beam.quality import learned_by_scorer, near_duplicates
 from nmtpipe.transforms.formats import batch_transport, pair_shards
 from nmtpipe.transforms.formats.corpus import chunks as corpus_chunks
 from nmtpipe.transforms.formats.corpus.chunks import Planned
 from nmtpipe.transforms.formats.shard_names import counts_path, pairs_path, rejects_path
+from nmtpipe.transforms.quality.judge import ChunkJudge, ShardJudge
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.storage.manifest import FileEntry, file_entry
@@ -170,8 +172,10 @@ class CleanChunksFn(beam.DoFn):
         reject_shards: int,
         spill_dir: str | None,
         meter: Meter | None = None,
+        quality: Any = None,
     ) -> None:
         self.config = config
+        self.quality = quality
         self.langs = langs
         self.count_buckets = count_buckets
         self.reject_shards = reject_shards
@@ -181,7 +185,10 @@ class CleanChunksFn(beam.DoFn):
         self.rejected = Metrics.counter(NAMESPACE, "pairs_rejected")
 
     def setup(self) -> None:
-        self._clean = ChunkCleaner(self.config, defer=True)
+        judging = [] if self.quality is None else self.quality.pair_scorers()
+        judging = [scorer for scorer in judging if scorer.PASSES == 0]
+        judge = ChunkJudge(judging, self.langs) if judging else None
+        self._clean = ChunkCleaner(self.config, defer=True, judge=judge)
 
     def start_bundle(self) -> None:
         self._counts = BundleCounts(self.langs, self.count_buckets, self.spill_dir)
@@ -292,7 +299,11 @@ class WritePairShardsFn(beam.DoFn):
         reject_shards: int,
         spill_dir: str | None,
         keep_overlap: bool = False,
+        quality: Any = None,
+        exempt: frozenset[str] = frozenset(),
     ) -> None:
+        self.quality = quality
+        self.exempt = exempt
         self.keep_overlap = keep_overlap
         self.output = output
         self.shard_counts = shard_counts
@@ -304,20 +315,29 @@ class WritePairShardsFn(beam.DoFn):
 
     def process(
         self,
-        element: tuple[tuple[str, int], Iterable[batch_transport.Shipped]],
+        element: tuple[tuple[str, int], dict[str, Iterable[batch_transport.Shipped]]],
         protected: Protected | batch_transport.SpillRef | None = None,
+        *learned,
     ) -> Iterator[Any]:
-        (split, shard), batches = element
+        (split, shard), found = element
         protected = batch_transport.side_input(protected)
         url = fsio.join(self.output, pairs_path(split, shard, self.shard_counts[split]))
-        result = pair_shards.write_pair_shard(url, batches, split, protected, self.keep_overlap)
+        result = pair_shards.write_pair_shard(
+            url,
+            found["pairs"],
+            split,
+            protected,
+            self.keep_overlap,
+            self._judge(learned, found.get("near", ())),
+        )
         rows = result.table.num_rows
         self.kept.inc(rows)
         yield TaggedOutput(
             FILES, file_entry(self.output, result.written, "pairs", rows, split=split)
         )
         yield TaggedOutput(
-            STATS, {**_reject_stats(result.duplicates), "splits": {split: result.stats}}
+            STATS,
+            {**_reject_stats(result.duplicates), "splits": {split: result.stats}, **result.scores},
         )
         spill_url = _spill_url(self.spill_dir, f"duplicates {split} {shard}")
         yield from _ship_rejects(result.duplicates, self.reject_shards, spill_url)
@@ -334,6 +354,16 @@ class WritePairShardsFn(beam.DoFn):
                 self.count_buckets,
                 _spill_url(self.spill_dir, f"counts {split} {shard}"),
             )
+
+    def _judge(self, learned: tuple[Any, ...], near: Iterable[Any]) -> pair_shards.Judge | None:
+        """The shard's judge: the learned scorers with what they learned (the passes'
+        side inputs) and its near-duplicates; None without pair scorers."""
+        if self.quality is None or not self.quality.kinds():
+            return None
+        scorers = [s for s in self.quality.pair_scorers() if s.PASSES > 0]
+        judge = ShardJudge(scorers, learned_by_scorer(learned, scorers), self.langs, self.exempt)
+        duplicates = near_duplicates(near)
+        return lambda table: judge(table, duplicates)
 
 
 class WriteRejectsFn(beam.DoFn):

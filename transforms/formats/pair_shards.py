@@ -8,7 +8,7 @@ them needs no global state: the survivor is the copy with the smallest (origin, 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,12 +28,14 @@ _SORT_KEYS = [(name, "ascending") for name in ("id", "src", "tgt", "origin", "li
 @dataclass
 class PairShard:
     """What writing one pair shard produced: the file, the rows kept, and the rows
-    dropped as duplicates or overlap (`duplicates`, in REJECTS_SCHEMA)."""
+    dropped as duplicates, overlap or by the pair scorers (`duplicates`, in
+    REJECTS_SCHEMA)."""
 
     written: WrittenFile
     table: pa.Table
     duplicates: pa.Table
     stats: stats.Partial
+    scores: stats.Partial  # the scores' histograms, where pair scorers judged the shard
 
 
 def _duplicate_mask(table: pa.Table) -> np.ndarray:
@@ -66,16 +68,22 @@ def _split_stats(table: pa.Table) -> stats.Partial:
     return {"pairs": table.num_rows, **{s: stats.side_partial(n) for s, n in lengths.items()}}
 
 
+# What a shard's pairs become after the pair scorers (`quality/judge.py`): the pairs
+# kept, with their score columns; the rejects; the statistics partial of the scores.
+Judge = Callable[[pa.Table], tuple[pa.Table, pa.Table, stats.Partial]]
+
+
 def write_pair_shard(
     url: str,
     batches: Iterable[Shipped],
     split: str = "train",
     protected: Protected | None = None,
     keep_overlap: bool = False,
+    judge: Judge | None = None,
 ) -> PairShard:
     """Deduplicate, sort and write one shard of `split` from inline or spilled pair
     batches; pairs that `protected` (the splits that outrank this one) holds, or whose
-    sides it holds, are dropped too (`overlap.py`)."""
+    sides it holds, are dropped too (`overlap.py`), and then those the `judge` rejects."""
     table = pairs_table(batches).sort_by(_SORT_KEYS)
     dup = _duplicate_mask(table)
     dropped = [_duplicates(table, dup)] if dup.any() else []
@@ -86,9 +94,13 @@ def write_pair_shard(
         if excluded.num_rows:
             dropped.append(excluded)
             table = table.filter(pa.array(~gone))
+    scores: stats.Partial = {}
+    if judge is not None:
+        table, judged, scores = judge(table)
+        dropped.append(judged)
     duplicates = pa.concat_tables(dropped) if dropped else REJECTS_SCHEMA.empty_table()
     written = write_parquet(url, table)
-    return PairShard(written, table, duplicates, _split_stats(table))
+    return PairShard(written, table, duplicates, _split_stats(table), scores)
 
 
 def write_rejects(url: str, batches: Iterable[Shipped]) -> tuple[WrittenFile, int]:

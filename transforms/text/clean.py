@@ -10,7 +10,7 @@ back out of the counts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -153,10 +153,18 @@ class ChunkCleaner:
     language identifier, so build one per worker.
 
     With `defer`, the identifier never loads lingua's accurate models: a pair only they
-    can judge is placed but left `pending`, for a `PairConfirmer`."""
+    can judge is placed but left `pending`, for a `PairConfirmer`. A `judge` (the pair
+    scorers that learn nothing: `quality/judge.py`) rejects more of the training input's
+    pairs that pass the filters."""
 
-    def __init__(self, config: CleanConfig, defer: bool = False) -> None:
+    def __init__(
+        self,
+        config: CleanConfig,
+        defer: bool = False,
+        judge: Callable[[list[str], list[str]], dict[int, Verdict]] | None = None,
+    ) -> None:
         self.config = config
+        self._judge = judge
         self._normalize = [Normalizer(config.side_normalize(side)) for side in SIDES]
         self._convert = [None if s is None else ScriptConverter(s) for s in config.convert]  # type: ignore[arg-type]
         self._langid = _identifier(config.langid, confirm=not defer)
@@ -178,6 +186,10 @@ class ChunkCleaner:
         looked = (look(src), look(tgt))
         verdicts = filters.check_pairs(*looked, self.config.filters)
         out.ratio_hist = _ratio_hist(*looked)
+        if self._judge is not None and chunk.role == "train":
+            alive = [i for i in range(len(src)) if i not in early and i not in verdicts]
+            judged = self._judge([src[i] for i in alive], [tgt[i] for i in alive])
+            verdicts.update((alive[row], verdict) for row, verdict in judged.items())
         # A valid or test set the user gave is a reference set (scores are compared on
         # all of it, as sacreBLEU's are): the model does not second-guess its languages.
         pending: set[int] = set()
@@ -229,8 +241,10 @@ class ChunkCleaner:
             raw = None
             if key[0] != "train" or raw_in_train:  # the lines as read, only where needed
                 rows = [keep[i] for i in g]
-                src_raw, tgt_raw = (_changed([side[r] for r in rows], text)
-                                    for side, text in zip(read, texts, strict=True))  # fmt: skip
+                src_raw, tgt_raw = (
+                    _changed([side[r] for r in rows], text)
+                    for side, text in zip(read, texts, strict=True)
+                )
                 raw = (src_raw, tgt_raw)
             ids, at = pa.array(placed.ids[group]), pa.array(lines[group])
             batches[key] = pair_batch(chunk.origin, ids, *texts, at, raw)

@@ -31,6 +31,7 @@ PAIRS_SCHEMA = pa.schema(
     ]
 )
 WIRE_SCHEMA = PAIRS_SCHEMA.set(3, pa.field("origin", pa.dictionary(pa.int32(), pa.string())))
+SCORES = pa.map_(pa.string(), pa.float32())  # a pair's scores by scorer column
 REJECTS_SCHEMA = pa.schema(
     [
         ("origin", pa.string()),
@@ -39,6 +40,9 @@ REJECTS_SCHEMA = pa.schema(
         ("detail", pa.string()),
         ("src", pa.binary()),
         ("tgt", pa.binary()),
+        # A pair the shard writers rejected: its id and its scores (null before them).
+        ("id", pa.int64()),
+        ("scores", SCORES),
     ]
 )
 
@@ -47,8 +51,10 @@ class Reject(NamedTuple):
     """A line that did not make it, with where it came from and why.
 
     `src`/`tgt` are the bytes of the two sides as read (line ending removed); for a TSV
-    line with too few columns, `src` is the whole line and `tgt` is None. Duplicates
-    carry the normalised text of the pair they repeat.
+    line with too few columns, `src` is the whole line and `tgt` is None. What the shard
+    writers reject (duplicates, overlap, near-duplicates, low scores) carries the
+    normalised text of the pair, its `id` and its `scores` (`(column, score)` items), so
+    that it can be kept again without reading the corpus.
     """
 
     origin: str
@@ -57,6 +63,8 @@ class Reject(NamedTuple):
     detail: str
     src: bytes | None
     tgt: bytes | None
+    id: int | None = None
+    scores: list[tuple[str, float]] | None = None
 
 
 def pair_batch(
@@ -86,12 +94,21 @@ def reject_batch(rejects: list[Reject]) -> pa.RecordBatch:
     )
 
 
-def reject_rows(table: pa.Table, rows: np.ndarray, reason: str, detail: pa.Array | str) -> pa.Table:
+def reject_rows(
+    table: pa.Table,
+    rows: np.ndarray,
+    reason: str,
+    detail: pa.Array | str | list[str],
+    scores: pa.Array | None = None,
+) -> pa.Table:
     """Rows `rows` of a pairs table as rejects in REJECTS_SCHEMA, their normalised text
-    as the bytes (what a duplicate or an overlapping pair is rejected with)."""
+    as the bytes (what the shard writers reject a pair with), with their ids and, given,
+    their scores (SCORES, one per row)."""
     picked = table.take(pa.array(rows, pa.int64()))
     n = picked.num_rows
-    details = pa.array([detail] * n, pa.string()) if isinstance(detail, str) else detail
+    if isinstance(detail, str):
+        detail = [detail] * n
+    details = pa.array(detail, pa.string()) if isinstance(detail, list) else detail
     columns = [
         picked["origin"].cast(pa.string()),
         picked["line"],
@@ -99,6 +116,8 @@ def reject_rows(table: pa.Table, rows: np.ndarray, reason: str, detail: pa.Array
         details,
         picked["src"].cast(pa.binary()),
         picked["tgt"].cast(pa.binary()),
+        picked["id"],
+        pa.nulls(n, SCORES) if scores is None else scores,
     ]
     return pa.Table.from_arrays(columns, schema=REJECTS_SCHEMA)
 

@@ -83,11 +83,14 @@ def _inputs(partial: Partial) -> dict[str, Any]:
 
 
 def finalize(partial: Partial, splits: Iterable[str]) -> dict[str, Any]:
-    """The `stats.json` document: every reason and split present, lengths summarised
-    (and kept as histograms, in characters, for the report), per input what was read
-    and kept, lines converted to one Chinese script, and the histogram of length ratios
-    (key: ratio x 10, see `clean.py`)."""
-    rejects = {reason: int(partial.get("rejects", {}).get(reason, 0)) for reason in REASONS}
+    """The `stats.json` document: every reason and split present (the filters' reasons
+    always, the pair scorers' where they rejected any), lengths summarised (and kept as
+    histograms, in characters, for the report), per input what was read and kept, lines
+    converted to one Chinese script, the histogram of length ratios (key: ratio x 10,
+    see `clean.py`) and the pair scores' histograms."""
+    found = partial.get("rejects", {})
+    rejects = {reason: int(found.get(reason, 0)) for reason in REASONS}
+    rejects |= {reason: int(n) for reason, n in sorted(found.items()) if reason not in REASONS}
     split_stats: dict[str, Any] = {}
     kept = 0
     for split in splits:
@@ -114,4 +117,19 @@ def finalize(partial: Partial, splits: Iterable[str]) -> dict[str, Any]:
         "inputs": _inputs(partial),
         "converted": {side: int(n) for side, n in sorted(partial.get("converted", {}).items())},
         "length_ratio_hist": _sorted_hist(partial.get("ratio_hist", {})),
+        **_scores(partial),
+    }
+
+
+def _scores(partial: Partial) -> dict[str, Any]:
+    """The pair scores' histograms of kept and rejected pairs (`quality/judge.py`: key:
+    the score / its bin), where pair scorers judged the pairs."""
+    found = partial.get("scores")
+    if not found:
+        return {}
+    return {
+        "scores": {
+            column: {k: _sorted_hist(hists.get(k, {})) for k in ("kept", "rejected")}
+            for column, hists in sorted(found.items())
+        }
     }

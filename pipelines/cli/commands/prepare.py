@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from importlib import resources
 from typing import Any
 
 from nmtpipe.pipelines.cli import flags, logs
 from nmtpipe.pipelines.workflow.prepare import run_prepare
-from nmtpipe.pipelines.workflow.prepare_plan import FILTERS, INPUT, OUTPUT, PrepareConfig
+from nmtpipe.pipelines.workflow.prepare_plan import FILTERS, INPUT, OUTPUT, QUALITY, PrepareConfig
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.quality.registry import KINDS
 from nmtpipe.transforms.storage.commit import StepOutcome
 from nmtpipe.transforms.text.filters import REASONS
 
@@ -22,11 +24,13 @@ WMT's SGML sets (.sgm), TSV files, and tables (--table: Parquet, JSON Lines, Arr
 Hugging Face datasets as hf://datasets/...), in any encoding (found by itself, or
 --src-encoding/--tgt-encoding); and write to --output, on Apache Beam:
 
-  {split}-NNNNN-of-NNNNN.parquet   pairs (id, src, tgt, origin, line), per split and shard
+  {split}-NNNNN-of-NNNNN.parquet   pairs (id, src, tgt, origin, line, score_*), per split
+                                   and shard
   counts/{lang|joined}-*.parquet   Tensor2Tensor token counts of the train split
   counts/chars.parquet             character counts (the alphabet)
   rejects/rejects-*.parquet        every rejected line: origin, line, reason, raw bytes
-  stats.json                       pairs read/kept, rejects by reason, lengths
+                                   (and, for what the scorers reject, id and scores)
+  stats.json                       pairs read/kept, rejects by reason, lengths, scores
   manifest.json                    written last: files, sizes, sha256, config, inputs
 
 Running again with the same inputs and options finds the committed result and stops.
@@ -49,6 +53,22 @@ examples:
 """
 EXAMPLE_TRAIN = "tatoeba-cmn"
 FILTERS_NOTE = "each counted in stats.json and kept in rejects/ with its reason"
+# The scorers as the help and the reference page list them, what each catches and costs.
+QUALITY_NOTE = "\n".join(
+    [
+        "scores beside the kept pairs (score_* columns); a reject keeps its scores and\n"
+        "the reason that decided (docs/commands/prepare.md#pair-scores):",
+        *(
+            textwrap.fill(
+                f"{name}: catches {kind.CATCHES}; costs {kind.COSTS}",
+                92,
+                initial_indent="- ",
+                subsequent_indent="  ",
+            )
+            for name, kind in KINDS.items()
+        ),
+    ]
+)
 
 
 CONFIG = PrepareConfig
@@ -56,7 +76,9 @@ PLAIN = {"example": bool}  # what a workflow section may say besides the config'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    groups = flags.add_options(parser, CONFIG, INPUT, {FILTERS: FILTERS_NOTE})
+    groups = flags.add_options(
+        parser, CONFIG, INPUT, {FILTERS: FILTERS_NOTE, QUALITY: QUALITY_NOTE}
+    )
     groups[INPUT].add_argument(
         "--example",
         action="store_true",
@@ -96,11 +118,13 @@ def report(outcome: StepOutcome) -> str:
         head = f"prepared {outcome.output} in {outcome.seconds:.1f} s on {outcome.runner}"
     splits = "  ".join(f"{k} {v:,}" for k, v in s["splits"].items())
     rejects = "  ".join(f"{r} {s['rejects'][r]:,}" for r in REASONS if s["rejects"][r])
+    scored = "  ".join(f"{r} {n:,}" for r, n in s["rejects"].items() if r not in REASONS and n)
     lines = [
         head,
         f"  read     {s['pairs_read']:>10,}",
         f"  kept     {s['pairs_kept']:>10,}   {splits}",
         f"  rejected {s['pairs_rejected']:>10,}   {rejects or '-'}",
+        *([f"  by pair scores        {scored}"] if scored else []),
         "  inputs         read       kept  encoding",
     ]
     for origin, info in s["inputs"].items():

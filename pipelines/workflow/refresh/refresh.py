@@ -142,6 +142,12 @@ class Refresh:
 
     def _prepare(self, parts: list[Part], result: RefreshResult) -> None:
         result.prepared = self._ran(self._run([part.step for part in parts]), "prepare")
+        learned = [s.NAME for s in self.config.prepare.quality.pair_scorers() if s.PASSES]
+        if result.prepared and learned:
+            self.log(
+                f"pair scores ({', '.join(learned)}) learned from each new part's own pairs: "
+                "a part is prepared alone, so that the parts before it stay as they are"
+            )
 
     def _encode(self, parts: list[Part], result: RefreshResult) -> None:
         self.encoded = self._run([self._encode_step(part, result.vocab) for part in parts])

@@ -401,6 +401,7 @@ def test_prepare_job(gcs, dataflow_job, tmp_path):
         out,
         rf"{out}/\.nmtpipe/summary-[0-9a-f]{{32}}\.json",
         rf"{out}/\.nmtpipe/read-[0-9a-f]{{32}}",  # where its readers tell their progress
+        rf"{out}/\.nmtpipe/learned",  # what the pair scorers learn: tables of megabytes
     }
     _check_job(job, tmp_path, labels, urls)
     # Remote workers shuffle through the runner, never through a spill folder.

@@ -41,7 +41,16 @@ def test_load_dataset_gives_the_splits_of_prepared_and_encoded_outputs(tmp_path)
         assert set(rows) == {"train", "valid", "test"}
         assert {split: len(loaded[split]) for split in loaded} == rows
     pairs = datasets.load_dataset(prepared, cache_dir=cache)["test"]
-    assert pairs.column_names == ["id", "src", "tgt", "origin", "line", "src_raw", "tgt_raw"]
+    assert pairs.column_names == [
+        "id",
+        "src",
+        "tgt",
+        "origin",
+        "line",
+        "src_raw",
+        "tgt_raw",
+        "score_length",
+    ]
     ids = datasets.load_dataset(encoded, cache_dir=cache)["test"]
     assert ids.column_names == ["id", "src", "tgt"] and ids[0]["src"][-1] == 2  # EOS
 

@@ -1,0 +1,132 @@
+"""The pair scorers' Beam parts on a real runner: what they learn in passes of a
+combiner (inline or spilled, any bundling: the same tables), and the near-duplicate
+groups, keyed by the shard of each pair that goes."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from nmtpipe.transforms.beam.quality import FindNearDuplicates, LearnScores, learned_by_scorer
+from nmtpipe.transforms.formats.batch_transport import inline, receive_table
+from nmtpipe.transforms.quality.length import LengthConfig, LengthScorer
+from nmtpipe.transforms.quality.lexical import LexicalConfig, LexicalScorer
+from nmtpipe.transforms.quality.neardup import NearDupConfig, NearDupScorer
+from nmtpipe.transforms.text.records import pair_batch
+from tests.helpers import IN_MEMORY, example_lines
+
+LANGS = ("en", "zh")
+EN, ZH = example_lines("tatoeba-cmn", "en")[:600], example_lines("tatoeba-cmn", "zh")[:600]
+
+
+def batches(src: list[str], tgt: list[str], split: str = "train", per: int = 100) -> list:
+    out = []
+    for k in range(0, len(src), per):
+        n = len(src[k : k + per])
+        batch = pair_batch(
+            "c.{en,zh}",
+            pa.array(np.arange(k, k + n), pa.int64()),
+            src[k : k + per],
+            tgt[k : k + per],
+            pa.array(np.arange(k + 1, k + n + 1), pa.int64()),
+        )
+        out.append(((split, 0), inline(batch)))
+    return out
+
+
+def learned(items: list, spill_dir: str | None, out: Path) -> dict:
+    """What LearnScores learned, as the shard writers read it (pickled to `out`)."""
+    scorers = [LexicalScorer(LexicalConfig(lexical_bits=14)), LengthScorer(LengthConfig())]
+    with TestPipeline(argv=IN_MEMORY) as p:
+        passes = p | beam.Create(items) | LearnScores(scorers, LANGS, spill_dir)
+        sides = [beam.pvalue.AsSingleton(found) for found in passes]
+        _ = (
+            p
+            | "One" >> beam.Create([None])
+            | beam.Map(
+                lambda _, *found: out.write_bytes(pickle.dumps(learned_by_scorer(found, scorers))),
+                *sides,
+            )
+        )
+    return pickle.loads(out.read_bytes())
+
+
+def test_passes_learn_the_same_tables_inline_or_spilled_in_any_order(tmp_path):
+    items = batches(EN, ZH)
+    inline_ = learned(items, None, tmp_path / "inline.pickle")
+    spilled = learned(items[::-1], str(tmp_path), tmp_path / "spilled.pickle")
+    assert inline_.keys() == spilled.keys() == {"lexical", "length"}
+    assert len(inline_["lexical"]) == 2 and len(inline_["length"]) == 1
+    assert np.array_equal(inline_["length"][0], spilled["length"][0])
+    first, second = inline_["lexical"]
+    assert np.array_equal(first.units[1].counts, spilled["lexical"][0].units[1].counts)
+    assert np.array_equal(second[0].links.counts, spilled["lexical"][1][0].links.counts)
+    assert int(first.units[0].counts.sum()) > 0
+
+
+def test_near_duplicates_go_to_the_shard_of_the_pair_that_goes():
+    """A valid pair outranks its train copies; a train pair repeated but for case and
+    punctuation keeps its first id's copy."""
+    src = ["Where is the station?", "WHERE IS THE STATION", "I like tea.", "i like tea"]
+    tgt = ["车站在哪里？", "车站在哪里", "我喜欢茶。", "我喜欢茶"]
+    items = [
+        (
+            ("valid", 0),
+            inline(
+                pair_batch(
+                    "v.{en,zh}",
+                    pa.array([7], pa.int64()),
+                    src[:1],
+                    tgt[:1],
+                    pa.array([1], pa.int64()),
+                )
+            ),
+        ),
+        (
+            ("train", 2),
+            inline(
+                pair_batch(
+                    "t.{en,zh}",
+                    pa.array([3, 1, 2], pa.int64()),
+                    src[1:],
+                    tgt[1:],
+                    pa.array([1, 2, 3], pa.int64()),
+                )
+            ),
+        ),
+    ]
+    finder = NearDupScorer(NearDupConfig(neardup_bands=8))
+    with TestPipeline(argv=IN_MEMORY) as p:
+        near = (
+            p
+            | beam.Create(items)
+            | FindNearDuplicates([finder], LANGS, partitions=3)
+            | beam.MapTuple(lambda key, item: (key, receive_table(item).to_pylist()))
+            | beam.GroupByKey()  # a pair found in several bands: once in the shard writer
+            | beam.MapTuple(
+                lambda key, found: (
+                    key,
+                    sorted({tuple(r.values()) for rows in found for r in rows}),
+                )
+            )
+        )
+        assert_that(
+            near,
+            equal_to(
+                [
+                    (
+                        ("train", 2),
+                        [
+                            ("t.{en,zh}", 1, "like the pair at v.{en,zh}:1"),
+                            ("t.{en,zh}", 3, "like the pair at t.{en,zh}:2"),
+                        ],
+                    )
+                ]
+            ),
+        )

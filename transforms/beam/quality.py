@@ -1,0 +1,247 @@
+"""The pair scorers in Beam (`transforms/quality/`): what they learn from the pairs, in
+passes of a combiner, and the near-duplicate groups, found in a shuffle of each pair's
+keys; the shard writers score and judge with both (`prepare_fns.WritePairShardsFn`).
+
+    pair batches ─LearnScores(1)─▶ learned 1 ─LearnScores(2)─▶ learned 2 ... (side inputs)
+         └──────FindNearDuplicates─▶ near-duplicates by (split, shard)
+
+A pass gathers a bundle's batches into one accumulator per scorer and sends it on when
+the bundle ends (Beam's own combiner lifting would hold one per bundle too); the partial
+accumulators merge by addition. Tables of a fixed size: what travels does not grow with
+the corpus, and with a spill directory it travels as files (`batch_transport`). Keys
+travel as Arrow tables, partitioned by key into as many groups as the plan gives, so
+that a group's memory is bounded as a shard's is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from nmtpipe.transforms.formats import batch_transport
+from nmtpipe.transforms.quality.base import DuplicateKeys, Pairs, PairScorer
+from nmtpipe.transforms.text.records import locations
+from nmtpipe.transforms.text.split import SPLITS
+
+# Who stays of a group of near-duplicates: a test pair over a valid one over a train one.
+RANK = {"test": 0, "valid": 1, "train": 2}
+KEYS_SCHEMA = pa.schema(
+    [
+        ("key", pa.uint64()),
+        ("rank", pa.int8()),
+        ("id", pa.int64()),
+        ("origin", pa.string()),
+        ("line", pa.int64()),
+        ("split", pa.int8()),
+        ("shard", pa.int64()),
+    ]
+)
+NEAR_SCHEMA = pa.schema([("origin", pa.string()), ("line", pa.int64()), ("detail", pa.string())])
+
+
+def _pairs(table: pa.Table, langs: tuple[str, str]) -> Pairs:
+    return Pairs(table["src"].to_pylist(), table["tgt"].to_pylist(), langs)
+
+
+class LearnFn(beam.DoFn):
+    """Pair batches → one accumulator per scorer for pass `pass_` (1-based) of every
+    scorer that has that many, per bundle; the earlier passes' results are side inputs."""
+
+    def __init__(
+        self, scorers: list[PairScorer], pass_: int, langs: tuple[str, str], spill_dir: str | None
+    ) -> None:
+        self.scorers, self.pass_, self.langs, self.spill_dir = scorers, pass_, langs, spill_dir
+
+    def start_bundle(self) -> None:
+        self._acc: dict[str, Any] = {}
+
+    def process(self, element: tuple[Any, batch_transport.Shipped], *learned) -> None:
+        _, item = element
+        pairs = _pairs(batch_transport.receive_table(item), self.langs)
+        before = [batch_transport.side_input(found) for found in learned]
+        for scorer in self.scorers:
+            if scorer.NAME not in self._acc:
+                self._acc[scorer.NAME] = scorer.start(self.pass_)
+            earlier = [passes[scorer.NAME] for passes in before]
+            scorer.gather(self.pass_, earlier, self._acc[scorer.NAME], pairs)
+
+    def finish_bundle(self) -> Iterator[WindowedValue]:
+        if self._acc:
+            shipped = batch_transport.ship_object(self._acc, self.spill_dir)
+            yield WindowedValue(shipped, MIN_TIMESTAMP, [GlobalWindow()])
+
+
+class MergeLearnedFn(beam.CombineFn):
+    """Merges the accumulators of one pass by scorer; a scorer no bundle saw starts
+    empty. With a `spill_dir`, what Beam moves of it travels as files."""
+
+    def __init__(self, scorers: list[PairScorer], pass_: int, spill_dir: str | None) -> None:
+        self.scorers, self.pass_, self.spill_dir = scorers, pass_, spill_dir
+
+    def create_accumulator(self) -> dict[str, Any]:
+        return {}
+
+    def add_input(self, acc: dict[str, Any], part: Any) -> dict[str, Any]:
+        return self.merge_accumulators([acc, part])
+
+    def merge_accumulators(self, accs: Iterable[Any]) -> dict[str, Any]:
+        merged: dict[str, Any] = {}
+        for acc in accs:
+            for name, value in batch_transport.receive_object(acc).items():
+                scorer = next(s for s in self.scorers if name == s.NAME)
+                merged[name] = scorer.merge(merged[name], value) if name in merged else value
+        return merged
+
+    def compact(self, acc: Any) -> Any:
+        if isinstance(acc, batch_transport.SpillRef):
+            return acc
+        return batch_transport.ship_object(acc, self.spill_dir)
+
+    def extract_output(self, acc: Any) -> Any:
+        found = dict(batch_transport.receive_object(acc))
+        for scorer in self.scorers:
+            if scorer.NAME not in found:
+                found[scorer.NAME] = scorer.start(self.pass_)
+        return batch_transport.ship_object(found, self.spill_dir)
+
+
+class LearnScores(beam.PTransform):
+    """Pair batches → what the scorers learned, one singleton PCollection per pass."""
+
+    def __init__(
+        self, scorers: list[PairScorer], langs: tuple[str, str], spill_dir: str | None
+    ) -> None:
+        super().__init__()
+        self.scorers, self.langs, self.spill_dir = scorers, langs, spill_dir
+
+    def expand(self, pairs: beam.PCollection) -> list[beam.PCollection]:
+        learned: list[beam.PCollection] = []
+        for pass_ in range(1, max((s.PASSES for s in self.scorers), default=0) + 1):
+            scorers = [s for s in self.scorers if pass_ <= s.PASSES]
+            sides = [beam.pvalue.AsSingleton(found) for found in learned]
+            learned.append(
+                pairs
+                | f"Pass{pass_}"
+                >> beam.ParDo(LearnFn(scorers, pass_, self.langs, self.spill_dir), *sides)
+                | f"Merge{pass_}"
+                >> beam.CombineGlobally(MergeLearnedFn(scorers, pass_, self.spill_dir))
+            )
+        return learned
+
+
+def learned_by_scorer(passes: Iterable[Any], scorers: list[PairScorer]) -> dict[str, list[Any]]:
+    """The side inputs of every pass → what each scorer learned, pass by pass."""
+    found = [batch_transport.side_input(p) for p in passes]
+    return {s.NAME: [found[k][s.NAME] for k in range(s.PASSES)] for s in scorers}
+
+
+class NearDupKeysFn(beam.DoFn):
+    """((split, shard), pair batch) → its pairs' keys (KEYS_SCHEMA), by partition."""
+
+    def __init__(
+        self, finders: list[DuplicateKeys], langs: tuple[str, str], partitions: int
+    ) -> None:
+        self.finders, self.langs, self.partitions = finders, langs, partitions
+
+    def process(self, element: tuple[tuple[str, int], batch_transport.Shipped]) -> Iterator[Any]:
+        (split, shard), item = element
+        table = batch_transport.receive_table(item)
+        pairs = _pairs(table, self.langs)
+        keys = np.hstack([finder.keys(pairs) for finder in self.finders])
+        n, k = keys.shape
+        rows = np.repeat(np.arange(n), k)
+        flat = pa.table(
+            {
+                "key": keys.ravel(),
+                "rank": np.full(n * k, RANK[split], dtype=np.int8),
+                "id": table["id"].to_numpy()[rows],
+                "origin": table["origin"].cast(pa.string()).take(rows),
+                "line": table["line"].to_numpy()[rows],
+                "split": np.full(n * k, SPLITS.index(split), dtype=np.int8),
+                "shard": np.full(n * k, shard, dtype=np.int64),
+            },
+            schema=KEYS_SCHEMA,
+        )
+        part = (keys.ravel() % np.uint64(self.partitions)).astype(np.int64)
+        for p in np.unique(part).tolist():
+            yield (
+                p,
+                batch_transport.inline(batch_transport.one_batch(flat.filter(pa.array(part == p)))),
+            )
+
+
+class FindDuplicatesFn(beam.DoFn):
+    """(partition, [keys]) → near-duplicates (NEAR_SCHEMA) by their (split, shard): in
+    each group of pairs sharing a key, every pair but those of the best-ranked one (the
+    split order, then the smallest id; copies of it are exact duplicates, the shard
+    writer's) names the pair it repeats."""
+
+    def process(self, element: tuple[int, Iterable[bytes]]) -> Iterator[Any]:
+        _, items = element
+        table = pa.concat_tables([batch_transport.receive_table(i) for i in items])
+        order = ["key", "rank", "id", "origin", "line"]
+        table = table.sort_by([(c, "ascending") for c in order])
+        key = table["key"].to_numpy()
+        first = np.ones(key.size, dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        keeper = np.maximum.accumulate(np.where(first, np.arange(key.size), 0))
+        ids = table["id"].to_numpy()
+        near = ids != ids[keeper]
+        if not near.any():
+            return
+        rows, kept = np.flatnonzero(near), keeper[near]
+        where = locations(table["origin"].take(kept), table["line"].take(kept))
+        found = pa.table(
+            {
+                "origin": table["origin"].take(rows),
+                "line": table["line"].take(rows),
+                "detail": pc.binary_join_element_wise("like the pair at ", where, ""),
+            },
+            schema=NEAR_SCHEMA,
+        )
+        splits, shards = table["split"].to_numpy()[rows], table["shard"].to_numpy()[rows]
+        group = splits.astype(np.int64) * (1 << 40) + shards
+        for g in np.unique(group).tolist():
+            part = found.filter(pa.array(group == g))
+            yield (
+                (SPLITS[g >> 40], g & ((1 << 40) - 1)),
+                batch_transport.inline(batch_transport.one_batch(part)),
+            )
+
+
+class FindNearDuplicates(beam.PTransform):
+    """Pair batches keyed by (split, shard) → their near-duplicates keyed the same way."""
+
+    def __init__(
+        self, finders: list[DuplicateKeys], langs: tuple[str, str], partitions: int
+    ) -> None:
+        super().__init__()
+        self.finders, self.langs, self.partitions = finders, langs, partitions
+
+    def expand(self, pairs: beam.PCollection) -> beam.PCollection:
+        return (
+            pairs
+            | "Keys" >> beam.ParDo(NearDupKeysFn(self.finders, self.langs, self.partitions))
+            | "GroupKeys" >> beam.GroupByKey()
+            | "FindGroups" >> beam.ParDo(FindDuplicatesFn())
+        )
+
+
+def near_duplicates(items: Iterable[batch_transport.Shipped]) -> dict[tuple[str, int], str]:
+    """A shard's near-duplicates as the judge takes them: (origin, line) → detail."""
+    found: dict[tuple[str, int], str] = {}
+    for item in items:
+        table = batch_transport.receive_table(item)
+        for origin, line, detail in zip(
+            *(table[c].to_pylist() for c in NEAR_SCHEMA.names), strict=True
+        ):
+            found.setdefault((origin, line), detail)
+    return found

@@ -1,0 +1,140 @@
+"""What a pair scorer is: one class that knows its options, what it learns from the
+corpus (in passes of a combiner, in tables of a fixed size), the score columns it adds
+beside the pairs and the rejects it decides by its thresholds.
+
+`nmtpipe prepare --scorers NAME,...` picks scorers from `registry.py`. A scorer that
+learns nothing (`PASSES = 0`) judges each chunk where it is cleaned; one that learns
+gathers its statistics over the train pairs first and judges each shard where it is
+written (`transforms/beam/quality.py` wires both). Near-duplicates are found across
+pairs, not pair by pair: `DuplicateKeys`, whose keys the Beam layer groups.
+
+A new scorer is a module here (its class and its `Config`) and a `register` line,
+which gives `prepare` its options (CLI and YAML) and the reference pages their rows.
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from nmtpipe.transforms.options import count
+from nmtpipe.transforms.quality.units import Ragged, distinct, word_units
+
+
+class Pairs:
+    """Normalised pairs, row for row: what a scorer looks at, and what is derived from
+    them once for every scorer (each line's distinct units, `units.py`), or given where
+    an earlier stage derived it already (the cleaning stage ships the units beside the
+    pairs, so the passes after it do not tokenize again)."""
+
+    def __init__(
+        self,
+        src: Sequence[str],
+        tgt: Sequence[str],
+        langs: tuple[str, str],
+        units: tuple[Ragged, Ragged] | None = None,
+    ) -> None:
+        self.src, self.tgt, self.langs = src, tgt, langs
+        if units is not None:
+            self.__dict__["units"] = units
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    @functools.cached_property
+    def units(self) -> tuple[Ragged, Ragged]:
+        """Each side's distinct units per line."""
+        return distinct(word_units(self.src)), distinct(word_units(self.tgt))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """The rows a scorer rejects for one reason, and why each (a detail per row)."""
+
+    reason: str
+    rows: np.ndarray
+    details: list[str]
+
+
+class Scorer(ABC):
+    """The options and documentation every kind has."""
+
+    NAME: ClassVar[str]  # its name in --scorers
+    Config: ClassVar[type]  # its options (their names are flags: unique across kinds)
+    CATCHES: ClassVar[str]  # what it catches, for the reference page
+    COSTS: ClassVar[str]  # what it costs, likewise
+
+    def __init__(self, config: Any) -> None:
+        self.config = config
+
+
+class PairScorer(Scorer):
+    """Scores each pair by itself, and rejects by its thresholds.
+
+    With `PASSES` > 0 it first learns from the train pairs: pass k (1-based) starts an
+    accumulator, gathers batches into it knowing what the earlier passes learned, and
+    partial accumulators merge (by addition: any order gives the same result)."""
+
+    COLUMNS: ClassVar[tuple[str, ...]] = ()  # its float32 score columns (none: verdicts only)
+    REASONS: ClassVar[tuple[str, ...]]  # the reject reasons it gives
+    PASSES: ClassVar[int] = 0
+
+    def start(self, pass_: int) -> Any:
+        raise NotImplementedError(f"{self.NAME} learns nothing")
+
+    def gather(self, pass_: int, learned: list[Any], acc: Any, pairs: Pairs) -> None:
+        raise NotImplementedError(f"{self.NAME} learns nothing")
+
+    def merge(self, acc: Any, other: Any) -> Any:
+        raise NotImplementedError(f"{self.NAME} learns nothing")
+
+    @abstractmethod
+    def score(self, learned: list[Any], pairs: Pairs) -> dict[str, np.ndarray]:
+        """Its columns' scores of `pairs` (NaN: no evidence), given what each pass
+        learned."""
+
+    @abstractmethod
+    def judge(
+        self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list[Any]
+    ) -> list[Verdicts]:
+        """The rows it rejects, by reason: by its thresholds on its `scores` (a scorer
+        without columns judges the `pairs` themselves), given what it `learned`."""
+
+
+class DuplicateKeys(Scorer):
+    """Finds pairs that repeat others nearly: pairs sharing any of their keys are one
+    group, in which the pair the split order and the smallest id favour stays."""
+
+    REASON: ClassVar[str]
+
+    @abstractmethod
+    def keys(self, pairs: Pairs) -> np.ndarray:
+        """(pairs, k) uint64: each pair's k keys; two pairs sharing one are duplicates."""
+
+
+def min_pairs_option(kind: str) -> Any:
+    """The option of a learned scorer's `enough`: the train pairs it must learn from
+    before it rejects."""
+    return count(
+        5000,
+        help=f"{kind}: reject only when learned from at least N train pairs (fewer: the "
+        "scores are written, no pair rejected by them)",
+    )
+
+
+def enough(learned_from: int, minimum: int) -> bool:
+    """Whether a score learned from `learned_from` train pairs may reject: below
+    `minimum` its tails are the corpus's rare words, not its noise (on 2,000 clean
+    Tatoeba pairs the lexical score at its default threshold would reject 7%, on 32,000
+    0.3%); the scores are written all the same."""
+    return learned_from >= minimum
+
+
+def finite_below(values: np.ndarray, limit: float) -> np.ndarray:
+    """The rows whose score is known and below `limit` (NaN: no evidence, kept)."""
+    return np.flatnonzero(np.nan_to_num(values, nan=np.inf) < limit)

@@ -1,0 +1,190 @@
+"""The lexical scorer: how much of each side the other side explains, by IBM Model 1
+learned from the corpus itself in both directions (`model1.py`).
+
+Why Model 1: its statistics are sums over pairs (each EM iteration one pass of a
+combiner, in tables of a fixed size), it needs no pretrained model and no aligner, and
+its score has a meaning that carries across corpora: how much likelier each unit of one
+side is given the other side than by its frequency alone (0: not at all). Two
+iterations; each pair scored leave-one-out.
+
+Catches misaligned pairs (neither side explains the other) and many partial ones (half
+a side unexplained); not shuffled text (a bag of units keeps its score: `fluency.py`)
+nor changed numbers (`rules.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nmtpipe.transforms.options import option
+from nmtpipe.transforms.quality import model1
+from nmtpipe.transforms.quality.base import (
+    Pairs,
+    PairScorer,
+    Verdicts,
+    enough,
+    finite_below,
+    min_pairs_option,
+)
+from nmtpipe.transforms.quality.model1 import Direction, Links
+from nmtpipe.transforms.quality.tables import CountTable
+from nmtpipe.transforms.quality.units import Ragged
+
+SIDES = ("src", "tgt")
+# Pairs whose links (every source unit with every target unit) are made at once: a
+# chunk's all at once took gigabytes (a pair of 30 and 30 units has 900).
+LINK_BATCH = 1000
+
+
+@dataclass(frozen=True)
+class LexicalConfig:
+    lexical_min: float = option(
+        0.0,
+        metavar="S",
+        help="lexical: reject a pair whose sides explain each other less than S: the mean, "
+        "over both directions, of how much likelier (log) each unit of one side is given "
+        "the other side than alone, by IBM Model 1 learned from the corpus (0: no more "
+        "than chance; correct pairs mostly 1 to 3)",
+    )
+    lexical_min_pairs: int = min_pairs_option("lexical")
+    lexical_bits: int = option(
+        21,
+        metavar="B",
+        help="lexical: 2**B cells in each table of word pairs (8 bytes each; four tables and "
+        "four a quarter that size: about 90 MB at 21); more, fewer pairs share a cell",
+    )
+
+
+@dataclass
+class Counted:
+    """Pass 1: each side's units counted once per line, and Model 1's first iteration
+    in both directions (forward: the target explained by the source)."""
+
+    units: list[CountTable]  # per side
+    lines: np.ndarray  # units counted per side, in all
+    directions: list[Direction]  # forward, backward
+    pairs: int = 0
+
+    def merge(self, other: Counted) -> Counted:
+        for mine, theirs in zip(
+            self.units + self.directions, other.units + other.directions, strict=True
+        ):
+            mine.merge(theirs)
+        self.lines += other.lines
+        self.pairs += other.pairs
+        return self
+
+
+def _directions(sides: tuple[Ragged, Ragged]) -> list[tuple[Ragged, Ragged]]:
+    """(source, target) of the forward direction, then of the backward one."""
+    return [sides, sides[::-1]]
+
+
+def _batches(sides: tuple[Ragged, Ragged]) -> Iterator[tuple[Ragged, Ragged]]:
+    """Both sides, LINK_BATCH lines at a time."""
+    lines = len(sides[0].starts) - 1
+    for start in range(0, lines, LINK_BATCH):
+        rows = np.arange(start, min(start + LINK_BATCH, lines))
+        yield sides[0].take(rows), sides[1].take(rows)
+
+
+def _eligible(counted: Counted, links: Links, forward: bool) -> np.ndarray:
+    """The links the second pass counts: both units seen in another line too."""
+    e_side, f_side = (0, 1) if forward else (1, 0)
+    seen_e = (links.e == model1.NULL) | (counted.units[e_side].get(links.e) >= 2)
+    return seen_e & (counted.units[f_side].get(links.f) >= 2)
+
+
+class LexicalScorer(PairScorer):
+    NAME = "lexical"
+    Config = LexicalConfig
+    COLUMNS = ("lexical",)
+    REASONS = ("lexical",)
+    PASSES = 2
+    CATCHES = (
+        "misaligned pairs (a sentence beside another's translation) and many partial "
+        "translations: sides that do not explain each other"
+    )
+    COSTS = (
+        "two passes over the train pairs (Model 1's two iterations) and one to score; "
+        "tables of a fixed size whatever the corpus (--lexical-bits)"
+    )
+
+    def start(self, pass_: int) -> Any:
+        links, units_ = self.config.lexical_bits, self.config.lexical_bits - 2
+        directions = [Direction.empty(links, units_) for _ in SIDES]
+        if pass_ == 1:
+            units = [CountTable.empty(units_) for _ in SIDES]
+            return Counted(units, np.zeros(2, dtype=np.int64), directions)
+        return directions
+
+    def gather(self, pass_: int, learned: list[Any], acc: Any, pairs: Pairs) -> None:
+        sides = pairs.units
+        if pass_ == 1:
+            for table, side in zip(acc.units, sides, strict=True):
+                table.add(side.values)
+            acc.lines += [side.values.size for side in sides]
+            acc.pairs += len(pairs)
+            for batch in _batches(sides):
+                for direction, (src, tgt) in zip(acc.directions, _directions(batch), strict=True):
+                    links = Links.of(src, tgt)
+                    direction.add(links, model1.uniform_amounts(links))
+            return
+        counted: Counted = learned[0]
+        for batch in _batches(sides):
+            for k, (src, tgt) in enumerate(_directions(batch)):
+                links = Links.of(src, tgt)
+                amounts = model1.posterior_amounts(counted.directions[k], links)
+                acc[k].add(links, amounts, _eligible(counted, links, forward=k == 0))
+
+    def merge(self, acc: Any, other: Any) -> Any:
+        if isinstance(acc, Counted):
+            return acc.merge(other)
+        return [mine.merge(theirs) for mine, theirs in zip(acc, other, strict=True)]
+
+    def score(self, learned: list[Any], pairs: Pairs) -> dict[str, np.ndarray]:
+        scores = [self._score(learned, batch) for batch in _batches(pairs.units)]
+        return {"lexical": np.concatenate(scores or [np.zeros(0)]).astype(np.float32)}
+
+    def _score(self, learned: list[Any], sides: tuple[Ragged, Ragged]) -> np.ndarray:
+        counted, second = learned
+        found = []
+        for k, (src, tgt) in enumerate(_directions(sides)):
+            links = Links.of(src, tgt)
+            f_side = 1 if k == 0 else 0
+            found.append(
+                model1.explained(
+                    counted.directions[k],
+                    second[k],
+                    counted.units[f_side],
+                    int(counted.lines[f_side]),
+                    links,
+                    _eligible(counted, links, k == 0),
+                    tgt,
+                )
+            )
+        return _mean(*found)
+
+    def judge(
+        self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list[Any]
+    ) -> list[Verdicts]:
+        limit = self.config.lexical_min
+        rows = finite_below(scores["lexical"], limit)
+        if not enough(learned[0].pairs, self.config.lexical_min_pairs):
+            rows = rows[:0]
+        details = [
+            f"the sides explain each other little: lexical {s:.2f} < {limit:g}"
+            for s in scores["lexical"][rows].tolist()
+        ]
+        return [Verdicts("lexical", rows, details)]
+
+
+def _mean(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row by row, the mean of the known values of `a` and `b` (NaN where neither is)."""
+    known = (~np.isnan(a)).astype(np.int64) + ~np.isnan(b)
+    total = np.nan_to_num(a) + np.nan_to_num(b)
+    return np.divide(total, known, out=np.full(a.shape, np.nan), where=known > 0)

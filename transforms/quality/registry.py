@@ -1,0 +1,90 @@
+"""The pair scorers by `--scorers` name: a new scorer is its module in this folder and its
+`register` line here, which also gives `nmtpipe prepare` its config's options
+(`QualityConfig`) and the reference pages their rows."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from nmtpipe.transforms.options import comma_list, nested, option
+from nmtpipe.transforms.quality.base import DuplicateKeys, PairScorer, Scorer
+from nmtpipe.transforms.quality.fluency import FluencyScorer
+from nmtpipe.transforms.quality.length import LengthScorer
+from nmtpipe.transforms.quality.lexical import LexicalScorer
+from nmtpipe.transforms.quality.neardup import NearDupScorer
+from nmtpipe.transforms.quality.rules import RulesScorer
+
+KINDS: dict[str, type[Scorer]] = {}  # in registration order: the help's and the passes'
+
+
+def register(cls: type[Scorer]) -> None:
+    """Serve `cls` under its NAME. The driver's module makes its config of the kinds
+    registered when it is imported (`prepare_plan.QualityConfig`): register before that."""
+    if cls.NAME in KINDS:
+        raise ValueError(f"{cls.__name__}: {cls.NAME} already registered")
+    KINDS[cls.NAME] = cls
+
+
+register(RulesScorer)
+register(LexicalScorer)
+register(LengthScorer)
+register(FluencyScorer)
+register(NearDupScorer)
+
+# On unless --scorers says otherwise: the cheap ones (at 1M long-tail pairs the five
+# together cost 16 times prepare's CPU-seconds, lexical most: benchmarks/RESULTS.md),
+# each safe on clean corpora (>= 99% of the bundled Tatoeba and NTREX-128 pairs kept).
+DEFAULT = ("rules", "length", "neardup")
+
+
+def _scorers(text: str) -> tuple[str, ...]:
+    names = comma_list(text)
+    if names == ("none",):
+        return ()
+    if names == ("all",):
+        return tuple(KINDS)
+    unknown = [name for name in names if name not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown scorer {', '.join(unknown)}; the scorers: {', '.join(KINDS)}")
+    return names
+
+
+@dataclasses.dataclass(frozen=True)
+class _Shared:
+    """Which scorers judge the pairs; each one's options are the fields after this."""
+
+    scorers: tuple[str, ...] = option(
+        DEFAULT,
+        parse=_scorers,
+        metavar="NAME,...",
+        help="the pair scorers that add their scores beside the pairs and reject by their "
+        f"thresholds, of {', '.join(KINDS)} ('all': every one; 'none': no scores)",
+    )
+
+    def kinds(self) -> list[Scorer]:
+        """The chosen scorers, each with its options, in registration order."""
+        return [KINDS[name](getattr(self, name)) for name in KINDS if name in self.scorers]
+
+    def pair_scorers(self) -> list[PairScorer]:
+        return [k for k in self.kinds() if isinstance(k, PairScorer)]
+
+    def duplicate_keys(self) -> list[DuplicateKeys]:
+        return [k for k in self.kinds() if isinstance(k, DuplicateKeys)]
+
+
+def quality_config(module: str = __name__, group: str | None = None) -> type:
+    """The config class of the scorers registered now: `scorers` and a field per kind,
+    named as the kind, holding its options. `module` is where it will be found as
+    `QualityConfig`: Beam's pickler then sends it by name (by value, unpickling it in the
+    same process would write the copy's fields over the class's own)."""
+    fields: list[Any] = [
+        (name, cls.Config, nested(cls.Config, group=group)) for name, cls in KINDS.items()
+    ]
+    return dataclasses.make_dataclass(
+        "QualityConfig",
+        fields,
+        bases=(_Shared,),
+        frozen=True,
+        namespace={"__module__": module, "__doc__": "The pair scorers and their options."},
+    )

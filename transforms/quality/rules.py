@@ -1,0 +1,240 @@
+"""The rules scorer: what two sides of a translation share, or neither has, checked on
+both sides together; each rule its own reject reason.
+
+- numbers: where both sides write numbers in digits, a number of each side missing
+  from the other is a changed number (`numbers`); numbers are compared by their
+  significant digits, so that 2.8bn and 28亿, 11 million and 1100万 agree, and as
+  the digits of all of them, so that 7.55am and 7:55 agree (a number only on one side
+  is often a word on the other: April and 4月);
+- URLs and e-mail addresses: the same on both sides (`urls`, `emails`);
+- codes (a word of letters and digits, three or more, like `A380` or `X-15B`, not a
+  number with its unit or suffix like `19th`, `1980s`, `11million`): a code on one
+  side found on the other too, where that side writes Latin letters (`codes`);
+- punctuation and symbols: at most a share of a side's characters (`punctuation`);
+- letters: at least a share of a side's characters (`letters`);
+- repetition: no word said more than a few times in a row, no character repeated more
+  than twice that (`repetition`);
+- terminal punctuation: a question on one side is a question on the other, where both
+  end in a mark (`terminal`).
+
+Each check looks at the lines that could fail it only (Arrow's regular expressions find
+them over a whole chunk), so its cost is near nothing where there is nothing to find.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from nmtpipe.transforms.options import comma_list, option
+from nmtpipe.transforms.quality.base import Pairs, PairScorer, Verdicts
+
+NUMBER = re.compile(r"\d+(?:[,.\u2009 ]\d{3})*(?:\.\d+)?")
+URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'，。、）)]+", re.I)
+EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[\w-]+(?:\.[\w-]+)+")
+CODE = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z\d][\w-]{2,}\b", re.A)
+MEASURE = re.compile(r"\d+-?[A-Za-z][A-Za-z-]*")  # 19th, 1980s, 8bn, 11million, 281-store
+LATIN = re.compile(r"[A-Za-z]")
+QUESTION, ENDS = ("?", "？"), (".", "!", "。", "！", "?", "？")
+RULES = ("numbers", "urls", "emails", "codes", "punctuation", "letters", "repetition", "terminal")
+
+
+def _checked_rules(text: str) -> tuple[str, ...]:
+    names = comma_list(text)
+    unknown = [n for n in names if n not in RULES]
+    if unknown:
+        raise ValueError(f"unknown rule {', '.join(unknown)}; the rules: {', '.join(RULES)}")
+    return names
+
+
+@dataclass(frozen=True)
+class RulesConfig:
+    rules_off: tuple[str, ...] = option(
+        (),
+        parse=_checked_rules,
+        metavar="RULE,...",
+        help=f"rules: the rules not to apply, of {', '.join(RULES)}",
+    )
+    rules_max_punctuation: float = option(
+        0.5,
+        metavar="F",
+        help="rules: reject a pair with a side of more than this share of punctuation and "
+        "symbols among its characters (spaces aside)",
+    )
+    rules_min_letters: float = option(
+        0.3,
+        metavar="F",
+        help="rules: reject a pair with a side of fewer letters (any script) than this share "
+        "of its characters (spaces aside)",
+    )
+    rules_max_repeats: int = option(
+        4,
+        metavar="N",
+        help="rules: reject a pair with a word said more than N times in a row, or a "
+        "character more than 2N times",
+    )
+
+
+def _share(lines: pa.Array, pattern: str) -> np.ndarray:
+    """Per line, the share of its characters other than spaces that match `pattern`."""
+    found = pc.count_substring_regex(lines, pattern).to_numpy(zero_copy_only=False)
+    spaces = pc.count_substring_regex(lines, r"\s").to_numpy(zero_copy_only=False)
+    length = pc.utf8_length(lines).to_numpy(zero_copy_only=False) - spaces
+    return np.divide(found, length, out=np.zeros(found.size), where=length > 0)
+
+
+def _candidates(sides: tuple[pa.Array, pa.Array], pattern: str) -> np.ndarray:
+    """The rows where either side matches `pattern` (RE2)."""
+    hit = [pc.match_substring_regex(side, pattern).to_numpy(zero_copy_only=False) for side in sides]
+    return np.flatnonzero(hit[0] | hit[1])
+
+
+def _numbers(text: str) -> set[str]:
+    """The significant digits of each number: 28 of 2.8 and 2,800 alike."""
+    found = set()
+    for n in NUMBER.findall(text):
+        digits = re.sub(r"\D", "", re.sub(r"[,\u2009 ](?=\d{3})", "", n))
+        found.add(digits.strip("0") or "0")
+    return found
+
+
+def _digits(numbers: set[str]) -> str:
+    """All the digits of `numbers`, sorted: a time 7.55 and 7:55, a height 6-foot-6 and
+    6.6 agree."""
+    return "".join(sorted("".join(numbers)))
+
+
+def _changed_numbers(src: str, tgt: str) -> str | None:
+    """Each side holding a number the other lacks (a number on one side only is often
+    a word on the other)."""
+    a, b = _numbers(src), _numbers(tgt)
+    if a - b and b - a and _digits(a) != _digits(b):
+        return f"{', '.join(sorted(a - b))} | {', '.join(sorted(b - a))}"
+    return None
+
+
+def _differ(found: Callable[[str], set[str]]) -> Callable[[str, str], str | None]:
+    """A check that two sides hold the same things, as `found` finds them."""
+
+    def check(src: str, tgt: str) -> str | None:
+        a, b = found(src), found(tgt)
+        if a == b:
+            return None
+        return f"{', '.join(sorted(a)) or 'none'} | {', '.join(sorted(b)) or 'none'}"
+
+    return check
+
+
+def _codes(src: str, tgt: str) -> str | None:
+    """A code on one side missing from the other, where that side writes Latin letters."""
+    for here, there in ((src, tgt), (tgt, src)):
+        if not LATIN.search(there):
+            continue
+        theirs = {c.lower() for c in CODE.findall(there)}
+        missing = sorted(
+            {c for c in CODE.findall(here) if c.lower() not in theirs and not MEASURE.fullmatch(c)}
+        )
+        if missing:
+            return f"{', '.join(missing)} on one side only"
+    return None
+
+
+def _terminal(src: str, tgt: str) -> str | None:
+    a, b = src.rstrip()[-1:], tgt.rstrip()[-1:]
+    if a in ENDS and b in ENDS and (a in QUESTION) != (b in QUESTION):
+        return f"ends '{a}' | ends '{b}'"
+    return None
+
+
+# rule -> (an RE2 pattern finding the rows it may reject, the check of one row)
+_PAIRWISE: dict[str, tuple[str, Callable[[str, str], str | None]]] = {
+    "numbers": (r"\d", _changed_numbers),
+    "urls": (r"(?i)https?://|www\.", _differ(lambda s: set(URL.findall(s)))),
+    "emails": (r"@", _differ(lambda s: set(EMAIL.findall(s)))),
+    "codes": (r"[0-9][A-Za-z]|[A-Za-z][0-9]", _codes),
+    "terminal": (r"[?？]\s*$", _terminal),
+}
+
+
+class RulesScorer(PairScorer):
+    NAME = "rules"
+    Config = RulesConfig
+    REASONS = RULES
+    CATCHES = (
+        "changed or missing numbers, URLs, e-mail addresses and codes; lines of "
+        "punctuation and symbols; repeated words and characters; a question answered "
+        "by a statement"
+    )
+    COSTS = "nothing learned: each chunk where it is cleaned, a regular expression per rule"
+
+    def __init__(self, config: RulesConfig) -> None:
+        super().__init__(config)
+        n = config.rules_max_repeats
+        self._repeat = re.compile(rf"\b(\w+)\b(?:\W+\1\b){{{n},}}|(\S)\2{{{2 * n},}}")
+
+    def score(self, learned: list, pairs: Pairs) -> dict[str, np.ndarray]:
+        return {}
+
+    def judge(self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list) -> list[Verdicts]:
+        """The pairs each rule rejects (a pair may fail several)."""
+        on = [rule for rule in RULES if rule not in self.config.rules_off]
+        sides = (pa.array(pairs.src, pa.string()), pa.array(pairs.tgt, pa.string()))
+        found = []
+        for rule in on:
+            if rule in _PAIRWISE:
+                pattern, check = _PAIRWISE[rule]
+                rows, details = [], []
+                for i in _candidates(sides, pattern).tolist():
+                    said = check(pairs.src[i], pairs.tgt[i])
+                    if said is not None:
+                        rows.append(i)
+                        details.append(f"{rule} differ: {said}" if rule != "codes" else said)
+                found.append(Verdicts(rule, np.asarray(rows, dtype=np.int64), details))
+        if "punctuation" in on:
+            found.append(
+                self._shares(
+                    sides,
+                    r"[\p{P}\p{S}]",
+                    "punctuation",
+                    lambda s: s > self.config.rules_max_punctuation,
+                )
+            )
+        if "letters" in on:
+            found.append(
+                self._shares(sides, r"\pL", "letters", lambda s: s < self.config.rules_min_letters)
+            )
+        if "repetition" in on:
+            found.append(self._repetitions(pairs))
+        return found
+
+    def _shares(
+        self,
+        sides: tuple[pa.Array, pa.Array],
+        pattern: str,
+        rule: str,
+        fails: Callable[[np.ndarray], np.ndarray],
+    ) -> Verdicts:
+        shares = [_share(side, pattern) for side in sides]
+        bad = [fails(s) for s in shares]
+        rows = np.flatnonzero(bad[0] | bad[1])
+        details = []
+        for i in rows.tolist():
+            k = 0 if bad[0][i] else 1
+            details.append(f"{('src', 'tgt')[k]}: {shares[k][i]:.0%} {rule}")
+        return Verdicts(rule, rows, details)
+
+    def _repetitions(self, pairs: Pairs) -> Verdicts:
+        rows, details = [], []
+        for i, (src, tgt) in enumerate(zip(pairs.src, pairs.tgt, strict=True)):
+            for name, text in (("src", src), ("tgt", tgt)):
+                m = self._repeat.search(text)
+                if m:
+                    rows.append(i)
+                    details.append(f"{name}: {m.group(0)[:40]!r} repeats")
+                    break
+        return Verdicts("repetition", np.asarray(rows, dtype=np.int64), details)
