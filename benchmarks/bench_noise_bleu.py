@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from importlib import resources
@@ -61,14 +62,17 @@ def config(folder: Path, root: Path, inputs: list[str], scorers: str | None) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="a folder for the corpus and the runs")
+    parser.add_argument("--runs", default=";".join(RUNS), help="which runs, separated by ;")
     args = parser.parse_args()
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
     for name, pairs in demo(DATA, seed=0).items():
         write(folder / name, pairs)
     rows = []
-    for name, (inputs, scorers) in RUNS.items():
-        root = folder / name.replace(", ", "-")
+    for name in args.runs.split(";"):
+        inputs, scorers = RUNS[name]
+        root = folder / name.replace(", ", "-").replace(" ", "-")
+        shutil.rmtree(root, ignore_errors=True)  # a fresh model each time
         cmd = [
             sys.executable,
             "-m",
