@@ -74,24 +74,11 @@ class Scorer(ABC):
 
 
 class PairScorer(Scorer):
-    """Scores each pair by itself, and rejects by its thresholds.
-
-    With `PASSES` > 0 it first learns from the train pairs: pass k (1-based) starts an
-    accumulator, gathers batches into it knowing what the earlier passes learned, and
-    partial accumulators merge (by addition: any order gives the same result)."""
+    """Scores each pair by itself, and rejects by its thresholds."""
 
     COLUMNS: ClassVar[tuple[str, ...]] = ()  # its float32 score columns (none: verdicts only)
     REASONS: ClassVar[tuple[str, ...]]  # the reject reasons it gives
-    PASSES: ClassVar[int] = 0
-
-    def start(self, pass_: int) -> Any:
-        raise NotImplementedError(f"{self.NAME} learns nothing")
-
-    def gather(self, pass_: int, learned: list[Any], acc: Any, pairs: Pairs) -> None:
-        raise NotImplementedError(f"{self.NAME} learns nothing")
-
-    def merge(self, acc: Any, other: Any) -> Any:
-        raise NotImplementedError(f"{self.NAME} learns nothing")
+    PASSES: ClassVar[int] = 0  # passes over the train pairs before it scores (`LearnedScorer`)
 
     @abstractmethod
     def score(self, learned: list[Any], pairs: Pairs) -> dict[str, np.ndarray]:
@@ -104,6 +91,26 @@ class PairScorer(Scorer):
     ) -> list[Verdicts]:
         """The rows it rejects, by reason: by its thresholds on its `scores` (a scorer
         without columns judges the `pairs` themselves), given what it `learned`."""
+
+
+class LearnedScorer(PairScorer):
+    """A pair scorer that first learns from the train pairs: pass k (1-based) starts an
+    accumulator, gathers batches into it knowing what the earlier passes learned, and
+    partial accumulators merge (by addition: any order gives the same result)."""
+
+    PASSES: ClassVar[int] = 1
+
+    @abstractmethod
+    def start(self, pass_: int) -> Any:
+        """An empty accumulator of pass `pass_`."""
+
+    @abstractmethod
+    def gather(self, pass_: int, learned: list[Any], acc: Any, pairs: Pairs) -> None:
+        """`pairs` added into `acc`, given what the earlier passes `learned`."""
+
+    @abstractmethod
+    def merge(self, acc: Any, other: Any) -> Any:
+        """Two accumulators of one pass as one."""
 
 
 class DuplicateKeys(Scorer):

@@ -19,8 +19,8 @@ import numpy as np
 
 from nmtpipe.transforms.options import option
 from nmtpipe.transforms.quality.base import (
+    LearnedScorer,
     Pairs,
-    PairScorer,
     Verdicts,
     enough,
     finite_below,
@@ -118,7 +118,7 @@ def _own(keys: np.ndarray, line: np.ndarray) -> np.ndarray:
     return counts[inverse.ravel()]
 
 
-class FluencyScorer(PairScorer):
+class FluencyScorer(LearnedScorer):
     NAME = "fluency"
     Config = FluencyConfig
     COLUMNS = ("fluency",)

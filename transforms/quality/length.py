@@ -20,8 +20,8 @@ import numpy as np
 
 from nmtpipe.transforms.options import option
 from nmtpipe.transforms.quality.base import (
+    LearnedScorer,
     Pairs,
-    PairScorer,
     Verdicts,
     enough,
     min_pairs_option,
@@ -80,7 +80,7 @@ def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
     return float(values[int(np.searchsorted(np.cumsum(weights), (total + 1) // 2))])
 
 
-class LengthScorer(PairScorer):
+class LengthScorer(LearnedScorer):
     NAME = "length"
     Config = LengthConfig
     COLUMNS = ("length",)

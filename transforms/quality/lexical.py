@@ -23,8 +23,8 @@ import numpy as np
 from nmtpipe.transforms.options import option
 from nmtpipe.transforms.quality import model1
 from nmtpipe.transforms.quality.base import (
+    LearnedScorer,
     Pairs,
-    PairScorer,
     Verdicts,
     enough,
     finite_below,
@@ -99,7 +99,7 @@ def _eligible(counted: Counted, links: Links, forward: bool) -> np.ndarray:
     return seen_e & (counted.units[f_side].get(links.f) >= 2)
 
 
-class LexicalScorer(PairScorer):
+class LexicalScorer(LearnedScorer):
     NAME = "lexical"
     Config = LexicalConfig
     COLUMNS = ("lexical",)

@@ -37,7 +37,7 @@ import numpy as np
 
 from nmtpipe.transforms.options import option
 from nmtpipe.transforms.quality import registry
-from nmtpipe.transforms.quality.base import PairScorer, Verdicts
+from nmtpipe.transforms.quality.base import LearnedScorer, Verdicts
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class ToyConfig:
     toy_max_words: int = option(6, metavar="N", help="toy: reject sources of more than N words")
 
 
-class ToyScorer(PairScorer):
+class ToyScorer(LearnedScorer):
     NAME = "toy"
     Config = ToyConfig
     COLUMNS = ("words",)
