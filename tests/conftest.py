@@ -33,9 +33,6 @@ def _terminated(signum: int, _frame: object) -> None:
 # of CI's time, most of it waiting on the engines' JVMs; CI starts the clusters beside
 # the suite, and they wait for that start to end).
 SERIAL = ("tests/trainers/runtime/test_two_hosts.py", "tests/clusters/")
-# The tests that build nmtpipe's sdist from the checkout, whose egg-info folder two
-# builds at once would both write: one scope, so one at a time.
-SDIST = ("tests/pipelines/beam/test_dataflow.py", "tests/pipelines/beam/test_options.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -51,17 +48,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """xdist's scheduling by scope, where the SERIAL tests are one scope (so one worker
-    runs them, in order), the SDIST tests another, and every other test a scope of its
-    own. (`--dist loadgroup`
+    runs them, in order) and every other test a scope of its own. (`--dist loadgroup`
     would say the same with marks, but pytest 9 ignores the node ids xdist 3.8 changes
-    for it.)"""
+    for it.) The tests that build nmtpipe's sdist take a lock of their own instead
+    (helpers.one_sdist_build_at_a_time): CI's second pytest builds it too."""
     from xdist.scheduler import LoadScopeScheduling
 
     class SerialFirst(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.startswith(SERIAL):
-                return "serial"
-            return "sdist" if nodeid.startswith(SDIST) else nodeid
+            return "serial" if nodeid.startswith(SERIAL) else nodeid
 
     return SerialFirst(config, log)
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import fcntl
 import gzip
+import hashlib
 import json
 import re
+import tempfile
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # Through the checkout, not the package: tests/airflow runs where nmtpipe is not installed.
@@ -21,6 +26,23 @@ MULTI_PROCESS = [
     "--direct_num_workers=2",
     "--direct_running_mode=multi_processing",
 ]
+
+
+# Named once, at import: tests move tempfile's folder into their own tmp_path.
+SDIST_LOCK = Path(tempfile.gettempdir()) / (
+    "nmtpipe-sdist-" + hashlib.sha1(str(EXAMPLE.parents[1]).encode()).hexdigest()[:12] + ".lock"
+)
+
+
+@contextmanager
+def one_sdist_build_at_a_time() -> Iterator[None]:
+    """Beam's Stager builds nmtpipe's sdist in the checkout (its egg-info folder), and two
+    builds at once break each other: xdist's two workers, or CI's second pytest (the Beam
+    tests on the lowest Beam) beside the first. A lock of the checkout's, across
+    processes, held while a test builds it."""
+    with SDIST_LOCK.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
 
 
 def command_result(stdout: str) -> dict:

@@ -50,7 +50,7 @@ from nmtpipe.transforms.beam.prepare_fns import PlanChunksFn
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.vocab.kinds.hf_vocab import HfConfig
 from nmtpipe.transforms.vocab.kinds.t2t import T2tConfig
-from tests.helpers import IN_MEMORY, example_lines
+from tests.helpers import IN_MEMORY, example_lines, one_sdist_build_at_a_time
 
 try:  # what DataflowRunner imports when it builds a job: Google's clients
     from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner
@@ -144,7 +144,7 @@ def dataflow_job(monkeypatch, tmp_path) -> Callable[[Callable[[], Any]], Any]:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
 
     def build(call: Callable[[], Any]) -> Any:
-        with pytest.raises(_Built) as built:
+        with one_sdist_build_at_a_time(), pytest.raises(_Built) as built:
             call()
         return built.value.job
 
@@ -279,8 +279,8 @@ def worker_package(tmp_path_factory) -> dict[str, Path]:
     folder of its own."""
     folder = tmp_path_factory.mktemp("worker")
     options = pipeline_options(DATAFLOW[:-1])
-    with pytest.MonkeyPatch.context() as mp:  # Beam's requirements cache: here too
-        mp.setattr(tempfile, "tempdir", str(folder))
+    with one_sdist_build_at_a_time(), pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tempfile, "tempdir", str(folder))  # Beam's requirements cache: here too
         staged = _staged(environments.python_sdk_dependencies(options, str(folder)))
     assert staged["workflow.tar.gz"].name == "nmtpipe-0.1.0.tar.gz"
     site = folder / "site"

@@ -26,6 +26,7 @@ from nmtpipe.pipelines.beam.options import (
     worker_cores,
 )
 from nmtpipe.transforms.errors import ConfigError
+from tests.helpers import one_sdist_build_at_a_time
 
 DATAFLOW = [
     "--runner=DataflowRunner",
@@ -102,7 +103,8 @@ def test_dataflow_options_and_worker_package_without_submitting(tmp_path):
     assert setup_file.endswith("pyproject.toml")
     # What Dataflow would upload: an sdist of nmtpipe built from pyproject.toml, staged
     # as workflow.tar.gz for the workers to pip-install.
-    resources = Stager.create_job_resources(options, str(tmp_path))
+    with one_sdist_build_at_a_time():
+        resources = Stager.create_job_resources(options, str(tmp_path))
     staged = [r for r in resources if b"workflow.tar.gz" in r.role_payload]
     assert len(staged) == 1
     (sdist_path,) = tmp_path.glob("nmtpipe-*.tar.gz")
