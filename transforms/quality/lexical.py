@@ -14,7 +14,6 @@ nor changed numbers (`rules.py`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,20 +29,17 @@ from nmtpipe.transforms.quality.base import (
     finite_below,
     min_pairs_option,
 )
-from nmtpipe.transforms.quality.model1 import Direction, Links
+from nmtpipe.transforms.quality.model1 import Direction
 from nmtpipe.transforms.quality.tables import CountTable
 from nmtpipe.transforms.quality.units import Ragged
 
 SIDES = ("src", "tgt")
-# Pairs whose links (every source unit with every target unit) are made at once: a
-# chunk's all at once took gigabytes (a pair of 30 and 30 units has 900).
-LINK_BATCH = 1000
 
 
 @dataclass(frozen=True)
 class LexicalConfig:
     lexical_min: float = option(
-        0.0,
+        0.3,
         metavar="S",
         help="lexical: reject a pair whose sides explain each other less than S: the mean, "
         "over both directions, of how much likelier (log) each unit of one side is given "
@@ -69,6 +65,11 @@ class Counted:
     directions: list[Direction]  # forward, backward
     pairs: int = 0
 
+    def seen(self, direction: int) -> tuple[CountTable, CountTable]:
+        """The line counts of direction's (source side, target side): 0 forward."""
+        source, target = self.units if direction == 0 else self.units[::-1]
+        return source, target
+
     def merge(self, other: Counted) -> Counted:
         for mine, theirs in zip(
             self.units + self.directions, other.units + other.directions, strict=True
@@ -82,21 +83,6 @@ class Counted:
 def _directions(sides: tuple[Ragged, Ragged]) -> list[tuple[Ragged, Ragged]]:
     """(source, target) of the forward direction, then of the backward one."""
     return [sides, sides[::-1]]
-
-
-def _batches(sides: tuple[Ragged, Ragged]) -> Iterator[tuple[Ragged, Ragged]]:
-    """Both sides, LINK_BATCH lines at a time."""
-    lines = len(sides[0].starts) - 1
-    for start in range(0, lines, LINK_BATCH):
-        rows = np.arange(start, min(start + LINK_BATCH, lines))
-        yield sides[0].take(rows), sides[1].take(rows)
-
-
-def _eligible(counted: Counted, links: Links, forward: bool) -> np.ndarray:
-    """The links the second pass counts: both units seen in another line too."""
-    e_side, f_side = (0, 1) if forward else (1, 0)
-    seen_e = (links.e == model1.NULL) | (counted.units[e_side].get(links.e) >= 2)
-    return seen_e & (counted.units[f_side].get(links.f) >= 2)
 
 
 class LexicalScorer(LearnedScorer):
@@ -129,17 +115,12 @@ class LexicalScorer(LearnedScorer):
                 table.add(side.values)
             acc.lines += [side.values.size for side in sides]
             acc.pairs += len(pairs)
-            for batch in _batches(sides):
-                for direction, (src, tgt) in zip(acc.directions, _directions(batch), strict=True):
-                    links = Links.of(src, tgt)
-                    direction.add(links, model1.uniform_amounts(links))
+            for direction, (src, tgt) in zip(acc.directions, _directions(sides), strict=True):
+                model1.count_uniform(direction, src, tgt)
             return
         counted: Counted = learned[0]
-        for batch in _batches(sides):
-            for k, (src, tgt) in enumerate(_directions(batch)):
-                links = Links.of(src, tgt)
-                amounts = model1.posterior_amounts(counted.directions[k], links)
-                acc[k].add(links, amounts, _eligible(counted, links, forward=k == 0))
+        for k, (src, tgt) in enumerate(_directions(sides)):
+            model1.count_posterior(acc[k], counted.directions[k], counted.seen(k), src, tgt)
 
     def merge(self, acc: Any, other: Any) -> Any:
         if isinstance(acc, Counted):
@@ -147,27 +128,19 @@ class LexicalScorer(LearnedScorer):
         return [mine.merge(theirs) for mine, theirs in zip(acc, other, strict=True)]
 
     def score(self, learned: list[Any], pairs: Pairs) -> dict[str, np.ndarray]:
-        scores = [self._score(learned, batch) for batch in _batches(pairs.units)]
-        return {"lexical": np.concatenate(scores or [np.zeros(0)]).astype(np.float32)}
-
-    def _score(self, learned: list[Any], sides: tuple[Ragged, Ragged]) -> np.ndarray:
         counted, second = learned
-        found = []
-        for k, (src, tgt) in enumerate(_directions(sides)):
-            links = Links.of(src, tgt)
-            f_side = 1 if k == 0 else 0
-            found.append(
-                model1.explained(
-                    counted.directions[k],
-                    second[k],
-                    counted.units[f_side],
-                    int(counted.lines[f_side]),
-                    links,
-                    _eligible(counted, links, k == 0),
-                    tgt,
-                )
+        found = [
+            model1.explained(
+                counted.directions[k],
+                second[k],
+                counted.seen(k),
+                int(counted.lines[1 - k]),
+                src,
+                tgt,
             )
-        return _mean(*found)
+            for k, (src, tgt) in enumerate(_directions(pairs.units))
+        ]
+        return {"lexical": _mean(*found).astype(np.float32)}
 
     def judge(
         self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list[Any]

@@ -32,10 +32,11 @@ register(LengthScorer)
 register(FluencyScorer)
 register(NearDupScorer)
 
-# On unless --scorers says otherwise: the cheap ones (at 1M long-tail pairs the five
-# together cost 16 times prepare's CPU-seconds, lexical most: benchmarks/RESULTS.md),
-# each safe on clean corpora (>= 99% of the bundled Tatoeba and NTREX-128 pairs kept).
-DEFAULT = ("rules", "length", "neardup")
+# On unless --scorers says otherwise: the rules, the learned translation score and the
+# near-duplicates, as the issue asks, and length, each safe on clean corpora (>= 99% of
+# the bundled Tatoeba and NTREX-128 pairs kept); fluency and MinHash cost more than
+# they catch there (benchmarks/RESULTS.md).
+DEFAULT = ("rules", "lexical", "length", "neardup")
 
 
 def _scorers(text: str) -> tuple[str, ...]:

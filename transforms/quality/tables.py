@@ -18,13 +18,13 @@ import numpy as np
 from nmtpipe.transforms.text.string_hash import mix64
 
 SCALE = 1 << 16  # fixed point of expected counts
-_PAIR = np.uint64(0x9E3779B97F4A7C15)
+PAIR = np.uint64(0x9E3779B97F4A7C15)
 
 
 def pair_keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """One key per (a, b) of two uint64 key arrays, order mattering."""
     with np.errstate(over="ignore"):
-        return mix64(a * _PAIR) ^ b
+        return mix64(a * PAIR) ^ b
 
 
 @dataclass
@@ -37,9 +37,14 @@ class CountTable:
     def empty(cls, bits: int) -> CountTable:
         return cls(np.zeros(1 << bits, dtype=np.int64))
 
+    @property
+    def shift(self) -> int:
+        """How far right a key's hash is shifted to give its cell."""
+        return 64 - (int(self.counts.size).bit_length() - 1)
+
     def cells(self, keys: np.ndarray) -> np.ndarray:
-        bits = int(self.counts.size).bit_length() - 1
-        return (mix64(keys.astype(np.uint64, copy=True)) >> np.uint64(64 - bits)).astype(np.int64)
+        shifted = mix64(keys.astype(np.uint64, copy=True)) >> np.uint64(self.shift)
+        return shifted.astype(np.int64)
 
     def add(self, keys: np.ndarray, amounts: np.ndarray | int = 1) -> None:
         """Add `amounts` (integers; one, or one per key) at `keys`."""

@@ -89,7 +89,7 @@ def test_the_report_opens_in_a_browser_with_every_plot_drawn(encoded, tmp_path):
     shot = tmp_path / "report.png"
     page = open_page(browser, encoded / "encoded" / "report.html", PLOTS, shot)
     assert page.errors == []
-    assert len(page.value) == 6 + 1, page.value  # and one per score column: length
+    assert len(page.value) == 6 + 2, page.value  # and one per score column: lexical, length
     for caption, width, height, shapes in page.value:
         assert width > 100 and height > 50 and shapes > 3, caption
     assert shot.stat().st_size > 10_000

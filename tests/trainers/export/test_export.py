@@ -47,9 +47,9 @@ def trained(tmp_path_factory) -> dict[str, str]:
     run_encode(EncodeConfig(prepared, vocab, encoded), IN_MEMORY)
     code = main([
         "train", "--data", encoded, "--save-dir", str(folder / "ckpt"), "--arch",
-        "transformer_tiny", "--max-tokens", "1024", "--max-update", "20", "--lr", "3e-3",
-        "--warmup-updates", "5", "--validate-interval-updates", "20",
-        "--save-interval-updates", "20",
+        "transformer_tiny", "--max-tokens", "1024", "--max-update", "60", "--lr", "3e-3",
+        "--warmup-updates", "5", "--validate-interval-updates", "60",
+        "--save-interval-updates", "60",
     ])  # fmt: skip
     assert code == 0
     ckpt = str(folder / "ckpt" / run_files.BEST)

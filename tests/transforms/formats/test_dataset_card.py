@@ -49,6 +49,7 @@ def test_load_dataset_gives_the_splits_of_prepared_and_encoded_outputs(tmp_path)
         "line",
         "src_raw",
         "tgt_raw",
+        "score_lexical",
         "score_length",
     ]
     ids = datasets.load_dataset(encoded, cache_dir=cache)["test"]

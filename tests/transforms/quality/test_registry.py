@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_the_kinds_and_the_defaults():
     assert list(KINDS) == ["rules", "lexical", "length", "fluency", "neardup"]
     config = quality_config()
-    assert config().scorers == DEFAULT == ("rules", "length", "neardup")  # the cheap ones
+    assert config().scorers == DEFAULT == ("rules", "lexical", "length", "neardup")
     parse = config.__dataclass_fields__["scorers"].metadata["nmtpipe.option"].parse
     assert parse("all") == tuple(KINDS) and parse("none") == ()
     assert [k.NAME for k in config(scorers=("neardup", "rules")).kinds()] == ["rules", "neardup"]
