@@ -8,8 +8,9 @@ and 12,000 pairs of noise made from the clean part: 6,000 misaligned, 3,000 part
 
     clean                   the clean pairs, the default scorers
     noisy, unfiltered       clean + noise, --scorers none (the filters alone)
-    noisy, default scorers  clean + noise, the default scorers (rules, length, neardup)
-    noisy, all scorers      clean + noise, --scorers all (lexical and fluency too)
+    noisy, default scorers  clean + noise, the default scorers (rules, lexical, length,
+                            neardup)
+    noisy, all scorers      clean + noise, --scorers all (fluency too)
 
     python benchmarks/bench_noise_bleu.py --out /tmp/noise-bleu
 """

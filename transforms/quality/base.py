@@ -136,9 +136,9 @@ def min_pairs_option(kind: str) -> Any:
 
 def enough(learned_from: int, minimum: int) -> bool:
     """Whether a score learned from `learned_from` train pairs may reject: below
-    `minimum` its tails are the corpus's rare words, not its noise (on 2,000 clean
-    Tatoeba pairs the lexical score at its default threshold would reject 7%, on 32,000
-    0.3%); the scores are written all the same."""
+    `minimum` its tails are mostly the corpus's rare words, not its noise (the lexical
+    score at its default threshold rejects 8.4% of 2,000 clean Tatoeba pairs, 3.8% of
+    8,000, 0.5% of 32,000); the scores are written all the same."""
     return learned_from >= minimum
 
 

@@ -39,7 +39,7 @@ SIDES = ("src", "tgt")
 @dataclass(frozen=True)
 class LexicalConfig:
     lexical_min: float = option(
-        0.3,
+        0.25,
         metavar="S",
         help="lexical: reject a pair whose sides explain each other less than S: the mean, "
         "over both directions, of how much likelier (log) each unit of one side is given "

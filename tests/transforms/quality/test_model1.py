@@ -64,7 +64,7 @@ def reference(src: list[list[int]], tgt: list[list[int]]) -> tuple[dict, dict, l
         own = {f: shares(s, f) for f in t if seen_f[f] >= 2}
         kept = {e: second["totals"][e] - sum(o.get(e, 0) for o in own.values()) for e in [null, *s]}
         llrs = []
-        for f in own:
+        for f in [f for f in own if seen_f[f] - 1 >= model1.EVIDENCE]:
             found = [second["links"][e, f] - own[f].get(e, 0) for e in [null, *s]]
             p = sum(
                 n / kept[e] for n, e in zip(found, [null, *s], strict=True) if kept[e] > 0 and n > 0
