@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -125,8 +125,8 @@ class DuplicateKeys(Scorer):
 
 
 def min_pairs_option(kind: str) -> Any:
-    """The option of a learned scorer's `enough`: the train pairs it must learn from
-    before it rejects."""
+    """The option of the train pairs a learned scorer must learn from before it rejects
+    (`learned_verdicts`)."""
     return count(
         5000,
         help=f"{kind}: reject only when learned from at least N train pairs (fewer: the "
@@ -134,12 +134,21 @@ def min_pairs_option(kind: str) -> Any:
     )
 
 
-def enough(learned_from: int, minimum: int) -> bool:
-    """Whether a score learned from `learned_from` train pairs may reject: below
-    `minimum` its tails are mostly the corpus's rare words, not its noise (the lexical
-    score at its default threshold rejects 8.4% of 2,000 clean Tatoeba pairs, 3.8% of
-    8,000, 0.5% of 32,000); the scores are written all the same."""
-    return learned_from >= minimum
+def learned_verdicts(
+    reason: str,
+    values: np.ndarray,
+    rows: np.ndarray,
+    learned: tuple[int, int],
+    say: Callable[[float], str],
+) -> list[Verdicts]:
+    """A learned scorer's rejects: `rows` (their scores `values[rows]`, each said by
+    `say`), when what it learned from, `learned` = (train pairs, the least it may reject
+    from), is enough. Below, a score's tails are mostly the corpus's rare words, not its
+    noise (the lexical score at its default threshold rejects 8.4% of 2,000 clean Tatoeba
+    pairs, 3.8% of 8,000, 0.5% of 32,000); the scores are written all the same."""
+    if learned[0] < learned[1]:
+        rows = rows[:0]
+    return [Verdicts(reason, rows, [say(v) for v in values[rows].tolist()])]
 
 
 def finite_below(values: np.ndarray, limit: float) -> np.ndarray:

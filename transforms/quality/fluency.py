@@ -22,8 +22,8 @@ from nmtpipe.transforms.quality.base import (
     LearnedScorer,
     Pairs,
     Verdicts,
-    enough,
     finite_below,
+    learned_verdicts,
     min_pairs_option,
 )
 from nmtpipe.transforms.quality.tables import CountTable, pair_keys
@@ -151,12 +151,11 @@ class FluencyScorer(LearnedScorer):
     def judge(
         self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list[Any]
     ) -> list[Verdicts]:
-        limit = self.config.fluency_min
-        rows = finite_below(scores["fluency"], limit)
-        if not enough(learned[0][0].lines, self.config.fluency_min_pairs):
-            rows = rows[:0]
-        details = [
-            f"a side reads little like its language: fluency {s:.2f} < {limit:g}"
-            for s in scores["fluency"][rows].tolist()
-        ]
-        return [Verdicts("fluency", rows, details)]
+        limit, values = self.config.fluency_min, scores["fluency"]
+        return learned_verdicts(
+            "fluency",
+            values,
+            finite_below(values, limit),
+            (learned[0][0].lines, self.config.fluency_min_pairs),
+            lambda s: f"a side reads little like its language: fluency {s:.2f} < {limit:g}",
+        )

@@ -23,7 +23,7 @@ from nmtpipe.transforms.quality.base import (
     LearnedScorer,
     Pairs,
     Verdicts,
-    enough,
+    learned_verdicts,
     min_pairs_option,
 )
 from nmtpipe.transforms.text.langid import scripts
@@ -105,14 +105,14 @@ class LengthScorer(LearnedScorer):
     def judge(
         self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list[Any]
     ) -> list[Verdicts]:
-        limit = self.config.length_max_deviation
-        z = scores["length"]
-        rows = np.flatnonzero(np.abs(np.nan_to_num(z)) > limit)
-        if not enough(int(learned[0].sum()), self.config.length_min_pairs):
-            rows = rows[:0]
-        details = [
-            f"{'the target' if s < 0 else 'the source'} is short for a translation: length "
-            f"{s:+.1f} deviations (more than {limit:g})"
-            for s in z[rows].tolist()
-        ]
-        return [Verdicts("length", rows, details)]
+        limit, z = self.config.length_max_deviation, scores["length"]
+        return learned_verdicts(
+            "length",
+            z,
+            np.flatnonzero(np.abs(np.nan_to_num(z)) > limit),
+            (int(learned[0].sum()), self.config.length_min_pairs),
+            lambda s: (
+                f"{'the target' if s < 0 else 'the source'} is short for a translation: "
+                f"length {s:+.1f} deviations (more than {limit:g})"
+            ),
+        )

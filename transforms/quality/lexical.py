@@ -25,8 +25,8 @@ from nmtpipe.transforms.quality.base import (
     LearnedScorer,
     Pairs,
     Verdicts,
-    enough,
     finite_below,
+    learned_verdicts,
     min_pairs_option,
 )
 from nmtpipe.transforms.quality.model1 import Direction
@@ -145,15 +145,14 @@ class LexicalScorer(LearnedScorer):
     def judge(
         self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list[Any]
     ) -> list[Verdicts]:
-        limit = self.config.lexical_min
-        rows = finite_below(scores["lexical"], limit)
-        if not enough(learned[0].pairs, self.config.lexical_min_pairs):
-            rows = rows[:0]
-        details = [
-            f"the sides explain each other little: lexical {s:.2f} < {limit:g}"
-            for s in scores["lexical"][rows].tolist()
-        ]
-        return [Verdicts("lexical", rows, details)]
+        limit, values = self.config.lexical_min, scores["lexical"]
+        return learned_verdicts(
+            "lexical",
+            values,
+            finite_below(values, limit),
+            (learned[0].pairs, self.config.lexical_min_pairs),
+            lambda s: f"the sides explain each other little: lexical {s:.2f} < {limit:g}",
+        )
 
 
 def _mean(a: np.ndarray, b: np.ndarray) -> np.ndarray:

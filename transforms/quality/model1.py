@@ -225,6 +225,40 @@ def _buffers(src_s: np.ndarray, tgt_s: np.ndarray) -> tuple:
 
 
 @njit(cache=True)
+def _pair_shares(
+    src_v: np.ndarray,
+    a: int,
+    b: int,
+    tgt_v: np.ndarray,
+    c: int,
+    d: int,
+    first_links: Table,
+    first_totals: Table,
+    seen_e: Table,
+    seen_f: Table,
+    buffers: tuple,
+    added: np.ndarray,
+) -> int:
+    """What the second pass counts of the pair (src_v[a:b], tgt_v[c:d]), the one routine
+    of the pass and of the scores that take it back: each target unit's shares (0 for a
+    unit seen in one line) and its links' cells at (j - c) * width in the buffers'
+    amounts and cells, their sum per source position into added[:width]; the width
+    (source units + 1)."""
+    width = b - a + 1
+    _sources(src_v, a, b, first_totals, seen_e, buffers)
+    cells, amounts = buffers[4], buffers[5]
+    added[:width] = 0.0
+    for j in range(c, d):
+        at = (j - c) * width
+        if _seen(seen_f, tgt_v[j]):
+            _shares(buffers, width, tgt_v[j], first_links, cells[at:], amounts[at:])
+            added[:width] += amounts[at : at + width]
+        else:
+            amounts[at : at + width] = 0.0
+    return width
+
+
+@njit(cache=True)
 def _posterior(
     src: Lines,
     tgt: Lines,
@@ -237,20 +271,15 @@ def _posterior(
 ) -> None:
     (src_v, src_s), (tgt_v, tgt_s) = src, tgt
     buffers = _buffers(src_s, tgt_s)
-    e, cells, shares = buffers[0], buffers[4], buffers[5]
+    e, cells, amounts = buffers[0], buffers[4], buffers[5]
     added = np.empty(e.size)
     for i in range(src_s.size - 1):
-        a, b = src_s[i], src_s[i + 1]
-        width = b - a + 1
-        _sources(src_v, a, b, first_totals, seen_e, buffers)
-        added[:width] = 0.0
-        for j in range(tgt_s[i], tgt_s[i + 1]):
-            if not _seen(seen_f, tgt_v[j]):
-                continue
-            _shares(buffers, width, tgt_v[j], first_links, cells, shares)
-            for p in range(width):
-                links[0][cells[p]] += np.int64(shares[p])
-            added[:width] += shares[:width]
+        c, d = tgt_s[i], tgt_s[i + 1]
+        width = _pair_shares(src_v, src_s[i], src_s[i + 1], tgt_v, c, d, first_links,
+                             first_totals, seen_e, seen_f, buffers, added)  # fmt: skip
+        for k in range((d - c) * width):
+            if amounts[k] != 0.0:  # unseen units' rows hold no cells
+                links[0][cells[k]] += np.int64(amounts[k])
         for p in range(width):
             totals[0][cell(e[p], totals[1])] += np.int64(added[p])
 
@@ -273,18 +302,11 @@ def _explained(
     e, cells, own = buffers[0], buffers[4], buffers[5]
     kept = np.empty(e.size)  # each source unit's second-pass total, the pair's taken back
     for i in range(src_s.size - 1):
-        a, b = src_s[i], src_s[i + 1]
         first, last = tgt_s[i], tgt_s[i + 1]
-        width = b - a + 1
-        _sources(src_v, a, b, first_totals, seen_e, buffers)
-        kept[:width] = 0.0
-        for j in range(first, last):  # what the pair added in the second pass
-            at = (j - first) * width
-            if _seen(seen_f, tgt_v[j]):
-                _shares(buffers, width, tgt_v[j], first_links, cells[at:], own[at:])
-                kept[:width] -= own[at : at + width]
+        width = _pair_shares(src_v, src_s[i], src_s[i + 1], tgt_v, first, last, first_links,
+                             first_totals, seen_e, seen_f, buffers, kept)  # fmt: skip
         for p in range(width):
-            kept[p] += totals[0][cell(e[p], totals[1])]
+            kept[p] = totals[0][cell(e[p], totals[1])] - kept[p]
         rest = tokens - (last - first)
         n, total = 0, 0.0
         for j in range(first, last):
