@@ -184,7 +184,7 @@ class WritePairShards(beam.PTransform):
         finders = [] if s.quality is None else s.quality.duplicate_keys()
         if finders:
             near = pairs | "FindNearDuplicates" >> FindNearDuplicates(
-                finders, s.langs, s.key_partitions
+                finders, s.langs, s.key_partitions, self.spill_dir
             )
             grouped = {"pairs": pairs, "near": near} | "GroupByShard" >> beam.CoGroupByKey()
         else:

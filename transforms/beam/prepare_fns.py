@@ -8,7 +8,6 @@ write the manifest without reading any data back.
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
@@ -84,15 +83,6 @@ def _ship_rejects(
         yield TaggedOutput(REJECTS, item)
 
 
-def _spill_url(spill_dir: str | None, name: str) -> str | None:
-    """A file in the spill directory named after `name` (retries overwrite it)."""
-    if spill_dir is None:
-        return None
-    return fsio.join(
-        spill_dir, f"{hashlib.blake2b(name.encode(), digest_size=12).hexdigest()}.arrow"
-    )
-
-
 class PlanChunksFn(beam.DoFn):
     """CorpusInput → chunks: references (byte ranges of plain local files, row groups of
     Parquet files) or records read in one pass (`formats/corpus/chunks.py`)."""
@@ -142,7 +132,9 @@ class BundleCounts:
     def emit(self) -> Iterator[TaggedOutput]:
         """What the tallies hold, sent on; they start again empty."""
         tables = {side: tally.take() for side, tally in self._tallies.items()}
-        yield from ship_counts(tables, self.buckets, _spill_url(self.spill_dir, uuid.uuid4().hex))
+        yield from ship_counts(
+            tables, self.buckets, batch_transport.spill_url(self.spill_dir, uuid.uuid4().hex)
+        )
 
 
 def _reject_stats(rejects: pa.Table) -> dict[str, Any]:
@@ -210,9 +202,13 @@ class CleanChunksFn(beam.DoFn):
         self.rejected.inc(len(out.rejects))
         name = f"{chunk.origin}:{chunk.first_line}"
         rejects = reject_table(out.rejects)
-        yield from batch_transport.ship(out.pairs, _spill_url(self.spill_dir, f"pairs {name}"))
+        yield from batch_transport.ship(
+            out.pairs, batch_transport.spill_url(self.spill_dir, f"pairs {name}")
+        )
         yield from _ship_rejects(
-            rejects, self.reject_shards, _spill_url(self.spill_dir, f"rejects {name}")
+            rejects,
+            self.reject_shards,
+            batch_transport.spill_url(self.spill_dir, f"rejects {name}"),
         )
         for key, item in batch_transport.ship(out.pending, None):
             yield TaggedOutput(PENDING, (key[1] // SHARDS_PER_JUDGE, (key, item)))
@@ -339,7 +335,7 @@ class WritePairShardsFn(beam.DoFn):
             STATS,
             {**_reject_stats(result.duplicates), "splits": {split: result.stats}, **result.scores},
         )
-        spill_url = _spill_url(self.spill_dir, f"duplicates {split} {shard}")
+        spill_url = batch_transport.spill_url(self.spill_dir, f"duplicates {split} {shard}")
         yield from _ship_rejects(result.duplicates, self.reject_shards, spill_url)
         if split == "train" and result.duplicates.num_rows:
             texts = {field: result.duplicates[field].cast(pa.string()) for field in ("src", "tgt")}
@@ -352,7 +348,7 @@ class WritePairShardsFn(beam.DoFn):
             yield from ship_counts(
                 taken_back,
                 self.count_buckets,
-                _spill_url(self.spill_dir, f"counts {split} {shard}"),
+                batch_transport.spill_url(self.spill_dir, f"counts {split} {shard}"),
             )
 
     def _judge(self, learned: tuple[Any, ...], near: Iterable[Any]) -> pair_shards.Judge | None:

@@ -22,6 +22,7 @@ both through its own process, copying a side input to every bundle that asks for
 from __future__ import annotations
 
 import functools
+import hashlib
 import pickle
 import uuid
 from collections.abc import Iterable, Iterator
@@ -62,6 +63,14 @@ def spill(url: str, batches: list[pa.RecordBatch]) -> list[SpillRef]:
         writer.write_table(pa.Table.from_batches(batches, schema))
     fsio.write_bytes(url, sink.getvalue())
     return [SpillRef(url, i) for i in range(len(batches))]
+
+
+def spill_url(spill_dir: str | None, name: str) -> str | None:
+    """A file in the spill directory named after `name` (retries overwrite it)."""
+    if spill_dir is None:
+        return None
+    digest = hashlib.blake2b(name.encode(), digest_size=12).hexdigest()
+    return fsio.join(spill_dir, f"{digest}.arrow")
 
 
 def ship(keyed: dict[K, pa.RecordBatch], spill_url: str | None) -> Iterator[tuple[K, Shipped]]:

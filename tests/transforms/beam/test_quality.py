@@ -10,6 +10,7 @@ from pathlib import Path
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
@@ -70,9 +71,10 @@ def test_passes_learn_the_same_tables_inline_or_spilled_in_any_order(tmp_path):
     assert int(first.units[0].counts.sum()) > 0
 
 
-def test_near_duplicates_go_to_the_shard_of_the_pair_that_goes():
+@pytest.mark.parametrize("spilled", [False, True], ids=["inline", "spilled"])
+def test_near_duplicates_go_to_the_shard_of_the_pair_that_goes(spilled, tmp_path):
     """A valid pair outranks its train copies; a train pair repeated but for case and
-    punctuation keeps its first id's copy."""
+    punctuation keeps its first id's copy; keys and findings travel inline or as files."""
     src = ["Where is the station?", "WHERE IS THE STATION", "I like tea.", "i like tea"]
     tgt = ["车站在哪里？", "车站在哪里", "我喜欢茶。", "我喜欢茶"]
     items = [
@@ -106,7 +108,7 @@ def test_near_duplicates_go_to_the_shard_of_the_pair_that_goes():
         near = (
             p
             | beam.Create(items)
-            | FindNearDuplicates([finder], LANGS, partitions=3)
+            | FindNearDuplicates([finder], LANGS, 3, str(tmp_path) if spilled else None)
             | beam.MapTuple(lambda key, item: (key, receive_table(item).to_pylist()))
             | beam.GroupByKey()  # a pair found in several bands: once in the shard writer
             | beam.MapTuple(
@@ -130,3 +132,4 @@ def test_near_duplicates_go_to_the_shard_of_the_pair_that_goes():
                 ]
             ),
         )
+    assert bool(list(tmp_path.glob("*.arrow"))) == spilled
