@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import numpy as np
 
 from nmtpipe.transforms.quality.units import END, START, characters, distinct, of_lists, word_units
@@ -17,6 +20,28 @@ def test_words_lowercased_and_each_chinese_character_a_unit_digits_left_out():
     assert np.array_equal(
         units.values, word_units(["TOM'S 3 CATS", "汤姆有3只猫", "", "kyoto 京都"]).values
     )
+
+
+def test_the_compiled_split_is_pythons_regex_on_every_code_point():
+    """Runs of what `re` calls a letter (`[^\\W\\d_]`), each Han or kana character
+    alone: lines drawn from every plane, with ASCII between."""
+    cjk = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    unit = re.compile(rf"[{cjk}]|[^\W\d_{cjk}]+")
+    pool = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    rng = random.Random(7)
+    lines = [
+        "".join(
+            chr(rng.choice(pool)) if rng.random() < 0.5 else rng.choice("ab Z_9.é京 ")
+            for _ in range(rng.randrange(40))
+        )
+        for _ in range(3000)
+    ]
+    found = [unit.findall(line.lower()) for line in lines]
+    units, expected = word_units(lines), of_lists(found)
+    assert np.array_equal(units.starts, expected.starts)
+    assert np.array_equal(units.values, expected.values)
+    distinct_units = {u for line in found for u in line}
+    assert len(set(units.values.tolist())) == len(distinct_units) > 3000
 
 
 def test_distinct_units_per_line_and_take():
