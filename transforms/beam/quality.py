@@ -30,11 +30,10 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from nmtpipe.transforms.formats import batch_transport
 from nmtpipe.transforms.quality.base import DuplicateKeys, Pairs, PairScorer
+from nmtpipe.transforms.quality.neardup import RANK
 from nmtpipe.transforms.text.records import locations
 from nmtpipe.transforms.text.split import SPLITS
 
-# Who stays of a group of near-duplicates: a test pair over a valid one over a train one.
-RANK = {"test": 0, "valid": 1, "train": 2}
 KEYS_SCHEMA = pa.schema(
     [
         ("key", pa.uint64()),

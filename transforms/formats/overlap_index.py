@@ -1,16 +1,17 @@
 """A part's train index, for the checks across a version's parts
 (`pipelines/workflow/version_overlap.py`), and the row groups of a part's splits.
 
-For every train pair of a prepared part: its id, row, line, and 64-bit hashes of its two
-side keys (`overlap.side_keys`), as one int64 array, a row per name of `COLUMNS`
-(each contiguous), the pairs sorted by id. Built
+For every train pair of a prepared part: its id, row, line, 64-bit hashes of its two
+side keys (`overlap.side_keys`) and its near-duplicate key (`neardup.near_keys`), as one
+int64 array, a row per name of `COLUMNS` (each contiguous), the pairs sorted by id. Built
 once, the first time a version holds the part, and kept beside it as
 `parts/{key}/overlap-{digest}.npy`, the digest naming the train shards it describes
 (a part prepared again gets a new index). A later refresh then finds the pairs repeated
 across parts by id, and the few train rows a valid or test pair may share a side with
-by hash, without reading every part's training text again: a refresh's cost follows
-its new data, not the corpus. Hashes only pick candidates; those rows are read and
-compared as text.
+by hash, and the pairs equal but for punctuation, spacing and case by their key,
+without reading every part's training text again: a refresh's cost follows its new
+data, not the corpus. Side hashes only pick candidates; those rows are read and compared
+as text.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ import numpy as np
 import pyarrow as pa
 
 from nmtpipe.transforms.formats import prepared
+from nmtpipe.transforms.quality.neardup import near_keys
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.text.overlap import side_keys
 from nmtpipe.transforms.text.string_hash import hash64
 
-COLUMNS = ("id", "row", "line", "src", "tgt")  # src and tgt: side-key hashes
-_FORMAT = 2  # bump when the columns or the hash change: old indexes are then rebuilt
+COLUMNS = ("id", "row", "line", "src", "tgt", "near")  # src, tgt: side-key hashes
+_FORMAT = 3  # bump when the columns or the hash change: old indexes are then rebuilt
 _READ = ["id", "src", "tgt", "line"]
 
 
@@ -108,8 +110,8 @@ def _local_copy(url: str, path: str) -> str | None:
 
 
 def build_index(part: VersionPart) -> np.ndarray:
-    """The index of a part's train split, read a row group at a time (it holds 40 bytes
-    a pair, the training text about four times that)."""
+    """The index of a part's train split, read a row group at a time (it holds 48 bytes
+    a pair, the training text about three times that)."""
     blocks = [np.zeros((len(COLUMNS), 0), dtype=np.int64)]
     for group in row_groups(part, "train"):
         table = fsio.read_parquet(group.url, _READ, [group.group])
@@ -126,6 +128,7 @@ def _index_block(table: pa.Table, start: int) -> np.ndarray:
             table["line"].to_numpy(),
             key_hashes(side_keys(table["src"])),
             key_hashes(side_keys(table["tgt"])),
+            near_keys(table["src"].to_pylist(), table["tgt"].to_pylist()).view(np.int64),
         ]
     )
 

@@ -12,14 +12,16 @@ similarity s share a band with probability 1 - (1 - s**rows)**bands (8 x 8: 0.99
 s = 0.9, 0.03 at s = 0.5). Characters, not words, so that Chinese compares as English
 does (shared/notes/pair-quality.md).
 
-Which pair of a group stays is the Beam layer's (`transforms/beam/quality.py`): a test
-pair over a valid one over a train one, then the smallest id.
+Which pair of a group stays (`RANK`) is decided in a prepare's shuffle of the keys
+(`transforms/beam/quality.py`) and across the parts of a refreshed version
+(`pipelines/workflow/refresh/version_overlap.py`).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +33,9 @@ from nmtpipe.transforms.quality.tables import pair_keys
 from nmtpipe.transforms.quality.units import Ragged
 from nmtpipe.transforms.text.string_hash import hash64, mix64
 
+# Who stays of a group of near-duplicates: a test pair over a valid one over a train one,
+# then the smallest id.
+RANK = {"test": 0, "valid": 1, "train": 2}
 SHINGLE = 5
 _END = "\U0010ffff" * (SHINGLE - 1)  # a noncharacter, after each text
 _NOT_ALNUM = re.compile(r"[\W_]+")
@@ -59,14 +64,25 @@ class NearDupConfig:
     )
 
 
-def compared(pairs: Pairs) -> list[str]:
+def compared(src: Sequence[str], tgt: Sequence[str]) -> list[str]:
     """Each pair as the text compared: letters and digits of both sides, lowercased."""
     return [
         _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", s).lower())
         + "\x00"
         + _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", t).lower())
-        for s, t in zip(pairs.src, pairs.tgt, strict=True)
+        for s, t in zip(src, tgt, strict=True)
     ]
+
+
+def near_keys(src: Sequence[str], tgt: Sequence[str]) -> np.ndarray:
+    """Each pair's key as pairs equal but for punctuation, spacing and case share it:
+    the first key of every pair (whatever the bands), and what a refresh compares the
+    parts of a version by (`pipelines/workflow/refresh/version_overlap.py`)."""
+    return _text_keys(compared(src, tgt))
+
+
+def _text_keys(texts: list[str]) -> np.ndarray:
+    return hash64(pa.array(texts, pa.string()))
 
 
 def shingles(texts: list[str]) -> Ragged:
@@ -111,8 +127,8 @@ class NearDupScorer(DuplicateKeys):
     )
 
     def keys(self, pairs: Pairs) -> np.ndarray:
-        texts = compared(pairs)
-        exact = hash64(pa.array(texts, pa.string()))
+        texts = compared(pairs.src, pairs.tgt)
+        exact = _text_keys(texts)
         bands, rows = self.config.neardup_bands, self.config.neardup_rows
         if bands == 0 or not texts:
             return exact[:, None]

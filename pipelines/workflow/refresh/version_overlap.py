@@ -13,7 +13,12 @@ copy from the first input survives, as in a one-shot prepare):
   and side-key hashes, kept from one refresh to the next): the rows whose id or side hash
   the `Protected` set holds are read and checked against it as text, and the indexes
   are merged by id range, so that a pair in two parts' training data is found with
-  memory bounded by one range.
+  memory bounded by one range;
+- where the parts find near-duplicates (the `neardup` scorer), pairs equal but for
+  punctuation, spacing and case across parts are found the same way, by ranges of their
+  key (`neardup.near_keys`), the valid and test pairs among them; of each group the pair
+  one prepare of all inputs keeps stays (`neardup.RANK`). MinHash's bands, where on,
+  stay within each part.
 
 The result is a list of exclusions (`transforms/formats/exclusions.py`); parts stay as
 they are, so the next version can decide again.
@@ -38,10 +43,13 @@ from nmtpipe.transforms.formats.overlap_index import (
     open_index,
     row_groups,
 )
+from nmtpipe.transforms.quality.judge import NEAR_DUPLICATE
+from nmtpipe.transforms.quality.neardup import RANK, near_keys
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.text.filters import DUPLICATE
 from nmtpipe.transforms.text.overlap import Protected
 from nmtpipe.transforms.text.records import Reject, reject_rows
+from nmtpipe.transforms.text.split import SPLITS
 
 _COLUMNS = ["id", "src", "tgt", "origin", "line"]
 RANGE_ROWS = 2_000_000  # train ids held at once per id range, across all parts
@@ -117,6 +125,8 @@ def version_exclusions(parts: list[VersionPart], keep_overlap: bool) -> list[dic
                 table = _train_rows(part, rows)
                 excluded += _against(part, "train", table, rows, small, keep_overlap)
         excluded += _train_repeats(parts, indexes)
+        if all(map(_finds_near_duplicates, parts)):
+            excluded += _near_repeats(parts, indexes, small)
     first: dict[tuple[str, str, int], dict[str, Any]] = {}
     for row in excluded:  # one reason per row: the first found
         first.setdefault((row["part"], row["split"], row["row"]), row)
@@ -185,6 +195,90 @@ def _train_repeats(parts: list[VersionPart], indexes: list[np.ndarray]) -> list[
             reject = Reject(origins[k], int(rows[i, 2]), DUPLICATE, detail, None, None)
             out.append(_row(parts[k].key, "train", int(rows[i, 1]), reject._asdict()))
     return out
+
+
+def _finds_near_duplicates(part: VersionPart) -> bool:
+    _, doc = prepared.read_prepared(part.prepared)
+    return "neardup" in doc["options"].get("quality", {}).get("scorers", [])
+
+
+# The columns of `_near_repeats`' rows, all int64.
+_NEAR = ("near", "rank", "id", "part", "split", "row", "line", "origin")
+
+
+def _near_repeats(
+    parts: list[VersionPart], indexes: list[np.ndarray], small: _Small
+) -> list[dict[str, Any]]:
+    """Pairs repeating a pair of another part (or split) but for punctuation, spacing
+    and case, by ranges of their key: all but the one that stays of each group, which
+    they name. Copies of it (its id) are left to the checks of duplicates above."""
+    origins = [_origin(part) for part in parts]
+    listed = _small_near_rows(parts, small, origins)
+    total = sum(ix.shape[1] for ix in indexes) + len(listed)
+    ranges = max(1, -(-total // RANGE_ROWS))
+    out = []
+    for k in range(ranges):
+        rows = np.concatenate(
+            [listed[_in_range(listed[:, 0], k, ranges)]]
+            + [_train_near_rows(ix, p, k, ranges) for p, ix in enumerate(indexes)]
+        )
+        near, rank, ids, part = (rows[:, _NEAR.index(c)] for c in ("near", "rank", "id", "part"))
+        rows = rows[np.lexsort((part, ids, rank, near))]
+        first = np.ones(len(rows), dtype=bool)
+        first[1:] = rows[1:, 0] != rows[:-1, 0]
+        keeper = np.maximum.accumulate(np.where(first, np.arange(len(rows)), 0))
+        again = np.flatnonzero(rows[:, 2] != rows[keeper, 2])
+        for i, kept in zip(again.tolist(), keeper[again].tolist(), strict=True):
+            _, _, _, p, split, row, line, origin = rows[i].tolist()
+            detail = f"like the pair at {origins[rows[kept, 7]]}:{rows[kept, 6]}"
+            reject = Reject(origins[origin], line, NEAR_DUPLICATE, detail, None, None)
+            out.append(_row(parts[p].key, SPLITS[split], row, reject._asdict()))
+    return out
+
+
+def _in_range(near: np.ndarray, k: int, ranges: int) -> np.ndarray:
+    return near.view(np.uint64) % np.uint64(ranges) == k
+
+
+def _train_near_rows(index: np.ndarray, part: int, k: int, ranges: int) -> np.ndarray:
+    """A part's train rows with their near key in range k (`_NEAR`), from its index a
+    block at a time."""
+    found = [np.zeros((0, len(_NEAR)), dtype=np.int64)]
+    for lo in range(0, index.shape[1], RANGE_ROWS):
+        block = np.asarray(index[:, lo : lo + RANGE_ROWS])
+        hit = _in_range(block[COLUMNS.index("near")], k, ranges)
+        column = {c: block[COLUMNS.index(c), hit] for c in ("near", "id", "row", "line")}
+        n = int(hit.sum())
+        found.append(
+            np.column_stack([column["near"], np.full(n, RANK["train"]), column["id"],
+                             np.full(n, part), np.full(n, SPLITS.index("train")), column["row"],
+                             column["line"], np.full(n, part)])
+        )  # fmt: skip
+    return np.concatenate(found)
+
+
+def _small_near_rows(parts: list[VersionPart], small: _Small, origins: list[str]) -> np.ndarray:
+    """Every valid and test row of the parts (`_NEAR`); their inputs' names are added to
+    `origins`, where a row's last column points."""
+    found = [np.zeros((0, len(_NEAR)), dtype=np.int64)]
+    for p, part in enumerate(parts):
+        for split in ("test", "valid"):
+            table = small.tables[f"{part.key}/{split}"]
+            if table is None:
+                continue
+            names = table["origin"].to_pylist()
+            named = {name: len(origins) + k for k, name in enumerate(dict.fromkeys(names))}
+            origins += named
+            n = table.num_rows
+            found.append(
+                np.column_stack([
+                    near_keys(table["src"].to_pylist(), table["tgt"].to_pylist()).view(np.int64),
+                    np.full(n, RANK[split]), table["id"].to_numpy(), np.full(n, p),
+                    np.full(n, SPLITS.index(split)), np.arange(n), table["line"].to_numpy(),
+                    np.array([named[name] for name in names], dtype=np.int64),
+                ])
+            )  # fmt: skip
+    return np.concatenate(found)
 
 
 def _origin(part: VersionPart) -> str:

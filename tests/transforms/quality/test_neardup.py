@@ -25,7 +25,7 @@ def test_punctuation_spacing_and_case_give_the_same_first_key():
     )
     assert found.shape == (3, 9)
     assert found[0, 0] == found[1, 0] != found[2, 0]
-    assert compared(Pairs(["A-b c."], ["你，好。"], ("en", "zh"))) == ["abc\x00你好"]
+    assert compared(["A-b c."], ["你，好。"]) == ["abc\x00你好"]
 
 
 def test_a_pair_a_few_characters_apart_shares_a_band_and_unrelated_pairs_do_not():

@@ -22,6 +22,7 @@ from nmtpipe.pipelines.cli.main import main
 from nmtpipe.pipelines.workflow.encode import EncodeStep
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
+from nmtpipe.pipelines.workflow.refresh import version_overlap
 from nmtpipe.pipelines.workflow.refresh.version_overlap import version_exclusions
 from nmtpipe.transforms.formats import overlap_index
 from nmtpipe.transforms.formats.encoded_dataset import open_dataset
@@ -457,14 +458,29 @@ def test_small_changes_run_in_process_on_local_runners(tmp_path, capsys):
     assert "on FnApiRunner (2 worker processes" in capsys.readouterr().err
 
 
+def shouted(k: int) -> tuple[str, str]:
+    """Pair k again but for case and punctuation inside: a near-duplicate of it, which
+    shares no side with it (`overlap.side_keys`)."""
+    return EN[k].upper().replace(" ", " - ", 1), ZH[k][:1] + "，" + ZH[k][1:]
+
+
 def leaky_inputs(tmp_path: Path) -> tuple[Path, Path]:
-    """Two train inputs sharing ten pairs and a test input whose second source is a
-    training sentence of the first, translated anew; their config and test input."""
+    """Two train inputs sharing ten pairs, five more of the first in the second but for
+    case and punctuation, and a test input whose second source is a training sentence of
+    the first, translated anew, and whose third pair is one of the first's, shouted;
+    their config and test input."""
     raw = tmp_path / "raw"
     raw.mkdir()
     write_pair(raw / "part0", EN[:300], ZH[:300])
-    write_pair(raw / "part1", EN[290:600], ZH[290:600])
-    test = write_pair(tmp_path / "test", [EN[700], EN[5]], [ZH[700], "另一个全新的翻译。"])
+    near = [shouted(k) for k in range(100, 105)]
+    write_pair(
+        raw / "part1", EN[290:600] + [s for s, _ in near], ZH[290:600] + [t for _, t in near]
+    )
+    test = write_pair(
+        tmp_path / "test",
+        [EN[700], EN[5], shouted(20)[0]],
+        [ZH[700], "另一个全新的翻译。", shouted(20)[1]],
+    )
     prepare = {"testpref": [str(test)], "valid_fraction": 0.05}
     return config(tmp_path, prepare=prepare), test
 
@@ -476,6 +492,7 @@ def test_a_version_leaves_out_pairs_repeated_or_leaked_across_its_inputs(tmp_pat
     doc = versions.read_version(str(root), 1)
     assert doc["exclusions"]["rejects"].get("duplicate", 0) >= 10
     assert doc["exclusions"]["rejects"]["overlap"] >= 1
+    assert doc["exclusions"]["rejects"]["near-duplicate"] == 6  # 5 across inputs, 1 of test
     # What one prepare of all inputs gives, split by split.
     whole = tmp_path / "whole"
     run_prepare(
@@ -531,6 +548,10 @@ def test_the_checks_across_inputs_read_each_part_once_and_trust_text_not_hashes(
     for part in parts:
         Path(overlap_index.index_url(part)).unlink()
     assert version_exclusions(parts, keep_overlap=False) == expected
+    # In ranges of 64 ids and keys, the same, in another order.
+    monkeypatch.setattr(version_overlap, "RANGE_ROWS", 64)
+    where = lambda row: (row["part"], row["split"], row["row"])  # noqa: E731
+    assert sorted(version_exclusions(parts, False), key=where) == sorted(expected, key=where)
 
 
 def spy(function, calls: list):
