@@ -183,8 +183,10 @@ class NearDupKeysFn(beam.DoFn):
             p: batch_transport.one_batch(flat.filter(pa.array(part == p)))
             for p in np.unique(part).tolist()
         }
-        # A pair's id names its batch: a retry overwrites the same file.
-        name = f"neardup keys {split} {shard} {table['id'][0].as_py()}"
+        # Where its first pair was read names the batch (one pair may be read in several
+        # chunks, its id with it): a retry overwrites the same file.
+        first = f"{table['origin'][0].as_py()}:{table['line'][0].as_py()}"
+        name = f"neardup keys {split} {shard} {first}"
         yield from batch_transport.ship(batches, batch_transport.spill_url(self.spill_dir, name))
 
 

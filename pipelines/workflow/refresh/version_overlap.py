@@ -202,8 +202,9 @@ def _finds_near_duplicates(part: VersionPart) -> bool:
     return "neardup" in doc["options"].get("quality", {}).get("scorers", [])
 
 
-# The columns of `_near_repeats`' rows, all int64.
+# The columns of `_near_repeats`' rows, all int64 (`origin`: an index into its origins).
 _NEAR = ("near", "rank", "id", "part", "split", "row", "line", "origin")
+_AT = {name: k for k, name in enumerate(_NEAR)}
 
 
 def _near_repeats(
@@ -222,17 +223,20 @@ def _near_repeats(
             [listed[_in_range(listed[:, 0], k, ranges)]]
             + [_train_near_rows(ix, p, k, ranges) for p, ix in enumerate(indexes)]
         )
-        near, rank, ids, part = (rows[:, _NEAR.index(c)] for c in ("near", "rank", "id", "part"))
-        rows = rows[np.lexsort((part, ids, rank, near))]
+        rows = rows[np.lexsort([rows[:, _AT[c]] for c in ("part", "id", "rank", "near")])]
+        near, ids = rows[:, _AT["near"]], rows[:, _AT["id"]]
         first = np.ones(len(rows), dtype=bool)
-        first[1:] = rows[1:, 0] != rows[:-1, 0]
+        first[1:] = near[1:] != near[:-1]
         keeper = np.maximum.accumulate(np.where(first, np.arange(len(rows)), 0))
-        again = np.flatnonzero(rows[:, 2] != rows[keeper, 2])
+        again = np.flatnonzero(ids != ids[keeper])
         for i, kept in zip(again.tolist(), keeper[again].tolist(), strict=True):
-            _, _, _, p, split, row, line, origin = rows[i].tolist()
-            detail = f"like the pair at {origins[rows[kept, 7]]}:{rows[kept, 6]}"
-            reject = Reject(origins[origin], line, NEAR_DUPLICATE, detail, None, None)
-            out.append(_row(parts[p].key, SPLITS[split], row, reject._asdict()))
+            row = dict(zip(_NEAR, rows[i].tolist(), strict=True))
+            stays = dict(zip(_NEAR, rows[kept].tolist(), strict=True))
+            detail = f"like the pair at {origins[stays['origin']]}:{stays['line']}"
+            reject = Reject(origins[row["origin"]], row["line"], NEAR_DUPLICATE, detail, None, None)
+            out.append(
+                _row(parts[row["part"]].key, SPLITS[row["split"]], row["row"], reject._asdict())
+            )
     return out
 
 

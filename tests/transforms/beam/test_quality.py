@@ -133,3 +133,27 @@ def test_near_duplicates_go_to_the_shard_of_the_pair_that_goes(spilled, tmp_path
             ),
         )
     assert bool(list(tmp_path.glob("*.arrow"))) == spilled
+
+
+@pytest.mark.parametrize("spilled", [False, True], ids=["inline", "spilled"])
+def test_one_pair_read_first_in_two_chunks_keeps_both_chunks_keys(spilled, tmp_path):
+    """A pair repeated across inputs leads two batches of one shard: each batch's keys
+    travel on their own (spilled, in files named after where their first pair was read)."""
+    items = [
+        (("train", 2), inline(pair_batch(origin, pa.array(ids, pa.int64()), src, tgt,
+                                         pa.array(range(1, len(ids) + 1), pa.int64()))))
+        for origin, ids, src, tgt in (
+            ("a.{en,zh}", [1], ["I like tea."], ["我喜欢茶。"]),
+            ("b.{en,zh}", [1, 3], ["I like tea.", "i like tea"], ["我喜欢茶。", "我喜欢茶"]),
+        )
+    ]  # fmt: skip
+    finder = NearDupScorer(NearDupConfig())
+    with TestPipeline(argv=IN_MEMORY) as p:
+        near = (
+            p
+            | beam.Create(items)
+            | FindNearDuplicates([finder], LANGS, 1, str(tmp_path) if spilled else None)
+            | beam.MapTuple(lambda key, item: receive_table(item).to_pylist())
+            | beam.FlatMap(lambda rows: [tuple(r.values()) for r in rows])
+        )
+        assert_that(near, equal_to([("b.{en,zh}", 2, "like the pair at a.{en,zh}:1")]))
