@@ -7,7 +7,15 @@ import re
 
 import numpy as np
 
-from nmtpipe.transforms.quality.units import END, START, characters, distinct, of_lists, word_units
+from nmtpipe.transforms.quality.units import (
+    END,
+    START,
+    Ragged,
+    characters,
+    distinct,
+    of_lists,
+    word_units,
+)
 
 
 def test_words_lowercased_and_each_chinese_character_a_unit_digits_left_out():
@@ -42,6 +50,20 @@ def test_the_compiled_split_is_pythons_regex_on_every_code_point():
     assert np.array_equal(units.values, expected.values)
     distinct_units = {u for line in found for u in line}
     assert len(set(units.values.tolist())) == len(distinct_units) > 3000
+
+
+def test_distinct_units_are_each_lines_sorted_set():
+    rng = np.random.default_rng(3)
+    lists = [rng.integers(0, 9, rng.integers(0, 30)).tolist() for _ in range(500)]
+    lengths = [len(values) for values in lists]
+    units = Ragged(
+        np.concatenate([np.zeros(0), *lists]).astype(np.uint64),
+        np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+    )
+    found = distinct(units)
+    assert [
+        found.values[a:b].tolist() for a, b in zip(found.starts[:-1], found.starts[1:], strict=True)
+    ] == [sorted(set(values)) for values in lists]
 
 
 def test_distinct_units_per_line_and_take():
