@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from nmtpipe.transforms.options import comma_list, option
 from nmtpipe.transforms.quality.base import Pairs, PairScorer, Verdicts
+from nmtpipe.transforms.quality.line_chars import line_chars
 
 NUMBER = re.compile(r"\d+(?:[,.\u2009 ]\d{3})*(?:\.\d+)?")
 URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'，。、）)]+", re.I)
@@ -80,12 +81,9 @@ class RulesConfig:
     )
 
 
-def _share(lines: pa.Array, pattern: str) -> np.ndarray:
-    """Per line, the share of its characters other than spaces that match `pattern`."""
-    found = pc.count_substring_regex(lines, pattern).to_numpy(zero_copy_only=False)
-    spaces = pc.count_substring_regex(lines, r"\s").to_numpy(zero_copy_only=False)
-    length = pc.utf8_length(lines).to_numpy(zero_copy_only=False) - spaces
-    return np.divide(found, length, out=np.zeros(found.size), where=length > 0)
+def _share(found: np.ndarray, chars: np.ndarray) -> np.ndarray:
+    """Per line, `found` as a share of its characters other than spaces."""
+    return np.divide(found, chars, out=np.zeros(found.size), where=chars > 0)
 
 
 def _candidates(sides: tuple[pa.Array, pa.Array], pattern: str) -> np.ndarray:
@@ -195,46 +193,42 @@ class RulesScorer(PairScorer):
                         rows.append(i)
                         details.append(f"{rule} differ: {said}" if rule != "codes" else said)
                 found.append(Verdicts(rule, np.asarray(rows, dtype=np.int64), details))
+        n = self.config.rules_max_repeats
+        counted = [line_chars(pairs.src, n), line_chars(pairs.tgt, n)]  # type: ignore[arg-type]
         if "punctuation" in on:
-            found.append(
-                self._shares(
-                    sides,
-                    r"[\p{P}\p{S}]",
-                    "punctuation",
-                    lambda s: s > self.config.rules_max_punctuation,
-                )
-            )
+            shares = [_share(c.punctuation, c.chars) for c in counted]
+            limit = self.config.rules_max_punctuation
+            found.append(_by_share(shares, "punctuation", lambda s: s > limit))
         if "letters" in on:
-            found.append(
-                self._shares(sides, r"\pL", "letters", lambda s: s < self.config.rules_min_letters)
-            )
+            shares = [_share(c.letters, c.chars) for c in counted]
+            limit = self.config.rules_min_letters
+            found.append(_by_share(shares, "letters", lambda s: s < limit))
         if "repetition" in on:
-            found.append(self._repetitions(pairs))
+            found.append(self._repetitions(pairs, counted[0].repeats | counted[1].repeats))
         return found
 
-    def _shares(
-        self,
-        sides: tuple[pa.Array, pa.Array],
-        pattern: str,
-        rule: str,
-        fails: Callable[[np.ndarray], np.ndarray],
-    ) -> Verdicts:
-        shares = [_share(side, pattern) for side in sides]
-        bad = [fails(s) for s in shares]
-        rows = np.flatnonzero(bad[0] | bad[1])
-        details = []
-        for i in rows.tolist():
-            k = 0 if bad[0][i] else 1
-            details.append(f"{('src', 'tgt')[k]}: {shares[k][i]:.0%} {rule}")
-        return Verdicts(rule, rows, details)
-
-    def _repetitions(self, pairs: Pairs) -> Verdicts:
+    def _repetitions(self, pairs: Pairs, maybe: np.ndarray) -> Verdicts:
+        """The regular expression where the compiled scan says it matches, for the words
+        it matched."""
         rows, details = [], []
-        for i, (src, tgt) in enumerate(zip(pairs.src, pairs.tgt, strict=True)):
-            for name, text in (("src", src), ("tgt", tgt)):
+        for i in np.flatnonzero(maybe).tolist():
+            for name, text in (("src", pairs.src[i]), ("tgt", pairs.tgt[i])):
                 m = self._repeat.search(text)
                 if m:
                     rows.append(i)
                     details.append(f"{name}: {m.group(0)[:40]!r} repeats")
                     break
         return Verdicts("repetition", np.asarray(rows, dtype=np.int64), details)
+
+
+def _by_share(
+    shares: list[np.ndarray], rule: str, fails: Callable[[np.ndarray], np.ndarray]
+) -> Verdicts:
+    """The rows where either side's share fails, each with the side and its share."""
+    bad = [fails(s) for s in shares]
+    rows = np.flatnonzero(bad[0] | bad[1])
+    details = []
+    for i in rows.tolist():
+        k = 0 if bad[0][i] else 1
+        details.append(f"{('src', 'tgt')[k]}: {shares[k][i]:.0%} {rule}")
+    return Verdicts(rule, rows, details)

@@ -47,7 +47,7 @@ class Ragged:
         return Ragged(self.values[index], starts)
 
 
-def _code_points(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def code_points(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """The texts' code points end to end, and where each text starts (one more)."""
     codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
@@ -58,7 +58,7 @@ def of_lists(lists: list[list[str]]) -> Ragged:
     """Lines as lists of strings → their stable 64-bit ids (as `word_units` gives them)."""
     lengths = np.fromiter((len(items) for items in lists), dtype=np.int64, count=len(lists))
     starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    codes, bounds = _code_points([item for items in lists for item in items])
+    codes, bounds = code_points([item for items in lists for item in items])
     return Ragged(_hash_spans(codes, bounds), starts)
 
 
@@ -86,7 +86,7 @@ def word_units(lines: list[str]) -> Ragged:
     """Each line's units (see the module), as ids: its lowercased text in runs of
     letters (what Python's `[^\\W\\d_]` matches: digits, marks and the underscore
     end a run) and single Han and kana characters."""
-    codes, bounds = _code_points([line.lower() for line in lines])
+    codes, bounds = code_points([line.lower() for line in lines])
     return Ragged(*_split_units(codes, _classes(codes), bounds))
 
 
