@@ -6,6 +6,7 @@ import fcntl
 import gzip
 import hashlib
 import json
+import random
 import re
 import tempfile
 from collections import Counter
@@ -54,6 +55,22 @@ def train_records(save_dir: Path | str) -> list[dict]:
     """The records a training run kept beside its checkpoints (train_log.jsonl)."""
     lines = (Path(save_dir) / "train_log.jsonl").read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines]
+
+
+def unicode_lines(count: int, seed: int) -> list[str]:
+    """Lines of characters drawn from every plane, with ASCII, spaces, a vertical tab,
+    repeats, Chinese and an accented letter between: what code point tables must read
+    as the regular expressions they stand for read them."""
+    pool = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    rng = random.Random(seed)
+    common = ["ab", "ab ", "no no ", "!!", "\t", "\v", "_", "京京", "9", "é", " "]
+    return [
+        "".join(
+            chr(rng.choice(pool)) if rng.random() < 0.2 else rng.choice(common)
+            for _ in range(rng.randrange(30))
+        )
+        for _ in range(count)
+    ]
 
 
 def example_lines(name: str, lang: str, limit: int | None = None) -> list[str]:

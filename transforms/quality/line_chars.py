@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
-from nmtpipe.transforms.quality.units import code_points
+from nmtpipe.transforms.quality.units import code_points, distinct_code_points, of_each
 
 _PATTERNS = {"punctuation": r"[\p{P}\p{S}]", "letters": r"\pL", "spaces": r"\s"}
 _WORD, _SPACE = 1, 2  # bits of a code point's class for runs: Python's \w and \s
@@ -39,14 +39,14 @@ class LineChars:
 
 def line_chars(lines: list[str], words: int) -> LineChars:
     codes, bounds = code_points(lines)
-    distinct = np.flatnonzero(np.bincount(codes, minlength=1))
+    distinct = distinct_code_points(codes)
     texts = pa.array([chr(c) for c in distinct.tolist()], pa.string())
     owner = np.repeat(np.arange(len(lines)), np.diff(bounds))
     counts = {}
     for name, pattern in _PATTERNS.items():
         hit = pc.count_substring_regex(texts, pattern).to_numpy(zero_copy_only=False) > 0
         counts[name] = np.bincount(
-            owner, weights=_of_each(codes, distinct, hit), minlength=len(lines)
+            owner, weights=of_each(codes, distinct, hit), minlength=len(lines)
         )
     kinds = np.array(
         [(_WORD if ch.isalnum() or ch == "_" else 0) | (_SPACE if ch.isspace() else 0)
@@ -57,16 +57,8 @@ def line_chars(lines: list[str], words: int) -> LineChars:
         np.diff(bounds) - counts["spaces"].astype(np.int64),
         counts["punctuation"].astype(np.int64),
         counts["letters"].astype(np.int64),
-        _repeats(codes, _of_each(codes, distinct, kinds), bounds, words),
+        _repeats(codes, of_each(codes, distinct, kinds), bounds, words),
     )
-
-
-def _of_each(codes: np.ndarray, distinct: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Each code point's value, given a value per distinct code point (a table indexed by
-    code point: one read each)."""
-    table = np.zeros(int(distinct[-1]) + 1 if distinct.size else 1, dtype=values.dtype)
-    table[distinct] = values
-    return table[codes]
 
 
 @njit(cache=True)

@@ -25,13 +25,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pyarrow as pa
 
 from nmtpipe.transforms.options import option
 from nmtpipe.transforms.quality.base import DuplicateKeys, Pairs
 from nmtpipe.transforms.quality.tables import pair_keys
-from nmtpipe.transforms.quality.units import Ragged
-from nmtpipe.transforms.text.string_hash import hash64, mix64
+from nmtpipe.transforms.quality.units import (
+    Ragged,
+    code_points,
+    distinct_code_points,
+    hash_spans,
+    of_each,
+)
+from nmtpipe.transforms.text.string_hash import mix64
 
 # Who stays of a group of near-duplicates: a test pair over a valid one over a train one,
 # then the smallest id.
@@ -75,14 +80,25 @@ def compared(src: Sequence[str], tgt: Sequence[str]) -> list[str]:
 
 
 def near_keys(src: Sequence[str], tgt: Sequence[str]) -> np.ndarray:
-    """Each pair's key as pairs equal but for punctuation, spacing and case share it:
-    the first key of every pair (whatever the bands), and what a refresh compares the
-    parts of a version by (`pipelines/workflow/refresh/version_overlap.py`)."""
-    return _text_keys(compared(src, tgt))
+    """Each pair's key as pairs equal but for punctuation, spacing and case share it (a
+    hash of what `compared` keeps of each side): the first key of every pair (whatever
+    the bands), and what a refresh compares the parts of a version by
+    (`pipelines/workflow/refresh/version_overlap.py`)."""
+    return pair_keys(_side_keys(src), _side_keys(tgt))
 
 
-def _text_keys(texts: list[str]) -> np.ndarray:
-    return hash64(pa.array(texts, pa.string()))
+def _side_keys(lines: Sequence[str]) -> np.ndarray:
+    """A hash of each line's letters and digits, lowercased: `compared`'s side, its
+    characters kept by a table of the distinct code points (a regular expression's
+    substitution and a string per line cost most of this scorer's CPU)."""
+    codes, bounds = code_points([unicodedata.normalize("NFKC", line).lower() for line in lines])
+    distinct = distinct_code_points(codes)
+    # What `_NOT_ALNUM` leaves: Python's \w but the underscore.
+    alnum = np.array([chr(c).isalnum() for c in distinct.tolist()], dtype=bool)
+    keep = of_each(codes, distinct, alnum)
+    line = np.repeat(np.arange(len(lines)), np.diff(bounds))
+    kept = np.bincount(line[keep], minlength=len(lines))
+    return hash_spans(codes[keep], np.concatenate([[0], np.cumsum(kept)]).astype(np.int64))
 
 
 def shingles(texts: list[str]) -> Ragged:
@@ -127,11 +143,11 @@ class NearDupScorer(DuplicateKeys):
     )
 
     def keys(self, pairs: Pairs) -> np.ndarray:
-        texts = compared(pairs.src, pairs.tgt)
-        exact = _text_keys(texts)
+        exact = near_keys(pairs.src, pairs.tgt)
         bands, rows = self.config.neardup_bands, self.config.neardup_rows
-        if bands == 0 or not texts:
+        if bands == 0 or not len(pairs):
             return exact[:, None]
+        texts = compared(pairs.src, pairs.tgt)
         mins = minhashes(shingles(texts), bands * rows).reshape(len(texts), bands, rows)
         keys = np.empty((len(texts), bands + 1), dtype=np.uint64)
         keys[:, 0] = exact

@@ -54,12 +54,25 @@ def code_points(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return codes, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
 
 
+def distinct_code_points(codes: np.ndarray) -> np.ndarray:
+    """The code points `codes` holds, sorted."""
+    return np.flatnonzero(np.bincount(codes, minlength=1))
+
+
+def of_each(codes: np.ndarray, distinct: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each code point's value, given a value per distinct code point (a table indexed by
+    code point: one read each)."""
+    table = np.zeros(int(distinct[-1]) + 1 if distinct.size else 1, dtype=values.dtype)
+    table[distinct] = values
+    return table[codes]
+
+
 def of_lists(lists: list[list[str]]) -> Ragged:
     """Lines as lists of strings → their stable 64-bit ids (as `word_units` gives them)."""
     lengths = np.fromiter((len(items) for items in lists), dtype=np.int64, count=len(lists))
     starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     codes, bounds = code_points([item for items in lists for item in items])
-    return Ragged(_hash_spans(codes, bounds), starts)
+    return Ragged(hash_spans(codes, bounds), starts)
 
 
 def distinct(units: Ragged) -> Ragged:
@@ -123,7 +136,8 @@ def _hash(codes: np.ndarray, first: int, last: int) -> np.uint64:
 
 
 @njit(cache=True)
-def _hash_spans(codes: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+def hash_spans(codes: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """A stable 64-bit hash of each span bounds[i]..bounds[i + 1] of `codes`."""
     out = np.empty(bounds.size - 1, dtype=np.uint64)
     for i in range(bounds.size - 1):
         out[i] = _hash(codes, bounds[i], bounds[i + 1])

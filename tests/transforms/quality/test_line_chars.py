@@ -3,7 +3,6 @@ stand for, on lines drawn from every plane and on the bundled corpus."""
 
 from __future__ import annotations
 
-import random
 import re
 
 import numpy as np
@@ -12,25 +11,12 @@ import pyarrow.compute as pc
 import pytest
 
 from nmtpipe.transforms.quality.line_chars import line_chars
-from tests.helpers import example_lines
-
-
-def random_lines(count: int, seed: int) -> list[str]:
-    pool = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
-    rng = random.Random(seed)
-    common = ["ab", "ab ", "no no ", "!!", "\t", "\v", "_", "京京", "9", "é", " "]
-    return [
-        "".join(
-            chr(rng.choice(pool)) if rng.random() < 0.2 else rng.choice(common)
-            for _ in range(rng.randrange(30))
-        )
-        for _ in range(count)
-    ]
+from tests.helpers import example_lines, unicode_lines
 
 
 @pytest.fixture(scope="module")
 def lines() -> list[str]:
-    return random_lines(3000, 11) + example_lines("tatoeba-cmn", "zh")[:2000] + [""]
+    return unicode_lines(3000, 11) + example_lines("tatoeba-cmn", "zh")[:2000] + [""]
 
 
 def test_counts_are_re2s(lines):

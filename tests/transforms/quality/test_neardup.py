@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from nmtpipe.transforms.quality.base import Pairs
-from nmtpipe.transforms.quality.neardup import NearDupConfig, NearDupScorer, compared, shingles
+from nmtpipe.transforms.quality.neardup import (
+    NearDupConfig,
+    NearDupScorer,
+    compared,
+    near_keys,
+    shingles,
+)
+from tests.helpers import example_lines, unicode_lines
 
 
 def keys(src: list[str], tgt: list[str], **config) -> np.ndarray:
@@ -56,3 +63,18 @@ def test_short_texts_have_a_gram_and_grams_stay_in_their_text():
     assert grams.lengths.tolist() == [2, 1, 7]
     again = shingles(["abcdefg"])
     assert np.array_equal(grams.values[3:], again.values)
+
+
+def test_the_first_key_is_a_hash_of_the_compared_text():
+    """Pairs share a first key exactly when `compared` makes them the same text: on the
+    bundled corpus with its pairs again shouted, spaced and punctuated otherwise, and on
+    lines of characters from every plane."""
+    src, tgt = example_lines("tatoeba-cmn", "en")[:3000], example_lines("tatoeba-cmn", "zh")[:3000]
+    src += [s.upper().replace(" ", "  -  ") for s in src[:500]] + unicode_lines(1000, 5)
+    tgt += [t.replace("，", " ") + "!!" for t in tgt[:500]] + unicode_lines(1000, 6)
+    texts = compared(src, tgt)
+    found = near_keys(src, tgt)
+    by_text = {}
+    for text, key in zip(texts, found.tolist(), strict=True):
+        assert by_text.setdefault(text, key) == key
+    assert len(set(by_text.values())) == len(by_text) > 3000
