@@ -104,22 +104,18 @@ def word_units(lines: list[str]) -> Ragged:
 
 
 def _classes(codes: np.ndarray) -> np.ndarray:
-    """Each code point's class. Beyond ASCII, each distinct code point is asked of
-    Python once, as `re` asks it: a letter is alphanumeric and not a decimal digit."""
-    classes = np.zeros(codes.size, dtype=np.uint8)
-    lower = (codes >= ord("a")) & (codes <= ord("z"))
-    upper = (codes >= ord("A")) & (codes <= ord("Z"))  # where lower() leaves them
-    classes[lower | upper] = _LETTER
-    alone = np.zeros(codes.size, dtype=bool)
-    for first, last in _CJK:
-        alone |= (codes >= first) & (codes <= last)
-    classes[alone] = _ALONE
-    other = (codes > 0x7F) & ~alone
-    if other.any():
-        seen, where = np.unique(codes[other], return_inverse=True)
-        letters = np.array([chr(c).isalnum() and not chr(c).isdecimal() for c in seen.tolist()])
-        classes[other] = np.where(letters[where], _LETTER, _BREAK)
-    return classes
+    """Each code point's class, each distinct code point asked once, as `re` asks it: a
+    letter is alphanumeric and not a decimal digit; Han and kana stand alone."""
+    distinct = distinct_code_points(codes)
+    classes = np.array([_class(c) for c in distinct.tolist()], dtype=np.uint8)
+    return of_each(codes, distinct, classes)
+
+
+def _class(code: int) -> int:
+    if any(first <= code <= last for first, last in _CJK):
+        return _ALONE
+    char = chr(code)
+    return _LETTER if char.isalnum() and not char.isdecimal() and char != "_" else _BREAK
 
 
 @njit(cache=True)
