@@ -26,6 +26,10 @@ COMMANDS = {
         "nmtpipe.pipelines.cli.commands.prepare",
         "raw corpora -> clean, deduplicated, split, sharded Parquet + token counts",
     ),
+    "rethreshold": (
+        "nmtpipe.pipelines.cli.commands.rethreshold",
+        "a prepared dataset -> the same judged by other score thresholds, without the corpus",
+    ),
     "vocab": (
         "nmtpipe.pipelines.cli.commands.vocab",
         "token counts -> Tensor2Tensor subwords, SentencePiece or HF tokenizers, + fairseq dicts",
@@ -71,12 +75,12 @@ COMMANDS = {
 # The commands that run Beam pipelines: only they pay for Beam's start (imported lean,
 # its graph introspection memoised, the heap frozen at the exit); the others never
 # import Beam (pyproject.toml's import contracts name them; a test runs each).
-RUNS_BEAM = frozenset({"prepare", "vocab", "encode", "run", "refresh"})
+RUNS_BEAM = frozenset({"prepare", "rethreshold", "vocab", "encode", "run", "refresh"})
 
 DESCRIPTION = """\
 Turn raw parallel corpora into training-ready data, at any scale, on Apache Beam.
 
-prepare, vocab, encode and refresh also take Beam's pipeline options (--runner,
+prepare, rethreshold, vocab, encode and refresh also take Beam's pipeline options (--runner,
 --direct_num_workers, --direct_running_mode, Dataflow's --project/--region/
 --temp_location, Flink's --flink_master, ...); `nmtpipe STEP --help-beam` lists them.
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 import re
 import tempfile
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import runs_locally
@@ -46,52 +49,88 @@ if TYPE_CHECKING:
     from apache_beam.options.pipeline_options import PipelineOptions
 
 
-def _fill_empty(plan: PreparePlan, files: list[dict[str, Any]]) -> None:
+@dataclass(frozen=True)
+class Prepared:
+    """What a prepared output holds, whatever writes it (`prepare`, `rethreshold`): its
+    layout and what its manifest records of how it was made."""
+
+    output: str
+    langs: tuple[str, str]
+    shard_counts: dict[str, int]
+    count_buckets: int
+    reject_shards: int
+    pairs_schema: pa.Schema
+    fingerprint: str
+    identities: tuple[dict[str, Any], ...]
+    options: dict[str, Any]
+    code_version: str = __version__
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        return tuple(self.shard_counts)
+
+
+def prepared_of(plan: PreparePlan) -> Prepared:
+    return Prepared(
+        output=plan.output,
+        langs=plan.langs,
+        shard_counts=plan.shard_counts(),
+        count_buckets=plan.count_buckets,
+        reject_shards=plan.reject_shards,
+        pairs_schema=plan.pairs_schema(),
+        fingerprint=plan.fingerprint,
+        identities=plan.identities,
+        options=plan.options(),
+    )
+
+
+def fill_empty(out: Prepared, files: list[dict[str, Any]]) -> None:
     """Write the shards, count buckets and reject files that got no data, empty."""
     have = {f["path"] for f in files}
-    out = plan.output
-    for split, n in plan.shard_counts().items():
+    for split, n in out.shard_counts.items():
         for k in range(n):
             if pairs_path(split, k, n) not in have:
                 written = fsio.write_parquet(
-                    fsio.join(out, pairs_path(split, k, n)), plan.pairs_schema().empty_table()
+                    fsio.join(out.output, pairs_path(split, k, n)), out.pairs_schema.empty_table()
                 )
-                files.append(file_entry(out, written, "pairs", 0, split=split))
-    for side in (*plan.langs, JOINED):
-        for b in range(plan.count_buckets):
-            if counts_path(side, b, plan.count_buckets) not in have:
+                files.append(file_entry(out.output, written, "pairs", 0, split=split))
+    for side in (*out.langs, JOINED):
+        for b in range(out.count_buckets):
+            if counts_path(side, b, out.count_buckets) not in have:
                 written = write_counts(
-                    fsio.join(out, counts_path(side, b, plan.count_buckets)),
+                    fsio.join(out.output, counts_path(side, b, out.count_buckets)),
                     COUNTS_SCHEMA.empty_table(),
                 )
-                files.append(file_entry(out, written, "counts", 0, side=side, bucket=b))
-    for k in range(plan.reject_shards):
-        if rejects_path(k, plan.reject_shards) not in have:
-            written, _ = write_rejects(fsio.join(out, rejects_path(k, plan.reject_shards)), [])
-            files.append(file_entry(out, written, "rejects", 0))
+                files.append(file_entry(out.output, written, "counts", 0, side=side, bucket=b))
+    for k in range(out.reject_shards):
+        if rejects_path(k, out.reject_shards) not in have:
+            written, _ = write_rejects(
+                fsio.join(out.output, rejects_path(k, out.reject_shards)), []
+            )
+            files.append(file_entry(out.output, written, "rejects", 0))
     if CHARS_PATH not in have:
-        files.append(write_chars([], out))
+        files.append(write_chars([], out.output))
     files.sort(key=lambda f: f["path"])
 
 
-def _manifest_doc(
-    plan: PreparePlan, files: list[dict[str, Any]], stats: dict[str, Any]
+def manifest_doc(
+    out: Prepared, files: list[dict[str, Any]], stats: dict[str, Any]
 ) -> dict[str, Any]:
     def paths(**match: str) -> list[str]:
         return sorted(f["path"] for f in files if all(f.get(k) == v for k, v in match.items()))
 
     return {
         "kind": KIND,
-        "code_version": __version__,
+        "code_version": out.code_version,
         "created": manifest.created_stamp(),
-        "fingerprint": plan.fingerprint,
-        "inputs": [_with_encoding(ident, stats) for ident in plan.identities],
-        "options": plan.options(),
+        "fingerprint": out.fingerprint,
+        "inputs": [_with_encoding(ident, stats) for ident in out.identities],
+        "options": out.options,
         "splits": {
             split: {"pairs": stats["splits"][split], "files": paths(kind="pairs", split=split)}
-            for split in plan.splits
+            for split in out.splits
         },
-        "counts": {side: paths(kind="counts", side=side) for side in (*plan.langs, JOINED)}
+        "counts": {side: paths(kind="counts", side=side) for side in (*out.langs, JOINED)}
         | {"chars": CHARS_PATH},
         "rejects": {"pairs": stats["pairs_rejected"], "files": paths(kind="rejects")},
         "stats": STATS_FILE,
@@ -105,7 +144,7 @@ def _with_encoding(ident: dict[str, Any], stats: dict[str, Any]) -> dict[str, An
     return {**ident, "encoding": found} if found else ident
 
 
-def _check_every_input_kept(stats: dict[str, Any]) -> None:
+def check_every_input_kept(stats: dict[str, Any]) -> None:
     """Refuse to commit a run that kept none of the pairs of an input it read some
     from, unless all went as duplicates or overlap: such an input was read wrong (its
     encoding, its fields, the languages' order), and a dataset without it would fail
@@ -133,14 +172,14 @@ _HINTS = {
 }
 
 
-def _card(plan: PreparePlan, files: list[dict[str, Any]]) -> str:
-    src, tgt = plan.langs
+def card(out: Prepared, files: list[dict[str, Any]]) -> str:
+    src, tgt = out.langs
     about = [
         f"Parallel {src}–{tgt} sentence pairs cleaned by `nmtpipe prepare` (options and "
         "inputs in manifest.json; statistics in stats.json). Token counts (`counts/`) and "
         "rejected pairs with their reasons (`rejects/`) are beside the splits, not in them."
     ]
-    scores = [name for name in plan.pairs_schema().names if name.startswith(PREFIX)]
+    scores = [name for name in out.pairs_schema.names if name.startswith(PREFIX)]
     columns = (
         "`id`, `src` and `tgt` (the texts), `origin` and `line` (where each pair came from), "
         "`src_raw` and `tgt_raw` (valid and test: the lines as read where normalisation "
@@ -150,7 +189,7 @@ def _card(plan: PreparePlan, files: list[dict[str, Any]]) -> str:
     return dataset_card(f"{src}–{tgt} prepared", about, split_shards(files, "pairs"), columns)
 
 
-def _check_consistent(files: list[dict[str, Any]], stats: dict[str, Any]) -> None:
+def check_consistent(files: list[dict[str, Any]], stats: dict[str, Any]) -> None:
     """Refuse to commit unless the files and the statistics account for every pair."""
     rows = sum(f["rows"] for f in files if f["kind"] == "pairs")
     rejected = sum(f["rows"] for f in files if f["kind"] == "rejects")
@@ -163,12 +202,12 @@ def _check_consistent(files: list[dict[str, Any]], stats: dict[str, Any]) -> Non
         )
 
 
-_OURS = re.compile(
+OURS = re.compile(
     r"^((train|valid|test)-\d{5}-of-\d{5}\.parquet|counts/.*\.parquet|rejects/.*\.parquet)$"
 )
 
 
-def _spill_root(spill_dir: str | None, options: PipelineOptions, output: str) -> str | None:
+def spill_root(spill_dir: str | None, options: PipelineOptions, output: str) -> str | None:
     """Where batches are spilled on their way to the writers (`formats/batch_transport.py`).
 
     "auto" means a local directory when every worker runs on this machine (the local
@@ -190,7 +229,7 @@ class PrepareStep(BeamStep):
 
     kind = KIND
     label = "Prepare"
-    ours = _OURS
+    ours = OURS
     command = "prepare"
     dataset_report = True
 
@@ -209,9 +248,9 @@ class PrepareStep(BeamStep):
         )
 
     def graph(self, options: PipelineOptions, meter: Meter | None = None) -> PrepareCorpus:
-        spill_root = _spill_root(self.plan.config.spill_dir, options, self.output)
-        if spill_root is not None:
-            self.spill = fsio.join(spill_root, f"nmtpipe-spill-{uuid.uuid4().hex}")
+        root = spill_root(self.plan.config.spill_dir, options, self.output)
+        if root is not None:
+            self.spill = fsio.join(root, f"nmtpipe-spill-{uuid.uuid4().hex}")
         return PrepareCorpus(self.plan.spec(), self.summary_url, self.spill, meter)
 
     def release(self) -> None:
@@ -222,17 +261,17 @@ class PrepareStep(BeamStep):
         assert summary is not None
         stats = finalize(summary["stats"], self.plan.splits)
         files = summary["files"]
-        _check_every_input_kept(stats)
-        _fill_empty(self.plan, files)
-        _check_consistent(files, stats)
+        check_every_input_kept(stats)
+        fill_empty(prepared_of(self.plan), files)
+        check_consistent(files, stats)
         return Written(files, stats)
 
     def card(self, files: list[dict[str, Any]]) -> str:
-        return _card(self.plan, files)
+        return card(prepared_of(self.plan), files)
 
     def manifest(self, files: list[dict[str, Any]], stats: dict[str, Any] | None) -> dict:
         assert stats is not None
-        return _manifest_doc(self.plan, files, stats)
+        return manifest_doc(prepared_of(self.plan), files, stats)
 
     def figures(self, outcome: StepOutcome) -> str:
         splits = outcome.manifest["splits"]

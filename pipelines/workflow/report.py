@@ -222,7 +222,7 @@ def _scores_section(scores: dict[str, Any], quality: dict[str, Any], samples: di
         "</code>), learned from this corpus; pairs below a threshold are rejected with "
         "their scores (<code>rejects/</code>).</p>",
     ]
-    rows = []
+    rows, flags = [], []
     for column, hists in scores.items():
         kept = {int(k): v for k, v in hists.get("kept", {}).items()}
         rejected = {int(k): v for k, v in hists.get("rejected", {}).items()}
@@ -236,6 +236,9 @@ def _scores_section(scores: dict[str, Any], quality: dict[str, Any], samples: di
             {"kept": kept, "rejected": rejected}, column, judge.BIN, limits, label
         )
         out.append(_figure(f"{column}: pairs by score", plot))
+        if proposed is not None and used is not None and proposed.threshold != used:
+            option = thresholds.threshold_option(column).replace("_", "-")
+            flags.append(f"--{option} {proposed.threshold:g}")
         rows.append(
             [
                 column,
@@ -265,6 +268,13 @@ def _scores_section(scores: dict[str, Any], quality: dict[str, Any], samples: di
         "rejected by the shard writers",
     ]
     out.insert(2, _table(head, rows))
+    if flags:
+        out.insert(
+            3,
+            f"<p>The proposals as options: <code>{html.escape(' '.join(flags))}</code>, for "
+            "<code>nmtpipe rethreshold</code> (this dataset judged again into a new one, "
+            "without reading the corpus) or <code>nmtpipe prepare</code>.</p>",
+        )
     return "\n".join(out)
 
 

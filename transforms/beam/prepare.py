@@ -45,7 +45,7 @@ from nmtpipe.transforms.beam.prepare_fns import (
     WritePairShardsFn,
     WriteRejectsFn,
 )
-from nmtpipe.transforms.beam.quality import FindNearDuplicates, LearnScores
+from nmtpipe.transforms.beam.quality import FindNearDuplicates, LearnScores, learned_partial
 from nmtpipe.transforms.formats.prepared import write_chars
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.commit import STAGING
@@ -159,7 +159,7 @@ class WritePairShards(beam.PTransform):
 
     def expand(
         self, inputs: tuple[beam.PCollection, beam.PCollection]
-    ) -> beam.pvalue.DoOutputsTuple:
+    ) -> dict[str, beam.PCollection]:
         pairs, protected = inputs
         s = self.spec
         writer = WritePairShardsFn(
@@ -194,9 +194,21 @@ class WritePairShards(beam.PTransform):
                 | "AsFound" >> beam.MapTuple(lambda key, batches: (key, {"pairs": batches}))
             )
         sides = [beam.pvalue.AsSingleton(protected), *map(beam.pvalue.AsSingleton, learned)]
-        return grouped | "WritePairShards" >> beam.ParDo(writer, *sides).with_outputs(
+        shards = grouped | "WritePairShards" >> beam.ParDo(writer, *sides).with_outputs(
             FILES, STATS, REJECTS, COUNTS
         )
+        stats = shards[STATS]
+        if learned:  # how many pairs each learned from, once (`nmtpipe rethreshold` reads it)
+            said = learned[0] | "SayLearned" >> beam.Map(
+                learned_partial, s.quality.learned_scorers()
+            )
+            stats = (stats, said) | "GatherShardStats" >> beam.Flatten()
+        return {
+            FILES: shards[FILES],
+            STATS: stats,
+            REJECTS: shards[REJECTS],
+            COUNTS: shards[COUNTS],
+        }
 
 
 class WriteRejectFiles(beam.PTransform):
@@ -288,18 +300,6 @@ class PrepareCorpus(beam.PTransform):
         counts = (gather(COUNTS), shards[COUNTS]) | "CountTokens" >> CountTokens(
             s.output, s.langs, s.count_buckets
         )
-        files = (
-            (shards[FILES], reject_files, counts[FILES])
-            | "GatherFiles" >> beam.Flatten()
-            | "TagFiles" >> beam.Map(lambda entry: (summary.FILE, entry))
-        )
-        stats = (
-            (gather(STATS), shards[STATS], counts[STATS])
-            | "GatherStats" >> beam.Flatten()
-            | "TagStats" >> beam.Map(lambda partial: (summary.STATS, partial))
-        )
-        return (
-            (files, stats)
-            | "GatherSummary" >> beam.Flatten()
-            | "Summarize" >> summary.WriteSummary(self.summary_url)
-        )
+        files = (shards[FILES], reject_files, counts[FILES])
+        stats = (gather(STATS), shards[STATS], counts[STATS])
+        return (files, stats) | "Summarize" >> summary.SummarizeParts(self.summary_url)

@@ -71,7 +71,7 @@ def reject_table(rejects: list[Reject]) -> pa.Table:
     return pa.Table.from_batches([reject_batch(rejects)])
 
 
-def _ship_rejects(
+def ship_rejects(
     rejects: pa.Table, num_shards: int, spill_url: str | None
 ) -> Iterator[TaggedOutput]:
     """Rejects as batches keyed by reject shard, shipped like pair batches."""
@@ -137,7 +137,7 @@ class BundleCounts:
         )
 
 
-def _reject_stats(rejects: pa.Table) -> dict[str, Any]:
+def reject_stats(rejects: pa.Table) -> dict[str, Any]:
     """Rejects as a statistics partial, counted in the job's metrics as well."""
     partial = rejects_partial(rejects)
     for reason, n in partial["rejects"].items():
@@ -205,7 +205,7 @@ class CleanChunksFn(beam.DoFn):
         yield from batch_transport.ship(
             out.pairs, batch_transport.spill_url(self.spill_dir, f"pairs {name}")
         )
-        yield from _ship_rejects(
+        yield from ship_rejects(
             rejects,
             self.reject_shards,
             batch_transport.spill_url(self.spill_dir, f"rejects {name}"),
@@ -213,7 +213,7 @@ class CleanChunksFn(beam.DoFn):
         for key, item in batch_transport.ship(out.pending, None):
             yield TaggedOutput(PENDING, (key[1] // SHARDS_PER_JUDGE, (key, item)))
         yield from self._counts.add(out.train_tokens)
-        partial = _reject_stats(rejects)
+        partial = reject_stats(rejects)
         found = dict(zip(("src", "tgt"), chunk.encodings, strict=True))
         if chunk.tgt is None:  # a TSV file: one encoding
             del found["tgt"]
@@ -276,9 +276,9 @@ class ConfirmLanguagesFn(beam.DoFn):
             yield from counts.add(out.train_tokens)
         rejects = reject_table(found)
         self.rejected.inc(rejects.num_rows)
-        yield from _ship_rejects(rejects, self.reject_shards, None)
+        yield from ship_rejects(rejects, self.reject_shards, None)
         yield from counts.emit()
-        yield TaggedOutput(STATS, _reject_stats(rejects))
+        yield TaggedOutput(STATS, reject_stats(rejects))
 
 
 class WritePairShardsFn(beam.DoFn):
@@ -333,10 +333,10 @@ class WritePairShardsFn(beam.DoFn):
         )
         yield TaggedOutput(
             STATS,
-            {**_reject_stats(result.duplicates), "splits": {split: result.stats}, **result.scores},
+            {**reject_stats(result.duplicates), "splits": {split: result.stats}, **result.scores},
         )
         spill_url = batch_transport.spill_url(self.spill_dir, f"duplicates {split} {shard}")
-        yield from _ship_rejects(result.duplicates, self.reject_shards, spill_url)
+        yield from ship_rejects(result.duplicates, self.reject_shards, spill_url)
         if split == "train" and result.duplicates.num_rows:
             texts = {field: result.duplicates[field].cast(pa.string()) for field in ("src", "tgt")}
             taken_back = {
@@ -356,7 +356,7 @@ class WritePairShardsFn(beam.DoFn):
         side inputs) and its near-duplicates; None without pair scorers."""
         if self.quality is None or not self.quality.kinds():
             return None
-        scorers = [s for s in self.quality.pair_scorers() if s.PASSES > 0]
+        scorers = self.quality.learned_scorers()
         judge = ShardJudge(scorers, learned_by_scorer(learned, scorers), self.langs, self.exempt)
         duplicates = near_duplicates(near)
         return lambda table: judge(table, duplicates)

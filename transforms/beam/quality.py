@@ -29,7 +29,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from nmtpipe.transforms.formats import batch_transport
-from nmtpipe.transforms.quality.base import DuplicateKeys, Pairs, PairScorer
+from nmtpipe.transforms.quality.base import DuplicateKeys, LearnedScorer, Pairs, PairScorer
 from nmtpipe.transforms.quality.neardup import RANK
 from nmtpipe.transforms.text.records import locations
 from nmtpipe.transforms.text.split import SPLITS
@@ -136,6 +136,13 @@ class LearnScores(beam.PTransform):
                 >> beam.CombineGlobally(MergeLearnedFn(scorers, pass_, self.spill_dir))
             )
         return learned
+
+
+def learned_partial(first: Any, scorers: list[LearnedScorer]) -> dict[str, Any]:
+    """What the first pass learned → a statistics partial of how many train pairs each
+    scorer learned from (what its least-pairs option is held to)."""
+    found = batch_transport.side_input(first)
+    return {"learned": {s.NAME: s.learned_pairs([found[s.NAME]]) for s in scorers}}
 
 
 def learned_by_scorer(passes: Iterable[Any], scorers: list[PairScorer]) -> dict[str, list[Any]]:

@@ -56,3 +56,26 @@ class WriteSummary(beam.PTransform):
             | "Combine" >> beam.CombineGlobally(SummaryFn())
             | "Write" >> beam.Map(write_summary, self.url)
         )
+
+
+class SummarizeParts(beam.PTransform):
+    """(the PCollections of manifest entries, those of statistics partials) → one summary
+    file at `url`: how a graph that writes from several branches ends."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        self.url = url
+
+    def expand(
+        self, parts: tuple[tuple[beam.PCollection, ...], tuple[beam.PCollection, ...]]
+    ) -> beam.PCollection:
+        files, stats = parts
+        tagged = (
+            files
+            | "GatherFiles" >> beam.Flatten()
+            | "TagFiles" >> beam.Map(lambda entry: (FILE, entry)),
+            stats
+            | "GatherStats" >> beam.Flatten()
+            | "TagStats" >> beam.Map(lambda partial: (STATS, partial)),
+        )
+        return tagged | "GatherSummary" >> beam.Flatten() | "Write" >> WriteSummary(self.url)

@@ -20,9 +20,7 @@ from nmtpipe.transforms.storage.fsio import WrittenFile, write_parquet
 from nmtpipe.transforms.text import stats
 from nmtpipe.transforms.text.filters import DUPLICATE
 from nmtpipe.transforms.text.overlap import Protected
-from nmtpipe.transforms.text.records import REJECTS_SCHEMA, locations, reject_rows
-
-_SORT_KEYS = [(name, "ascending") for name in ("id", "src", "tgt", "origin", "line")]
+from nmtpipe.transforms.text.records import REJECTS_SCHEMA, SORT_KEYS, locations, reject_rows
 
 
 @dataclass
@@ -63,7 +61,7 @@ def _duplicates(table: pa.Table, dup: np.ndarray) -> pa.Table:
     return reject_rows(table, rows, DUPLICATE, detail)
 
 
-def _split_stats(table: pa.Table) -> stats.Partial:
+def split_stats(table: pa.Table) -> stats.Partial:
     lengths = {side: pc.utf8_length(table[side]).to_numpy() for side in ("src", "tgt")}
     return {"pairs": table.num_rows, **{s: stats.side_partial(n) for s, n in lengths.items()}}
 
@@ -84,7 +82,7 @@ def write_pair_shard(
     """Deduplicate, sort and write one shard of `split` from inline or spilled pair
     batches; pairs that `protected` (the splits that outrank this one) holds, or whose
     sides it holds, are dropped too (`overlap.py`), and then those the `judge` rejects."""
-    table = pairs_table(batches).sort_by(_SORT_KEYS)
+    table = pairs_table(batches).sort_by(SORT_KEYS)
     dup = _duplicate_mask(table)
     dropped = [_duplicates(table, dup)] if dup.any() else []
     if dropped:
@@ -100,7 +98,7 @@ def write_pair_shard(
         dropped.append(judged)
     duplicates = pa.concat_tables(dropped) if dropped else REJECTS_SCHEMA.empty_table()
     written = write_parquet(url, table)
-    return PairShard(written, table, duplicates, _split_stats(table), scores)
+    return PairShard(written, table, duplicates, split_stats(table), scores)
 
 
 def write_rejects(url: str, batches: Iterable[Shipped]) -> tuple[WrittenFile, int]:

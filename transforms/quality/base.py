@@ -99,6 +99,10 @@ class LearnedScorer(PairScorer):
     partial accumulators merge (by addition: any order gives the same result)."""
 
     PASSES: ClassVar[int] = 1
+    # Its options that only judge, never change what it learns or scores: another value
+    # re-judges a prepared dataset from its score columns and rejects, without the corpus
+    # (`nmtpipe rethreshold`).
+    THRESHOLDS: ClassVar[tuple[str, ...]]
 
     @abstractmethod
     def start(self, pass_: int) -> Any:
@@ -111,6 +115,21 @@ class LearnedScorer(PairScorer):
     @abstractmethod
     def merge(self, acc: Any, other: Any) -> Any:
         """Two accumulators of one pass as one."""
+
+    @abstractmethod
+    def learned_pairs(self, learned: list[Any]) -> int:
+        """How many train pairs it learned from (what its least-pairs option is held to;
+        recorded in `stats.json` for `nmtpipe rethreshold`)."""
+
+    @abstractmethod
+    def verdicts(self, scores: dict[str, np.ndarray], learned_pairs: int) -> list[Verdicts]:
+        """The rows it rejects by its thresholds on its `scores`, having learned from
+        `learned_pairs` train pairs: all a re-judging needs."""
+
+    def judge(
+        self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list[Any]
+    ) -> list[Verdicts]:
+        return self.verdicts(scores, self.learned_pairs(learned))
 
 
 class DuplicateKeys(Scorer):

@@ -124,6 +124,7 @@ class FluencyScorer(LearnedScorer):
     COLUMNS = ("fluency",)
     REASONS = ("fluency",)
     PASSES = 1
+    THRESHOLDS = ("fluency_min", "fluency_min_pairs")
     CATCHES = "shuffled or garbled text: characters of the right script in no language's order"
     COSTS = (
         "one pass over the train pairs and one to score; tables of a fixed size whatever "
@@ -148,14 +149,15 @@ class FluencyScorer(LearnedScorer):
         worse = np.fmin(*sides)  # NaN only where both are
         return {"fluency": worse.astype(np.float32)}
 
-    def judge(
-        self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list[Any]
-    ) -> list[Verdicts]:
+    def learned_pairs(self, learned: list[Any]) -> int:
+        return int(learned[0][0].lines)
+
+    def verdicts(self, scores: dict[str, np.ndarray], learned_pairs: int) -> list[Verdicts]:
         limit, values = self.config.fluency_min, scores["fluency"]
         return learned_verdicts(
             "fluency",
             values,
             finite_below(values, limit),
-            (learned[0][0].lines, self.config.fluency_min_pairs),
+            (learned_pairs, self.config.fluency_min_pairs),
             lambda s: f"a side reads little like its language: fluency {s:.2f} < {limit:g}",
         )

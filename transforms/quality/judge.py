@@ -11,14 +11,22 @@ with each threshold and from which thresholds are proposed (`thresholds.py`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from nmtpipe.transforms.quality.base import Pairs, PairScorer
+from nmtpipe.transforms.quality.base import LearnedScorer, Pairs, PairScorer
 from nmtpipe.transforms.text.filters import Verdict
-from nmtpipe.transforms.text.records import REJECTS_SCHEMA, SCORES, reject_rows
+from nmtpipe.transforms.text.records import (
+    PAIRS_SCHEMA,
+    REJECTS_SCHEMA,
+    SCORES,
+    SORT_KEYS,
+    reject_rows,
+)
 
 PREFIX = "score_"
 BIN = 0.05  # histogram bins of every score
@@ -60,7 +68,7 @@ class ShardJudge:
 
     def __init__(
         self,
-        scorers: list[PairScorer],
+        scorers: list[LearnedScorer],
         learned: Mapping[str, list[Any]],
         langs: tuple[str, str],
         exempt: frozenset[str] = frozenset(),
@@ -81,37 +89,111 @@ class ShardJudge:
         scores: dict[str, np.ndarray] = {}
         for scorer in self.scorers:
             scores.update(scorer.score(self.learned[scorer.NAME], pairs))
-        reason = np.full(table.num_rows, "", dtype=object)
-        detail = np.full(table.num_rows, "", dtype=object)
-        if near:
-            where = zip(table["origin"].to_pylist(), table["line"].to_pylist(), strict=True)
-            for i, key in enumerate(where):
-                if key in near:
-                    reason[i], detail[i] = NEAR_DUPLICATE, near[key]
-        for scorer in self.scorers:
-            for verdicts in scorer.judge(scores, pairs, self.learned[scorer.NAME]):
-                rows = verdicts.rows
-                fresh = reason[rows] == ""
-                reason[rows[fresh]] = verdicts.reason
-                detail[rows[fresh]] = np.asarray(verdicts.details, dtype=object)[fresh]
-        if self.exempt:
-            origins = np.asarray(table["origin"].cast(pa.string()).to_pylist(), dtype=object)
-            reason[np.isin(origins, list(self.exempt))] = ""
-        gone = reason != ""
-        rejects = [
-            reject_rows(table, rows, name, detail[rows].tolist(), _score_maps(scores, rows))
-            for name in dict.fromkeys(reason[gone].tolist())
-            for rows in [np.flatnonzero(reason == name)]
-        ]
-        kept = table.filter(pa.array(~gone))
-        for column, values in scores.items():
-            kept = kept.append_column(PREFIX + column, pa.array(values[~gone], pa.float32()))
-        stats = {
-            column: {"kept": score_bins(values[~gone]), "rejected": score_bins(values[gone])}
-            for column, values in scores.items()
-        }
-        judged = pa.concat_tables(rejects) if rejects else REJECTS_SCHEMA.empty_table()
-        return kept, judged, {"scores": stats} if stats else {}
+        learned = {s.NAME: s.learned_pairs(self.learned[s.NAME]) for s in self.scorers}
+        return decide(table, scores, Thresholds(self.scorers, learned, self.exempt), near)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """What decides a scored pair's fate: the learned `scorers` by their thresholds,
+    each having learned from `learned[NAME]` train pairs; `exempt` origins never
+    rejected."""
+
+    scorers: list[LearnedScorer]
+    learned: Mapping[str, int]
+    exempt: frozenset[str] = frozenset()
+
+
+def decide(
+    table: pa.Table,
+    scores: Mapping[str, np.ndarray],
+    by: Thresholds,
+    near: Mapping[tuple[str, int], str],
+) -> tuple[pa.Table, pa.Table, dict[str, Any]]:
+    """Scored pairs (`table` in PAIRS_SCHEMA, `scores` row for row) judged: the pairs
+    kept with their score columns, the rejects with their scores, and the statistics
+    partial of the scores. A near-duplicate (`near`) goes first, then each scorer's
+    first reason in the scorers' order."""
+    reason = np.full(table.num_rows, "", dtype=object)
+    detail = np.full(table.num_rows, "", dtype=object)
+    if near:
+        where = zip(table["origin"].to_pylist(), table["line"].to_pylist(), strict=True)
+        for i, key in enumerate(where):
+            if key in near:
+                reason[i], detail[i] = NEAR_DUPLICATE, near[key]
+    for scorer in by.scorers:
+        for verdicts in scorer.verdicts(dict(scores), by.learned[scorer.NAME]):
+            rows = verdicts.rows
+            fresh = reason[rows] == ""
+            reason[rows[fresh]] = verdicts.reason
+            detail[rows[fresh]] = np.asarray(verdicts.details, dtype=object)[fresh]
+    if by.exempt:
+        origins = np.asarray(table["origin"].cast(pa.string()).to_pylist(), dtype=object)
+        reason[np.isin(origins, list(by.exempt))] = ""
+    gone = reason != ""
+    rejects = [
+        reject_rows(table, rows, name, detail[rows].tolist(), _score_maps(scores, rows))
+        for name in dict.fromkeys(reason[gone].tolist())
+        for rows in [np.flatnonzero(reason == name)]
+    ]
+    kept = table.filter(pa.array(~gone))
+    for column, values in scores.items():
+        kept = kept.append_column(PREFIX + column, pa.array(values[~gone], pa.float32()))
+    stats = {
+        column: {"kept": score_bins(values[~gone]), "rejected": score_bins(values[gone])}
+        for column, values in scores.items()
+    }
+    judged = pa.concat_tables(rejects) if rejects else REJECTS_SCHEMA.empty_table()
+    return kept, judged, {"scores": stats} if stats else {}
+
+
+def rejudge(
+    kept: pa.Table, judged: pa.Table, columns: list[str], by: Thresholds
+) -> tuple[pa.Table, pa.Table, dict[str, Any]]:
+    """A prepared shard judged again by other thresholds, without the corpus: its pairs
+    (`kept`: PAIRS_SCHEMA and the score columns `columns`) and those of its pairs that
+    the scorers or the near-duplicate groups rejected (`judged`: REJECTS_SCHEMA, with
+    their scores), as `decide` would have judged them all; near-duplicates stay so."""
+    restored = pa.Table.from_arrays(
+        [
+            judged["id"],
+            judged["src"].cast(pa.string()),
+            judged["tgt"].cast(pa.string()),
+            judged["origin"],
+            judged["line"],
+            judged["src_raw"],
+            judged["tgt_raw"],
+        ],
+        schema=PAIRS_SCHEMA,
+    )
+    table = pa.concat_tables([kept.select(PAIRS_SCHEMA.names), restored])
+    scores = {
+        column: np.concatenate(
+            [kept[PREFIX + column].to_numpy(zero_copy_only=False), _from_maps(judged, column)]
+        ).astype(np.float32)
+        for column in columns
+    }
+    order = pc.sort_indices(table, SORT_KEYS).to_numpy()
+    near_rows = judged.filter(pc.equal(judged["reason"], NEAR_DUPLICATE))
+    near = dict(
+        zip(
+            zip(near_rows["origin"].to_pylist(), near_rows["line"].to_pylist(), strict=True),
+            near_rows["detail"].to_pylist(),
+            strict=True,
+        )
+    )
+    sorted_scores = {column: values[order] for column, values in scores.items()}
+    return decide(table.take(pa.array(order)), sorted_scores, by, near)
+
+
+def _from_maps(judged: pa.Table, column: str) -> np.ndarray:
+    """Each reject's score `column` from its scores map (NaN where it has none)."""
+    values = np.full(judged.num_rows, np.nan, dtype=np.float32)
+    for i, items in enumerate(judged["scores"].to_pylist()):
+        for name, value in items or ():
+            if name == column:
+                values[i] = value
+    return values
 
 
 def _score_maps(scores: Mapping[str, np.ndarray], rows: np.ndarray) -> pa.Array:

@@ -86,6 +86,7 @@ class LengthScorer(LearnedScorer):
     COLUMNS = ("length",)
     REASONS = ("length",)
     PASSES = 1
+    THRESHOLDS = ("length_max_deviation", "length_min_pairs")
     CATCHES = "partial translations: a side much shorter than the corpus's translations make it"
     COSTS = "one pass over the train pairs and one to score; a histogram of 1,201 counts"
 
@@ -102,15 +103,16 @@ class LengthScorer(LearnedScorer):
         median, spread = centre_and_spread(learned[0])
         return {"length": ((log_ratios(pairs) - median) / spread).astype(np.float32)}
 
-    def judge(
-        self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list[Any]
-    ) -> list[Verdicts]:
+    def learned_pairs(self, learned: list[Any]) -> int:
+        return int(learned[0].sum())
+
+    def verdicts(self, scores: dict[str, np.ndarray], learned_pairs: int) -> list[Verdicts]:
         limit, z = self.config.length_max_deviation, scores["length"]
         return learned_verdicts(
             "length",
             z,
             np.flatnonzero(np.abs(np.nan_to_num(z)) > limit),
-            (int(learned[0].sum()), self.config.length_min_pairs),
+            (learned_pairs, self.config.length_min_pairs),
             lambda s: (
                 f"{'the target' if s < 0 else 'the source'} is short for a translation: "
                 f"length {s:+.1f} deviations (more than {limit:g})"

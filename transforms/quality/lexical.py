@@ -91,6 +91,7 @@ class LexicalScorer(LearnedScorer):
     COLUMNS = ("lexical",)
     REASONS = ("lexical",)
     PASSES = 2
+    THRESHOLDS = ("lexical_min", "lexical_min_pairs")
     CATCHES = (
         "misaligned pairs (a sentence beside another's translation) and many partial "
         "translations: sides that do not explain each other"
@@ -142,15 +143,16 @@ class LexicalScorer(LearnedScorer):
         ]
         return {"lexical": _mean(*found).astype(np.float32)}
 
-    def judge(
-        self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list[Any]
-    ) -> list[Verdicts]:
+    def learned_pairs(self, learned: list[Any]) -> int:
+        return int(learned[0].pairs)
+
+    def verdicts(self, scores: dict[str, np.ndarray], learned_pairs: int) -> list[Verdicts]:
         limit, values = self.config.lexical_min, scores["lexical"]
         return learned_verdicts(
             "lexical",
             values,
             finite_below(values, limit),
-            (learned[0].pairs, self.config.lexical_min_pairs),
+            (learned_pairs, self.config.lexical_min_pairs),
             lambda s: f"the sides explain each other little: lexical {s:.2f} < {limit:g}",
         )
 

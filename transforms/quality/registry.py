@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any
 
 from nmtpipe.transforms.options import comma_list, nested, option
-from nmtpipe.transforms.quality.base import DuplicateKeys, PairScorer, Scorer
+from nmtpipe.transforms.quality.base import DuplicateKeys, LearnedScorer, PairScorer, Scorer
 from nmtpipe.transforms.quality.fluency import FluencyScorer
 from nmtpipe.transforms.quality.length import LengthScorer
 from nmtpipe.transforms.quality.lexical import LexicalScorer
@@ -69,6 +69,10 @@ class _Shared:
 
     def pair_scorers(self) -> list[PairScorer]:
         return [k for k in self.kinds() if isinstance(k, PairScorer)]
+
+    def learned_scorers(self) -> list[LearnedScorer]:
+        """The chosen scorers that learn from the train pairs first."""
+        return [k for k in self.kinds() if isinstance(k, LearnedScorer)]
 
     def duplicate_keys(self) -> list[DuplicateKeys]:
         return [k for k in self.kinds() if isinstance(k, DuplicateKeys)]

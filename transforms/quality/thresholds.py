@@ -108,5 +108,9 @@ def threshold_of(quality: Mapping[str, Mapping[str, float]], column: str) -> flo
     """The threshold a prepared dataset's options (its manifest's `quality`) set for the
     built-in score `column`: its scorer's `<column>_min`, or for length its maximum
     deviation (None for any other)."""
-    found = quality.get(column, {})
-    return found.get("length_max_deviation" if column == "length" else f"{column}_min")
+    return quality.get(column, {}).get(threshold_option(column))
+
+
+def threshold_option(column: str) -> str:
+    """The option that sets the threshold of the built-in score `column`."""
+    return "length_max_deviation" if column == "length" else f"{column}_min"

@@ -30,6 +30,8 @@ PAIRS_SCHEMA = pa.schema(
         ("tgt_raw", pa.string()),
     ]
 )
+# A shard's row order: by id, then text, origin and line (`formats/pair_shards.py`).
+SORT_KEYS = [(name, "ascending") for name in ("id", "src", "tgt", "origin", "line")]
 WIRE_SCHEMA = PAIRS_SCHEMA.set(3, pa.field("origin", pa.dictionary(pa.int32(), pa.string())))
 SCORES = pa.map_(pa.string(), pa.float32())  # a pair's scores by scorer column
 REJECTS_SCHEMA = pa.schema(
@@ -40,9 +42,12 @@ REJECTS_SCHEMA = pa.schema(
         ("detail", pa.string()),
         ("src", pa.binary()),
         ("tgt", pa.binary()),
-        # A pair the shard writers rejected: its id and its scores (null before them).
+        # A pair the shard writers rejected: its id and its scores (null before them),
+        # and in valid and test the lines as read where normalisation changed them.
         ("id", pa.int64()),
         ("scores", SCORES),
+        ("src_raw", pa.string()),
+        ("tgt_raw", pa.string()),
     ]
 )
 
@@ -53,8 +58,9 @@ class Reject(NamedTuple):
     `src`/`tgt` are the bytes of the two sides as read (line ending removed); for a TSV
     line with too few columns, `src` is the whole line and `tgt` is None. What the shard
     writers reject (duplicates, overlap, near-duplicates, low scores) carries the
-    normalised text of the pair, its `id` and its `scores` (`(column, score)` items), so
-    that it can be kept again without reading the corpus.
+    normalised text of the pair, its `id`, its `scores` (`(column, score)` items) and
+    its `src_raw`/`tgt_raw` (`PAIRS_SCHEMA`), so that it can be kept again without
+    reading the corpus.
     """
 
     origin: str
@@ -65,6 +71,8 @@ class Reject(NamedTuple):
     tgt: bytes | None
     id: int | None = None
     scores: list[tuple[str, float]] | None = None
+    src_raw: str | None = None
+    tgt_raw: str | None = None
 
 
 def pair_batch(
@@ -118,6 +126,8 @@ def reject_rows(
         picked["tgt"].cast(pa.binary()),
         picked["id"],
         pa.nulls(n, SCORES) if scores is None else scores,
+        picked["src_raw"],
+        picked["tgt_raw"],
     ]
     return pa.Table.from_arrays(columns, schema=REJECTS_SCHEMA)
 

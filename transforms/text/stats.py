@@ -118,7 +118,14 @@ def finalize(partial: Partial, splits: Iterable[str]) -> dict[str, Any]:
         "converted": {side: int(n) for side, n in sorted(partial.get("converted", {}).items())},
         "length_ratio_hist": _sorted_hist(partial.get("ratio_hist", {})),
         **_scores(partial),
+        **_learned(partial),
     }
+
+
+def _learned(partial: Partial) -> dict[str, Any]:
+    """How many train pairs each learned scorer learned from, where any did."""
+    found = partial.get("learned")
+    return {"learned": {name: int(n) for name, n in sorted(found.items())}} if found else {}
 
 
 def _scores(partial: Partial) -> dict[str, Any]:

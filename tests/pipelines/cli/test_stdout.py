@@ -64,6 +64,8 @@ def commands(folder: Path) -> dict[str, list[str | Path]]:
         "prepare": ["prepare", "-s", "en", "-t", "zh", "--trainpref", corpus,
                     "--valid-fraction", "0.03", "--test-fraction", "0.03",
                     "--output", root / "prepared", *IN_MEMORY],
+        "rethreshold": ["rethreshold", root / "prepared", "--output", folder / "strict",
+                        "--lexical-min", "0.5", *IN_MEMORY],
         "vocab": ["vocab", "--prepared", root / "prepared", "--model", "unigram",
                   "--vocab-size", "1000", "--joined", "--character-coverage", "0.98",
                   "--output", root / "vocab", *IN_MEMORY],

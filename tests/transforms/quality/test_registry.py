@@ -51,6 +51,7 @@ class ToyScorer(LearnedScorer):
     COLUMNS = ("words",)
     REASONS = ("too-wordy",)
     PASSES = 1
+    THRESHOLDS = ("toy_max_words",)
     CATCHES = "wordy sources"
     COSTS = "a pass that counts the corpus's pairs"
 
@@ -67,7 +68,10 @@ class ToyScorer(LearnedScorer):
         assert int(learned[0][0]) > 0  # what the pass counted reached the shard writer
         return {"words": np.array([len(s.split()) for s in pairs.src], dtype=np.float32)}
 
-    def judge(self, scores, pairs, learned):
+    def learned_pairs(self, learned):
+        return int(learned[0][0])
+
+    def verdicts(self, scores, learned_pairs):
         rows = np.flatnonzero(scores["words"] > self.config.toy_max_words)
         return [Verdicts("too-wordy", rows, [f"{int(scores['words'][i])} words" for i in rows])]
 
@@ -87,9 +91,12 @@ out, corpus, workflow = sys.argv[1:]
 code = main(["prepare", "-s", "en", "-t", "zh", "--trainpref", corpus, "--output", out,
              "--scorers", "toy", "--toy-max-words", "4", "--runner=FnApiRunner",
              "--direct_running_mode=in_memory", "--quiet"])
+again = main(["rethreshold", out, "--output", out + "-loose", "--toy-max-words", "9",
+              "--runner=FnApiRunner", "--direct_running_mode=in_memory", "--quiet"])
 pages = gen_docs.pages()
 print(json.dumps({
     "code": code,
+    "again": again,
     "columns": pq.read_table(out + "/train-00000-of-00001.parquet").column_names,
     "yaml": load_config(workflow).prepare.quality.toy.toy_max_words,
     "help": gen_docs.subparser("prepare").format_help(),
@@ -130,5 +137,8 @@ def test_a_registered_scorer_brings_its_options_column_and_rejects(tmp_path):
     assert shown["code"] == 0 and "score_words" in shown["columns"] and shown["yaml"] == 9
     stats = json.loads((tmp_path / "out" / "stats.json").read_text())
     assert stats["rejects"]["too-wordy"] == 1 and "words" in stats["scores"]
+    loose = json.loads((tmp_path / "out-loose" / "stats.json").read_text())
+    assert shown["again"] == 0 and "too-wordy" not in loose["rejects"]  # its threshold, again
+    assert loose["pairs_kept"] == stats["pairs_kept"] + 1
     assert "--toy-max-words N" in shown["help"] and "toy" in shown["help"]
     assert "`--toy-max-words N` (default `6`): toy: reject sources of more" in shown["cli"]
