@@ -52,6 +52,22 @@ class Interrupted(NmtpipeError):
     """The user stopped the command (Ctrl-C); the message says what was kept."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, taken as Ctrl-C is (the work stopped, what it began removed), where the
+    command installs it (`pipelines/cli/main.py`)."""
+
+
+def terminated(exc: BaseException | None) -> bool:
+    """Whether `exc` is, or comes of, a Terminated."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, Terminated):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 class RankLost(NmtpipeError):
     """A rank of a torch job stopped because another one did: never the cause."""
 

@@ -38,7 +38,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner, worker_ha
 from google.protobuf import json_format
 
 from nmtpipe.pipelines.beam.forked_workers import End, ServerEnded, Worker, forks, sdk_worker
-from nmtpipe.transforms.errors import RunnerError
+from nmtpipe.transforms.errors import RunnerError, Terminated
 
 # The environment of the forked workers: the runner's own for multi_processing, renamed;
 # its payload names the run (`_Run`).
@@ -211,10 +211,15 @@ def interrupt_kills_workers() -> Iterator[None]:
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         forks().stop(timeout=0)
-        raise KeyboardInterrupt
+        raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, interrupt)
+    # SIGTERM likewise where the command takes it as Ctrl-C (`cli/main.py`'s `entry`).
+    takes_term = signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN, None)
+    previous_term = signal.signal(signal.SIGTERM, interrupt) if takes_term else None
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+        if previous_term is not None:
+            signal.signal(signal.SIGTERM, previous_term)

@@ -10,13 +10,16 @@ their workers.
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import enum
 import functools
 import importlib.util
 import os
 import re
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
@@ -446,7 +449,48 @@ def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
     """An empty pipeline on the runner `options` name, its local workers forked
     (`local_runner.py`) where `placement` says so."""
     runner = local_runner.LocalRunner() if placement(options) is Placement.FORKED else None
-    return beam.Pipeline(runner=runner, options=options)
+    with _own_temp_folder():
+        return beam.Pipeline(runner=runner, options=options)
+
+
+_OWN_TEMP = "nmtpipe-beam-"
+
+
+@contextlib.contextmanager
+def _own_temp_folder() -> Iterator[None]:
+    """Beam's folder of a pipeline (`beam-pipeline-temp*`: made with it, removed when it
+    has run) made in a folder of this process's own, `nmtpipe-beam-PID`, which is gone
+    when the process ends; one whose process was killed is removed by the next run."""
+    root = tempfile.gettempdir()
+    for found in Path(root).glob(f"{_OWN_TEMP}*"):
+        pid = found.name.removeprefix(_OWN_TEMP)
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(found, ignore_errors=True)
+    mine = Path(root) / f"{_OWN_TEMP}{os.getpid()}"
+    if not mine.exists():
+        mine.mkdir()
+        atexit.register(_remove_own, mine, os.getpid())
+    previous, tempfile.tempdir = tempfile.tempdir, str(mine)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = previous
+
+
+def _remove_own(folder: Path, pid: int) -> None:
+    """`folder` removed at the exit of the process that made it (not of a fork of it)."""
+    if os.getpid() == pid:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's: alive
+        return True
+    return True
 
 
 def run_branches(

@@ -65,8 +65,10 @@ def result(args: argparse.Namespace, found: dict[str, Any]) -> None:
         print(json.dumps(document, ensure_ascii=False, default=str), flush=True)
 
 
-# The exit status of a command the user interrupted (Ctrl-C), as shells give 128 + SIGINT.
+# The exit status of a command the user interrupted (Ctrl-C), as shells give 128 + SIGINT;
+# and of one told to end (SIGTERM: 128 + 15).
 INTERRUPTED = 130
+TERMINATED = 143
 
 
 def error_line(command: str, exc: BaseException, verbose: bool) -> tuple[str, int]:

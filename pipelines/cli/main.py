@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import signal
 import sys
-from types import ModuleType
-from typing import Any
+from types import FrameType, ModuleType
+from typing import Any, NoReturn
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.cli import display, logs
 from nmtpipe.pipelines.usage import unknown_options
+from nmtpipe.transforms.errors import Terminated, terminated
 
 # name: (module, one line for `nmtpipe --help`). A module is imported only when its
 # command runs or its help is asked for: each imports Beam, torch or matplotlib.
@@ -103,6 +105,14 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
         return super()._get_help_string(action)
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser, whose usage errors are one line, as every error is (its usage
+    is a screen long: `--help` shows it)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command, with the options of `command` only (of all of them
     when None), so that a command's start imports no other command's module.
@@ -116,7 +126,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"nmtpipe {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="STEP", required=True)
+    sub = parser.add_subparsers(
+        dest="command", metavar="STEP", required=True, parser_class=_CommandParser
+    )
     for name, (_, summary) in COMMANDS.items():
         if command is not None and name != command:
             sub.add_parser(name, help=summary)
@@ -245,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
         return module.run(args, rest)
     except KeyboardInterrupt as exc:  # (a Beam run's says what it left undone)
         said = str(exc) or "interrupted; nothing was committed"
+        if terminated(exc):
+            said = said.replace("interrupted", "terminated (SIGTERM)", 1)
+            print(f"nmtpipe {args.command}: {said}", file=sys.stderr)
+            return logs.TERMINATED
         print(f"nmtpipe {args.command}: {said}", file=sys.stderr)
         return logs.INTERRUPTED
     except Exception as exc:
@@ -259,10 +275,16 @@ def entry(argv: list[str] | None = None) -> int:
     interpreter's last collection walks every object the run left: 0.1-0.3 s after a
     prepare or a refresh (benchmarks/RESULTS.md). Nothing with a finalizer depends on
     that collection: files are closed and outputs committed by then."""
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         return main(argv)
     finally:
         gc.freeze()
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM as Ctrl-C: what the command began is removed, one line says so."""
+    raise Terminated
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from nmtpipe.transforms.text.filters import (
     EMPTY,
     INVALID_UTF8,
     OVERLAP,
+    TOO_LONG,
     UNDECODABLE,
     WRONG_LANGUAGE,
 )
@@ -144,6 +145,15 @@ def _with_encoding(ident: dict[str, Any], stats: dict[str, Any]) -> dict[str, An
     return {**ident, "encoding": found} if found else ident
 
 
+def check_every_input_read(origins: list[str], stats: dict[str, Any]) -> None:
+    """Refuse to commit a run that found no record in an input (empty files, a TMX
+    without `<tu>`, a table without rows): a download that failed or a wrong path, whose
+    dataset would be empty or lack that input, and say so only at a later step."""
+    for origin in origins:
+        if not stats["inputs"].get(origin, {}).get("read"):
+            raise InputError(f"{origin}: no pairs in it (empty?); nothing committed")
+
+
 def check_every_input_kept(stats: dict[str, Any]) -> None:
     """Refuse to commit a run that kept none of the pairs of an input it read some
     from, unless all went as duplicates or overlap: such an input was read wrong (its
@@ -169,6 +179,7 @@ _HINTS = {
     WRONG_LANGUAGE: "; are --src-lang and --tgt-lang its languages, in its order?",
     EMPTY: "; for a table, name its fields with --table-columns",
     BAD_RECORD: "; for a table, name its fields with --table-columns",
+    TOO_LONG: "; lines end at LF (\\n): a file whose lines end in CR alone reads as one line",
 }
 
 
@@ -261,6 +272,7 @@ class PrepareStep(BeamStep):
         assert summary is not None
         stats = finalize(summary["stats"], self.plan.splits)
         files = summary["files"]
+        check_every_input_read([i.origin for i in self.plan.inputs], stats)
         check_every_input_kept(stats)
         fill_empty(prepared_of(self.plan), files)
         check_consistent(files, stats)

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from nmtpipe import __version__
 from nmtpipe.transforms.beam.prepare import PrepareSpec
-from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.corpus.fields import parse_fields
 from nmtpipe.transforms.formats.corpus.tables import FORMATS as TABLE_FORMATS
 from nmtpipe.transforms.formats.corpus.tables import resolve_tables
@@ -460,14 +460,18 @@ def identity(inp: CorpusInput, checksum: bool = False) -> dict[str, Any]:
     files = []
     for url in inp.urls():
         archived = archive_member(url)
-        if archived:
-            _, member, archive = archived
-            files.append({**fsio.file_identity(archive), "member": member})
-        elif checksum:
-            size = fsio.file_identity(url)["size"]
-            files.append({"url": url, "size": size, "sha256": fsio.sha256_of(url)})
-        else:
-            files.append(fsio.file_identity(url))
+        try:
+            if archived:
+                _, member, archive = archived
+                files.append({**fsio.file_identity(archive), "member": member})
+            elif checksum:
+                size = fsio.file_identity(url)["size"]
+                files.append({"url": url, "size": size, "sha256": fsio.sha256_of(url)})
+            else:
+                files.append(fsio.file_identity(url))
+        except FileNotFoundError:
+            where = f"{archived[2]}, the archive of {url}" if archived else url
+            raise InputError(f"no such file: {where}") from None
     found: dict[str, Any] = {"role": inp.role, "origin": inp.origin, "columns": list(inp.columns)}
     if inp.layout != LINES:  # keys only where they say more, so that older fingerprints hold
         found |= {"layout": inp.layout, "fields": list(inp.fields or ())}

@@ -11,11 +11,13 @@ reported before any pipeline starts. Tables (Parquet, JSON Lines, Arrow, TMX) re
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import zipfile
 from dataclasses import dataclass
 
+import fsspec
 from fsspec.utils import infer_compression
 
 from nmtpipe.transforms.errors import ConfigError, InputError
@@ -213,6 +215,33 @@ def resolve_pair_prefix(
     ]
 
 
+def nearest(member: str, names: list[str]) -> str:
+    """The members nearest a misspelled one, as a hint (several: a pair's other side is
+    often as near as the one meant)."""
+    near = difflib.get_close_matches(member, names, n=3)
+    return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
+def missing(url: str) -> str:
+    """What a missing `url` is, in one line: a member not in its zip archive (with the
+    nearest), a missing archive, or a missing file."""
+    archived = archive_member(url)
+    if archived is None:
+        return f"no such file: {url}"
+    protocol, member, archive = archived
+    try:
+        with fsspec.open(archive, "rb") as f:
+            if protocol != "zip":
+                return f"no such file: {url}"
+            with zipfile.ZipFile(f) as zipped:
+                names = zipped.namelist()
+    except FileNotFoundError:
+        return f"no such file: {archive}, the archive of {url}"
+    except (OSError, zipfile.BadZipFile) as e:
+        return f"cannot read {archive}: {e}"
+    return f"{archive} has no member {member}{nearest(member, names)}"
+
+
 def _check_exists(url: str, option: str) -> str:
     """`url` made canonical, or InputError if it is not there (named with the `option`
     that gave it where its bucket is missing). A tar member is not looked for: finding
@@ -221,10 +250,12 @@ def _check_exists(url: str, option: str) -> str:
         return url
     try:
         there = fsio.exists(url)
-    except (OSError, zipfile.BadZipFile) as e:  # the archive of a member: missing, damaged
+    except FileNotFoundError:  # the archive of a member
+        there = False
+    except (OSError, zipfile.BadZipFile) as e:  # the archive of a member, damaged
         raise InputError(f"cannot read {url}: {e}") from e
     if not there:
-        raise _missing(url, option, f"no such file: {url}")
+        raise _missing(url, option, missing(url))
     # A chained URL (`zip://MEMBER::ARCHIVE`) stays as written: its filesystem's own
     # name for the file would drop the archive.
     return url if "::" in url else fsio.canonical_url(url)

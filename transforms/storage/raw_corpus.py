@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import codecs
 import contextlib
-import difflib
 import itertools
 import lzma
+import posixpath
 import tarfile
 import zipfile
 import zlib
@@ -38,10 +38,35 @@ from fsspec.utils import infer_compression
 from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
 from nmtpipe.transforms.storage import encodings
 from nmtpipe.transforms.storage.encodings import AUTO, UTF8
-from nmtpipe.transforms.storage.inputs import CorpusInput, compression_of, split_archive_url
+from nmtpipe.transforms.storage.inputs import (
+    CorpusInput,
+    compression_of,
+    missing,
+    nearest,
+    split_archive_url,
+)
 
 BLOCK_SIZE = 1 << 20
 UTF8_BOM = codecs.BOM_UTF8
+# A line longer than this is never held whole: it is read past and rejected `too-long`
+# with its first SHOWN_BYTES (64 times what `--max-chars`' default allows, which the
+# options hold to a quarter of it: no line a filter could keep is ever cut).
+MAX_RECORD_BYTES = 1 << 16
+SHOWN_BYTES = 1 << 10
+FAST_RANGE = 1 << 26  # a chunk's byte range read at once, when no line is too long
+TOO_LONG = "too-long"
+
+
+class Overlong(bytes):
+    """The first SHOWN_BYTES of a line of `size` bytes, more than MAX_RECORD_BYTES: what
+    is kept of it (bytes, so that a reader that parses lines sees a line cut short)."""
+
+    size: int
+
+    def __new__(cls, line_start: bytes, size: int) -> Overlong:
+        cut = super().__new__(cls, line_start[:SHOWN_BYTES])
+        cut.size = size
+        return cut
 
 
 class Unread(NamedTuple):
@@ -102,21 +127,31 @@ def open_binary(url: str) -> Iterator[BinaryIO]:
                 stream, names = None, []
                 for info in tar:
                     name = info.name.removeprefix("./")
-                    if info.isfile() and name == member:
+                    if name == member and not info.isfile():
+                        raise InputError(f"{archive}: {member} is {_not_a_file(info)}")
+                    if name == member:
                         stream = tar.extractfile(info)
                         break
                     names.append(name)
                 if stream is None:
-                    near = difflib.get_close_matches(member, names, n=1)
-                    hint = f" (did you mean {near[0]}?)" if near else ""
-                    raise InputError(f"{archive} has no member {member}{hint}")
+                    raise InputError(f"{archive} has no member {member}{nearest(member, names)}")
                 if compression is not None:
                     stream = stack.enter_context(compr[compression](stream, mode="rb"))
         except FileNotFoundError as e:
-            raise InputError(f"no such file: {url}") from e
+            raise InputError(missing(url)) from e
         except _READ_ERRORS as e:
             raise InputError(f"cannot read {url}: {e}") from e
         yield stream
+
+
+def _not_a_file(info: tarfile.TarInfo) -> str:
+    """What a tar member that is no regular file is, in a user's words."""
+    if info.islnk():
+        return f"a link to {info.linkname}, not a file: name {info.linkname}"
+    if info.issym():
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(info.name), info.linkname))
+        return f"a link to {target}, not a file: name {target}"
+    return "a folder, not a file" if info.isdir() else "not a regular file"
 
 
 def _read(f: BinaryIO, url: str, size: int) -> bytes:
@@ -140,16 +175,42 @@ def read_head(f: BinaryIO, url: str, size: int = encodings.SAMPLE_BYTES) -> byte
     return head
 
 
-def split_lines(blocks: Iterable[bytes]) -> Iterator[bytes]:
+def split_lines(blocks: Iterable[bytes], limit: int = MAX_RECORD_BYTES) -> Iterator[bytes]:
     """The lines of a text given in blocks, without their `\n`; a missing final newline
-    changes nothing."""
-    pending = b""
+    changes nothing. A line longer than `limit` comes as an `Overlong`, in linear time
+    and without holding more than `limit` bytes of it, however long it is (a stream
+    without a newline: one such line)."""
+    pending, skipped = b"", 0  # skipped: bytes of the pending line past the limit
     for block in blocks:
+        if skipped:
+            end = block.find(b"\n")
+            if end < 0:
+                skipped += len(block)
+                continue
+            yield Overlong(pending, len(pending) + skipped + end)
+            pending, skipped, block = b"", 0, block[end + 1 :]
         lines = (pending + block).split(b"\n")
         pending = lines.pop()
+        if lines and max(map(len, lines)) > limit:
+            lines = [line if len(line) <= limit else Overlong(line, len(line)) for line in lines]
         yield from lines
-    if pending:
+        if len(pending) > limit:
+            pending, skipped = pending[:limit], len(pending) - limit
+    if skipped:
+        yield Overlong(pending, len(pending) + skipped)
+    elif pending:
         yield pending
+
+
+def too_long(index: int, src: bytes | None, tgt: bytes | None) -> Unread | None:
+    """Record `index` of a chunk as a `too-long` reject where a side is `Overlong`."""
+    over = [(name, side) for name, side in (("src", src), ("tgt", tgt)) if type(side) is Overlong]
+    if not over:
+        return None
+    name, side = over[0]
+    assert isinstance(side, Overlong)
+    detail = f"{name} has a line of {side.size:,} bytes (limit {MAX_RECORD_BYTES:,}): not read"
+    return Unread(index, TOO_LONG, detail, src, tgt)
 
 
 class Side(NamedTuple):
@@ -216,16 +277,40 @@ def read_chunks(
                 )
             if not src_lines:
                 return
-            yield RawChunk(
-                origin=inp.origin,
-                role=inp.role,
-                first_line=line,
-                src=b"\n".join(src_lines),
-                tgt=None if tgt_lines is None else b"\n".join(tgt_lines),
-                columns=inp.columns,
-                encodings=found,
-            )
+            yield lines_chunk(inp, line, src_lines, tgt_lines, found)
             line += len(src_lines)
+
+
+def lines_chunk(
+    inp: CorpusInput | ChunkRef,
+    first_line: int,
+    src: list[bytes],
+    tgt: list[bytes] | None,
+    found: tuple[str, str],
+) -> RawChunk:
+    """Consecutive lines of `inp` as a chunk; a pair with an `Overlong` side is unread
+    (`too_long`), its lines left empty."""
+    unread = []
+    for i in _overlong_rows(src, tgt):
+        unread.append(too_long(i, src[i], None if tgt is None else tgt[i]))
+        src[i] = b""
+        if tgt is not None:
+            tgt[i] = b""
+    return RawChunk(
+        origin=inp.origin,
+        role=inp.role,
+        first_line=first_line,
+        src=b"\n".join(src),
+        tgt=None if tgt is None else b"\n".join(tgt),
+        columns=inp.columns,
+        encodings=found,
+        unread=tuple(u for u in unread if u is not None),
+    )
+
+
+def _overlong_rows(*sides: list[bytes] | None) -> list[int]:
+    rows = {i for side in sides if side for i, line in enumerate(side) if type(line) is Overlong}
+    return sorted(rows)
 
 
 class ChunkRef(NamedTuple):
@@ -313,24 +398,50 @@ def plan_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk | Chunk
         src_start = src_end
 
 
-def _read_range(url: str, start: int, end: int, first: bool) -> bytes:
+def _read_range(url: str, start: int, end: int, first: bool) -> bytes | list[bytes]:
+    """Bytes `start` to `end` of `url` as one blob of lines, without its last newline;
+    as a list of lines where one is longer than MAX_RECORD_BYTES (`split_lines`: never
+    held whole, however long)."""
     with fsspec.open(url, "rb") as f:
         f.seek(start)
-        data = f.read(end - start)
-    if data.endswith(b"\n"):
-        data = data[:-1]
-    return data[len(UTF8_BOM) :] if first and data.startswith(UTF8_BOM) else data
+        if end - start <= FAST_RANGE:
+            data = f.read(end - start)
+            if not _has_overlong(data):
+                data = data[:-1] if data.endswith(b"\n") else data
+                return data[len(UTF8_BOM) :] if first and data.startswith(UTF8_BOM) else data
+            blocks: Iterable[bytes] = [data]
+        else:
+            blocks = _blocks_until(f, url, end - start)
+        lines = list(split_lines(blocks))
+    if first and lines and lines[0].startswith(UTF8_BOM):
+        lines[0] = lines[0][len(UTF8_BOM) :]
+    return lines
+
+
+def _has_overlong(data: bytes) -> bool:
+    """Whether a line of `data` is longer than MAX_RECORD_BYTES (a vectorised test)."""
+    if len(data) <= MAX_RECORD_BYTES:
+        return False
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
+    bounds = np.concatenate(([-1], ends, [len(data)]))
+    return bool((np.diff(bounds) - 1).max() > MAX_RECORD_BYTES)
+
+
+def _blocks_until(f: BinaryIO, url: str, size: int) -> Iterator[bytes]:
+    """The next `size` bytes of `f`, in blocks."""
+    while size > 0 and (block := _read(f, url, min(size, BLOCK_SIZE))):
+        size -= len(block)
+        yield block
 
 
 def load_chunk(ref: ChunkRef) -> RawChunk:
     """The lines a ChunkRef points at."""
     first = ref.first_line == 1
-    return RawChunk(
-        origin=ref.origin,
-        role=ref.role,
-        first_line=ref.first_line,
-        src=_read_range(*ref.src, first),
-        tgt=None if ref.tgt is None else _read_range(*ref.tgt, first),
-        columns=ref.columns,
-        encodings=ref.encodings,
+    src = _read_range(*ref.src, first)
+    tgt = None if ref.tgt is None else _read_range(*ref.tgt, first)
+    if isinstance(src, bytes) and (tgt is None or isinstance(tgt, bytes)):
+        return RawChunk(ref.origin, ref.role, ref.first_line, src, tgt, ref.columns, ref.encodings)
+    src_lines, tgt_lines = (
+        side.split(b"\n") if isinstance(side, bytes) else side for side in (src, tgt)
     )
+    return lines_chunk(ref, ref.first_line, src_lines, tgt_lines, ref.encodings)

@@ -16,7 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from nmtpipe.transforms.options import option
+from nmtpipe.transforms.options import option, positive_int
+from nmtpipe.transforms.storage import raw_corpus
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.langid import scripts
 from nmtpipe.transforms.text.side_text import SideText
@@ -25,7 +26,8 @@ INVALID_UTF8 = "invalid-utf8"
 UNDECODABLE = "undecodable"  # not valid in its encoding, one other than UTF-8
 BAD_RECORD = "bad-record"  # a record its reader could take no pair from
 EMPTY = "empty"
-TOO_LONG = "too-long"
+TOO_LONG = raw_corpus.TOO_LONG  # also what a reader says of a line it does not read whole
+MAX_CHARS = raw_corpus.MAX_RECORD_BYTES // 4  # a line of as many 4-byte characters fits
 LENGTH_RATIO = "length-ratio"
 COPY = "copy"
 WRONG_LANGUAGE = "wrong-language"
@@ -52,6 +54,13 @@ class Verdict(NamedTuple):
     detail: str
 
 
+def _max_chars(text: str) -> int:
+    value = positive_int(text)
+    if value > MAX_CHARS:
+        raise ValueError(f"at most {MAX_CHARS:,}: a reader holds no longer line")
+    return value
+
+
 @dataclass(frozen=True)
 class FilterConfig:
     """Limits applied to each normalised pair.
@@ -64,7 +73,11 @@ class FilterConfig:
     """
 
     max_chars: int = option(
-        1024, metavar="N", help="too-long: a side of more than N characters (after normalisation)"
+        1024,
+        metavar="N",
+        parse=_max_chars,
+        help="too-long: a side of more than N characters (after normalisation; at most "
+        f"{MAX_CHARS:,}: readers hold a line of up to {raw_corpus.MAX_RECORD_BYTES:,} bytes)",
     )
     max_t2t_tokens: int = option(
         256,

@@ -122,7 +122,9 @@ def test_every_option_of_every_command_has_help_and_shows_its_default(capsys):
     for name, sub in commands.items():
         text = " ".join(_help(capsys, name).split())
         assert "examples:" in text, name
-        assert ("--help-beam" in text) == (name in {"prepare", "rethreshold", "vocab", "encode", "refresh"})
+        assert ("--help-beam" in text) == (
+            name in {"prepare", "rethreshold", "vocab", "encode", "refresh"}
+        )
         for action in sub._actions:
             if not action.option_strings or action.dest in ("help", "help_beam"):
                 continue

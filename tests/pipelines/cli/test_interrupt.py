@@ -4,7 +4,9 @@ returned, and a rerun that says where it resumes."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -81,3 +83,54 @@ def test_ctrl_c_in_prepare_in_this_process_is_one_true_line(tmp_path):
         "nmtpipe prepare: interrupted while Beam ran Prepare; it committed nothing"
     )
     assert not out.exists()  # no output folder, no staging left
+
+
+def _prepare_running(tmp_path, *beam_args: str) -> tuple[subprocess.Popen, object]:
+    """`nmtpipe prepare` of the example corpus in its own process, its temporary folder
+    in `tmp_path/tmp`, once its job runs (a reader has told what it read)."""
+    corpus = write_pair(
+        tmp_path / "train",
+        example_lines("tatoeba-cmn", "en"),
+        example_lines("tatoeba-cmn", "zh"),
+    )
+    out = tmp_path / "prepared"
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    cmd = [*NMTPIPE, "prepare", "-s", "en", "-t", "zh", "--trainpref", str(corpus),
+           "--output", str(out), *beam_args]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    while not list(out.glob(".nmtpipe/read-*/*")) and proc.poll() is None:
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+    return proc, out
+
+
+@pytest.mark.slow
+def test_sigterm_in_prepare_is_taken_as_ctrl_c_and_leaves_nothing(tmp_path):
+    proc, out = _prepare_running(
+        tmp_path, "--runner=FnApiRunner", "--direct_num_workers=2",
+        "--direct_running_mode=multi_processing",
+    )  # fmt: skip
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert err.splitlines()[-1] == (
+        "nmtpipe prepare: terminated (SIGTERM) while Beam ran Prepare; it committed nothing"
+    )
+    assert "Traceback" not in err
+    assert not out.exists()
+    assert list((tmp_path / "tmp").iterdir()) == []  # no Beam folder, no spill
+
+
+@pytest.mark.slow
+def test_a_killed_prepare_s_beam_folder_goes_with_the_next_run(tmp_path):
+    proc, _ = _prepare_running(tmp_path)
+    proc.kill()
+    proc.communicate(timeout=60)
+    left = list((tmp_path / "tmp").glob("nmtpipe-beam-*/beam-pipeline-temp*"))
+    assert left  # what SIGKILL leaves, where nmtpipe knows it
+    proc, _ = _prepare_running(tmp_path)
+    proc.communicate(timeout=300)
+    assert proc.returncode == 0
+    assert list((tmp_path / "tmp").glob("beam-pipeline-temp*")) == []
+    assert list((tmp_path / "tmp").glob("nmtpipe-beam-*")) == []

@@ -31,6 +31,7 @@ from tests.helpers import (
     sgml_set,
     shared_lines,
     t2t_enzh_archives,
+    write_pair,
 )
 
 datasets = pytest.importorskip("datasets")
@@ -174,6 +175,29 @@ def test_an_input_that_keeps_no_pairs_stops_the_run_naming_it(tmp_path):
         PrepareConfig("en", "zh", str(tmp_path / "out"), train_pair=(pair,)), IN_MEMORY
     )
     assert found.stats["pairs_kept"] > 40  # found by itself: GB18030
+
+
+@pytest.mark.parametrize("layout", ["files", "tmx", "missing archive"])
+def test_an_input_without_pairs_commits_nothing(tmp_path, layout):
+    """Empty files or a TMX without units (a download that failed) are refused, never
+    committed as an empty dataset; a missing archive is named, before any work."""
+    config = {"src_lang": "en", "tgt_lang": "zh", "output": str(tmp_path / "out")}
+    if layout == "files":
+        write_pair(tmp_path / "e", b"", b"")
+        config["trainpref"] = (str(tmp_path / "e"),)
+        said = f"{tmp_path}/e.{{en,zh}}: no pairs in it (empty?); nothing committed"
+    elif layout == "tmx":
+        (tmp_path / "e.tmx").write_text('<tmx version="1.4"><header/><body></body></tmx>\n')
+        config["table"] = (str(tmp_path / "e.tmx"),)
+        said = f"{tmp_path}/e.tmx: no pairs in it (empty?); nothing committed"
+    else:
+        member = f"tar://cwmt/x.en::{tmp_path}/cwmt.tgz"
+        config["train_pair"] = (FilePair(member, member.replace("x.en", "x.zh")),)
+        said = f"no such file: {tmp_path}/cwmt.tgz, the archive of {member}"
+    with pytest.raises(InputError) as error:
+        run_prepare(PrepareConfig(**config), IN_MEMORY)
+    assert str(error.value) == said
+    assert not (tmp_path / "out").exists()
 
 
 class _LocalHub(DirFileSystem):

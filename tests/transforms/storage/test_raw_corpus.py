@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 
 from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
 from nmtpipe.transforms.storage.inputs import CorpusInput
-from nmtpipe.transforms.storage.raw_corpus import load_chunk, plan_chunks, read_chunks
+from nmtpipe.transforms.storage.raw_corpus import (
+    MAX_RECORD_BYTES,
+    SHOWN_BYTES,
+    Overlong,
+    load_chunk,
+    plan_chunks,
+    read_chunks,
+    split_lines,
+)
 
 COMPRESSORS = {"": lambda b: b, ".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
 
@@ -87,6 +95,30 @@ def test_members_of_a_tgz_archive(tmp_path: Path):
     )
     with pytest.raises(InputError, match=r"has no member nc/nope\.en \(did you mean nc/news"):
         list(read_chunks(missing, 10))
+    # Both sides are offered where both are as near: the one meant may be either.
+    misspelled = CorpusInput(
+        "train", f"tar://nc/news.zh-en.es::{archive}", f"tar://nc/news.zh-en.zh::{archive}"
+    )
+    with pytest.raises(
+        InputError, match=r"\(did you mean nc/news\.zh-en\.en or nc/news\.zh-en\.zh\?"
+    ):
+        list(read_chunks(misspelled, 10))
+
+
+def test_a_tar_member_that_is_a_link_names_what_it_links_to(tmp_path: Path):
+    archive = tmp_path / "t.tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, data in (("d/x.en", b"Hello\n"), ("d/x.zh", b"A\n")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        link = tarfile.TarInfo("d/link.en")
+        link.type, link.linkname = tarfile.SYMTYPE, "x.en"
+        tar.addfile(link)
+    inp = CorpusInput("train", f"tar://d/link.en::{archive}", f"tar://d/x.zh::{archive}")
+    with pytest.raises(InputError, match=r"t\.tgz: d/link\.en is a link to d/x\.en, not a file: "
+                       r"name d/x\.en$"):  # fmt: skip
+        list(read_chunks(inp, 10))
 
 
 def test_tsv_chunks_carry_whole_lines(tmp_path: Path):
@@ -170,3 +202,35 @@ def test_zip_members_and_compressed_tar_members(tmp_path: Path):
         "train", f"tar://a.en.gz::{tmp_path}/t.tgz", f"tar://a.zh::{tmp_path}/t.tgz"
     )
     assert lines_of(packed) == [(1, b"x", b"1"), (2, b"y", b"2")]
+
+
+def test_a_stream_without_a_newline_is_one_overlong_line_read_past_not_held():
+    blocks = (b"\0" * (1 << 20) for _ in range(200))  # 200 MB, never held
+    (line,) = split_lines(blocks)
+    assert isinstance(line, Overlong) and line.size == 200 << 20 and len(line) == SHOWN_BYTES
+
+
+def test_lines_around_an_overlong_one_are_read_as_they_are():
+    long = b"x" * (MAX_RECORD_BYTES + 1)
+    blocks = [b"a\nbb\n" + long[:100], long[100:] + b"\nccc", b"\n" + b"d" * MAX_RECORD_BYTES]
+    lines = list(split_lines(blocks))
+    assert lines == [b"a", b"bb", long[:SHOWN_BYTES], b"ccc", b"d" * MAX_RECORD_BYTES]
+    assert [type(line) for line in lines][2] is Overlong and lines[2].size == len(long)
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_a_pair_with_an_overlong_line_is_a_too_long_reject_in_both_readers(tmp_path, suffix):
+    """Ranged (plain) and streamed (.gz) chunks: the pair is unread, the rest as read."""
+    long = b"w" * (3 * MAX_RECORD_BYTES)
+    src = b"one\n" + long + b"\nthree\n"
+    tgt = "一\n二\n三\n".encode()
+    for lang, data in (("en", src), ("zh", tgt)):
+        (tmp_path / f"c.{lang}{suffix}").write_bytes(COMPRESSORS[suffix](data))
+    inp = CorpusInput("train", str(tmp_path / f"c.en{suffix}"), str(tmp_path / f"c.zh{suffix}"))
+    (planned,) = plan_chunks(inp, 10)
+    chunk = planned if suffix else load_chunk(planned)
+    assert chunk.src == b"one\n\nthree" and chunk.tgt == "一\n\n三".encode()
+    (unread,) = chunk.unread
+    assert (unread.index, unread.reason, unread.tgt) == (1, "too-long", "二".encode())
+    assert unread.src == long[:SHOWN_BYTES]
+    assert unread.detail == f"src has a line of {len(long):,} bytes (limit 65,536): not read"

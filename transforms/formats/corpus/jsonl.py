@@ -11,6 +11,7 @@ line it cannot take a pair from becoming a `bad-record` reject.
 from __future__ import annotations
 
 import io
+import itertools
 import json
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
@@ -33,18 +34,17 @@ class JsonLinesRef(NamedTuple):
     inp: CorpusInput
 
 
-def first_object(inp: CorpusInput) -> dict:
-    """The shape of the file's first record (`fields.Tree`), to find its fields by."""
+def first_object(inp: CorpusInput, looked_at: int = 100) -> dict:
+    """The shape of the file's first record that is a JSON object (`fields.Tree`), to
+    find its fields by; of the first `looked_at` lines, past those it cannot read."""
     with open_lines(inp.src, UTF8) as side:
-        for line in side.records:
-            if line.strip():
-                try:
-                    value = json.loads(line)
-                except ValueError:
-                    break
-                if isinstance(value, Mapping):
-                    return dict(tree_of_value(value))
-                break
+        for line in itertools.islice(filter(bytes.strip, side.records), looked_at):
+            try:
+                value = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(value, Mapping):
+                return dict(tree_of_value(value))
     return {}
 
 
@@ -87,6 +87,8 @@ def parse(chunk: RawChunk, inp: CorpusInput) -> RawChunk:
     options = pa_json.ParseOptions(
         explicit_schema=_schema(inp.fields), unexpected_field_behavior="ignore"
     )
+    if chunk.unread:  # lines a reader did not read whole
+        return _parse_lines(chunk, inp, inp.fields)
     try:
         table = pa_json.read_json(
             io.BytesIO(chunk.src),
@@ -113,8 +115,13 @@ def value_at(record: Mapping, path: str) -> Any:
 def _parse_lines(chunk: RawChunk, inp: CorpusInput, fields: tuple[str, str]) -> RawChunk:
     sides: tuple[list[str], list[str]] = ([], [])
     unread: list[Unread] = []
+    read_past = {u.index: u for u in chunk.unread}
     for i, line in enumerate(chunk.src.split(b"\n")):
-        texts, problem = _pair_of(line, fields)
+        texts, problem = ("", ""), None
+        if i in read_past:
+            unread.append(read_past[i])
+        else:
+            texts, problem = _pair_of(line, fields)
         if problem is not None:
             unread.append(Unread(i, *problem, line, None))
         for side, text in zip(sides, texts, strict=True):
@@ -137,6 +144,8 @@ def _pair_of(
         return empty, (INVALID_UTF8, f"line: {e.reason} at byte {e.start}")
     except ValueError as e:
         return empty, (BAD_RECORD, f"not JSON: {e}")
+    except RecursionError:
+        return empty, (BAD_RECORD, "not JSON this reader takes: nested too deep")
     if not isinstance(record, Mapping):
         return empty, (BAD_RECORD, f"a JSON {type(record).__name__}, not an object")
     texts = []

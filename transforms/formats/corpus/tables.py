@@ -75,7 +75,17 @@ def _saved_dataset(url: str) -> list[str] | None:
     if not fs.exists(f"{path}/{_SAVED_STATE}"):
         raise ConfigError(f"{url} is a folder: give its files (a glob such as {url}/*.parquet)")
     state = json.loads(fs.cat_file(f"{path}/{_SAVED_STATE}"))
-    return [fsio.join(url, f["filename"]) for f in state.get("_data_files", [])]
+    names = [f["filename"] for f in state.get("_data_files", [])]
+    for name in names:
+        if not _inside(name):
+            raise InputError(f"{url}/{_SAVED_STATE} names {name}, outside its folder")
+    return [fsio.join(url, name) for name in names]
+
+
+def _inside(name: str) -> bool:
+    """Whether a file a `state.json` names is in its folder (no absolute path, no `..`)."""
+    parts = name.replace("\\", "/").split("/")
+    return bool(name) and not name.startswith("/") and ".." not in parts and ":" not in name
 
 
 def _option(role: str) -> str:

@@ -8,6 +8,7 @@ special ids, so SentencePiece ids are fairseq ids. Each side is `spm.model` and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -15,6 +16,7 @@ import numpy as np
 import sentencepiece as spm
 
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.options import options
 from nmtpipe.transforms.progress import heartbeat
 from nmtpipe.transforms.vocab import tokenizer_json
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, dict_text
@@ -51,7 +53,8 @@ class SpmKind(base.SampledKind):
             with heartbeat(f"SentencePiece {side} on {len(sentences):,} sentences"):
                 model = spm_vocab.train(sentences, config, source.options.vocab_size)
         except RuntimeError as e:
-            raise ConfigError(f"SentencePiece could not train on {side}: {e}") from e
+            said = _our_flags(str(e))
+            raise ConfigError(f"SentencePiece could not train on {side}: {said}") from e
         piece_counts = spm_vocab.piece_counts(model, sentences)
         pieces = [p for p, _ in spm_vocab.pieces_and_scores(model)]
         return BuiltSide(
@@ -103,3 +106,11 @@ class SpmEncoder(SideEncoder):
         """Tokens SentencePiece encodes with `<unk>`."""
         encoded = self._spm.encode(list(tokens), num_threads=1)
         return np.fromiter((self.layout.unk in ids for ids in encoded), bool, len(tokens))
+
+
+def _our_flags(message: str) -> str:
+    """SentencePiece's message with its trainer's flags (`--character_coverage`) named as
+    nmtpipe's options that set them (`--character-coverage`)."""
+    ours = {option.path[-1]: option.flag for option in options(SpmConfig)}
+    ours["vocab_size"] = "--vocab-size"
+    return re.sub(r"--([a-z_]+)", lambda m: ours.get(m[1], m[0]), message)

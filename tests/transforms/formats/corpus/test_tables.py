@@ -145,3 +145,30 @@ def test_fields_and_language_codes():
     tree = {"translation": {"zh-CN": "string", "zh-TW": "string", "en": "string"}}
     assert default_fields(tree, ("en", "zh")) is None  # two Chinese: say which
     assert default_fields(tree, ("en", "zh-tw")) == ("translation.en", "translation.zh-TW")
+
+
+def test_json_nested_past_the_parser_s_depth_is_a_bad_record_first_or_later(tmp_path: Path):
+    deep = "[" * 20_000 + "]" * 20_000  # shorter than a line a reader reads past
+    good = json.dumps({"translation": {"en": "Hi.", "zh": "嗨。"}})
+    (tmp_path / "d.jsonl").write_text("\n".join([deep, good, deep, good]) + "\n")
+    assert pairs_of(str(tmp_path / "d.jsonl"), chunk_lines=100) == [
+        (1, "", ""),
+        (2, "Hi.", "嗨。"),
+        (3, "", ""),
+        (4, "Hi.", "嗨。"),
+    ]
+    (inp,) = resolve_tables(str(tmp_path / "d.jsonl"), "train", LANGS)
+    (chunk,) = chunks.load(next(chunks.plan(inp, 100)))
+    assert {(u.index, u.reason) for u in chunk.unread} == {(0, "bad-record"), (2, "bad-record")}
+    assert chunk.unread[0].detail == "not JSON this reader takes: nested too deep"
+
+
+def test_a_saved_dataset_naming_a_file_outside_its_folder_is_refused(tmp_path: Path):
+    translation_dataset().save_to_disk(str(tmp_path / "saved"))
+    state = tmp_path / "saved" / "state.json"
+    doc = json.loads(state.read_text())
+    doc["_data_files"] = [{"filename": "../../../../etc/hostname"}]
+    state.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"state\.json names \.\./\.\./\.\./\.\./etc/hostname, "
+                       "outside its folder"):  # fmt: skip
+        resolve_tables(str(tmp_path / "saved"), "train", LANGS)

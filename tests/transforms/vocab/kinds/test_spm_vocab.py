@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS
 from nmtpipe.transforms.vocab.kinds import spm_vocab
+from nmtpipe.transforms.vocab.kinds.spm import _our_flags
 from nmtpipe.transforms.vocab.kinds.spm_vocab import SpmConfig
 from tests.helpers import example_lines
 
@@ -104,4 +105,11 @@ def test_byte_fallback_leaves_no_unknown_in_chinese(byte_fallback_model):
     pieces = byte_fallback_model.encode(text, out_type=str)
     assert (
         "<0xE4>" in pieces and byte_fallback_model.decode(byte_fallback_model.encode(text)) == text
+    )
+
+
+def test_sentencepiece_s_flags_are_named_as_nmtpipe_s_options_in_its_messages():
+    said = "Vocabulary size too high (8000); --character_coverage 0.5, --model_type unigram"
+    assert _our_flags(said) == (
+        "Vocabulary size too high (8000); --character-coverage 0.5, --model_type unigram"
     )
