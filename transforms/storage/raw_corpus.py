@@ -210,7 +210,8 @@ def too_long(index: int, src: bytes | None, tgt: bytes | None) -> Unread | None:
     name, side = over[0]
     assert isinstance(side, Overlong)
     detail = f"{name} has a line of {side.size:,} bytes (limit {MAX_RECORD_BYTES:,}): not read"
-    return Unread(index, TOO_LONG, detail, src, tgt)
+    plain = [None if side is None else bytes(side) for side in (src, tgt)]  # coders want bytes
+    return Unread(index, TOO_LONG, detail, *plain)
 
 
 class Side(NamedTuple):
