@@ -177,6 +177,69 @@ def traversal_member(folder: Path) -> list[str]:
     ]
 
 
+def unclosed_segments(folder: Path) -> list[str]:
+    """A WMT SGML pair whose 5,000 segments have lost their `</seg>` (quadratic to any
+    reader that looks for it from each `<seg>`)."""
+    for lang, lines in (("en", EN), ("zh", ZH)):
+        segs = "".join(f'<seg id="{i}">{lines[i % len(lines)]}\n' for i in range(1, 5001))
+        doc = f'<srcset setid="s" srclang="en">\n<doc docid="d" sysid="ref">\n{segs}</doc>\n'
+        (folder / f"c.{lang}.sgm").write_text(doc + "</srcset>\n", encoding="utf-8")
+    return ["--train-pair", str(folder / "c.en.sgm"), str(folder / "c.zh.sgm")]
+
+
+def huge_unit(folder: Path) -> list[str]:
+    """A TMX whose one unit holds 32 MB, among clean ones."""
+    units = [
+        f'<tu><tuv xml:lang="en"><seg>{e}</seg></tuv><tuv xml:lang="zh"><seg>{z}</seg></tuv></tu>'
+        for e, z in zip(EN, ZH, strict=True)
+    ]
+    huge = '<tu><tuv xml:lang="en"><seg>' + "x" * LONG_LINE + "</seg></tuv></tu>"
+    body = "\n".join([*units[:1000], huge, *units[1000:]])
+    head = '<?xml version="1.0" encoding="utf-8"?>\n<tmx version="1.4"><header/><body>\n'
+    (folder / "c.tmx").write_text(head + body + "\n</body></tmx>\n", encoding="utf-8")
+    return ["--table", str(folder / "c.tmx")]
+
+
+def entity_bomb(folder: Path) -> list[str]:
+    """A TMX declaring entities that would expand to gigabytes ("billion laughs")."""
+    entities = ['<!ENTITY a "' + "a" * 80 + '">']
+    for name, inner in zip("bcdefghij", "abcdefghi", strict=True):
+        entities.append(f'<!ENTITY {name} "' + f"&{inner};" * 10 + '">')
+    doctype = "<!DOCTYPE tmx [\n" + "\n".join(entities) + "\n]>\n"
+    unit = '<tu><tuv xml:lang="en"><seg>&j;</seg></tuv><tuv xml:lang="zh"><seg>嗨</seg></tuv></tu>'
+    text = f'<?xml version="1.0"?>\n{doctype}<tmx version="1.4"><header/><body>{unit}</body></tmx>'
+    (folder / "c.tmx").write_text(text + "\n", encoding="utf-8")
+    return ["--table", str(folder / "c.tmx")]
+
+
+def wrong_encoding_named(folder: Path) -> list[str]:
+    """A GB18030 side named Big5: read as named, it would be kept as mojibake."""
+    en, zh = _pair(SIZE)
+    _files(folder, c_en=en, c_zh=zh.decode().encode("gb18030"))
+    return [*_lines_args(folder / "c"), "--tgt-encoding", "big5"]
+
+
+def clean_sgml(folder: Path) -> list[str]:
+    for lang, lines in (("en", EN), ("zh", ZH)):
+        segs = "".join(f'<seg id="{i}">{lines[i % len(lines)]}</seg>\n' for i in range(1, 5001))
+        doc = f'<srcset setid="s" srclang="en">\n<doc docid="d" sysid="ref">\n{segs}</doc>\n'
+        (folder / f"c.{lang}.sgm").write_text(doc + "</srcset>\n", encoding="utf-8")
+    return ["--train-pair", str(folder / "c.en.sgm"), str(folder / "c.zh.sgm")]
+
+
+def clean_tmx(folder: Path) -> list[str]:
+    units = "\n".join(
+        f'<tu><tuv xml:lang="en"><seg>{e}</seg></tuv><tuv xml:lang="zh"><seg>{z}</seg></tuv></tu>'
+        for e, z in zip(EN, ZH, strict=True)
+    )
+    head = '<?xml version="1.0" encoding="utf-8"?>\n<tmx version="1.4"><header/><body>\n'
+    (folder / "c.tmx").write_text(head + units + "\n</body></tmx>\n", encoding="utf-8")
+    return ["--table", str(folder / "c.tmx")]
+
+
+CLEAN |= {"sgml": clean_sgml, "tmx": clean_tmx}
+
+
 CASES = [
     Case("a compressed stream without a line end", "gz", no_newline_gz,
          error=r"none of its 1 pairs kept .*rejected: too-long 1\); lines end at LF"),
@@ -188,6 +251,13 @@ CASES = [
     Case("JSON nested 30,000 deep", "jsonl", deep_json, rejects={"bad-record": 2}),
     Case("an archive member named ../../etc/passwd", "tar", traversal_member,
          error=r"c\.tgz has no member \.\./\.\./etc/passwd"),
+    Case("5,000 SGML segments without </seg>", "sgml", unclosed_segments,
+         error=r'c\.en\.sgm: line 3: <seg id="?1"?> has no </seg> before the <seg id="?2"?>'),
+    Case("a TMX unit of 32 MB", "tmx", huge_unit, rejects={"too-long": 1}),
+    Case("a TMX entity bomb", "tmx", entity_bomb, error=r"c\.tmx: not a well-formed TMX"),
+    Case("a GB18030 side named Big5", "plain", wrong_encoding_named,
+         error=r"c\.zh: read as big5 it is not plausible text .* it reads cleanly as gb18030: "
+               r"check --tgt-encoding"),
 ]  # fmt: skip
 
 

@@ -18,7 +18,12 @@ import pyarrow as pa
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import runs_locally
-from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, PreparePlan, make_plan
+from nmtpipe.pipelines.workflow.prepare_plan import (
+    PrepareConfig,
+    PreparePlan,
+    check_named_encodings,
+    make_plan,
+)
 from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep, Running
 from nmtpipe.pipelines.workflow.steps.protocol import Written
 from nmtpipe.pipelines.workflow.steps.runner import run_step
@@ -259,6 +264,7 @@ class PrepareStep(BeamStep):
         )
 
     def graph(self, options: PipelineOptions, meter: Meter | None = None) -> PrepareCorpus:
+        check_named_encodings(self.plan.inputs)  # before any work
         root = spill_root(self.plan.config.spill_dir, options, self.output)
         if root is not None:
             self.spill = fsio.join(root, f"nmtpipe-spill-{uuid.uuid4().hex}")

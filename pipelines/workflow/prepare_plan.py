@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ from nmtpipe.transforms.formats.prepared import KIND
 from nmtpipe.transforms.options import comma_list, count, nested, option
 from nmtpipe.transforms.quality.judge import PREFIX
 from nmtpipe.transforms.quality.registry import quality_config
-from nmtpipe.transforms.storage import encodings, fsio, manifest
+from nmtpipe.transforms.storage import encodings, fsio, manifest, raw_corpus
 from nmtpipe.transforms.storage.encodings import AUTO
 from nmtpipe.transforms.storage.inputs import (
     LINES,
@@ -451,6 +452,22 @@ def resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:
                 raise ConfigError(f"{url} is given more than once")
             seen.add(url)
     return inputs
+
+
+def check_named_encodings(inputs: Iterable[CorpusInput]) -> None:
+    """Refuse a side of text lines whose first bytes are plainly not in the encoding
+    named for it (`encodings.trusted`): read anyway, it would be kept as mojibake or
+    mostly rejected, and the run would succeed."""
+    for inp in inputs:
+        if inp.layout != LINES:
+            continue  # a table's encoding is its format's
+        flags = ("--src-encoding", "--tgt-encoding")
+        for url, named, flag in zip(inp.urls(), inp.encodings, flags, strict=False):
+            if named == AUTO:
+                continue
+            with raw_corpus.open_binary(url) as f:
+                head = raw_corpus.read_head(f, url)
+            encodings.trusted(url, named, head, len(head) < encodings.SAMPLE_BYTES, flag)
 
 
 def identity(inp: CorpusInput, checksum: bool = False) -> dict[str, Any]:

@@ -9,18 +9,24 @@ with their own codec. UTF-16 and UTF-32 are not: they are transcoded to UTF-8 as
 read, a block at a time.
 
 An input's encoding is found from its first bytes (`sniff`): a byte-order mark, else
-UTF-8 if the sample is UTF-8 (a stray bad line does not count against it: it is a
-reject), else what charset-normalizer says of it. Chinese corpora of the CWMT era are
-GB2312, GBK or GB18030; all three are read as GB18030, which decodes every text of the
-other two.
+UTF-16 or UTF-32 told by NUL bytes where the sample reads as text in it, else UTF-8 if
+the sample is UTF-8 but for at most 1% of its lines (those are rejects), else what
+charset-normalizer says of it. Chinese corpora of the CWMT era are GB2312, GBK or
+GB18030; all three are read as GB18030, which decodes every text of the other two.
+
+An encoding the user named is trusted only where the sample may be in it (`trusted`): one
+that reads it as no text where the encoding found reads it cleanly, or that cannot decode
+most of its lines, stops the run before any work, naming both.
 """
 
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
-from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.errors import ConfigError, InputError
 
 AUTO = "auto"
 UTF8 = "utf-8"
@@ -36,10 +42,21 @@ _BOMS = (
 )
 # What a detector's answer is read as: the superset that decodes all of it.
 _SUPERSETS = {"gb2312": "gb18030", "gbk": "gb18030", "hz": "gb18030", "ascii": UTF8}
-# Share of a sample's lines that may be invalid UTF-8 for the sample still to be UTF-8.
+# Share of a sample's lines that may read as no text in an encoding for the sample still
+# to be in it: stray corrupt lines, rejected one by one. A file is UTF-8 when no more of
+# its lines are invalid UTF-8, even if those lines are its only ones that are not ASCII:
+# from a few lines no detector tells one code page from another (an ASCII file with one
+# Latin-1 line "café naïve" is found cp1250 or cp775, which read it "naďve", "na’ve"),
+# so a line lost as a counted reject is better than one kept as a guessed code page's
+# mojibake.
 _BAD_LINE_SHARE = 0.01
+# charset-normalizer's mess ratio over which text is not in the encoding it was read in
+# (its own default threshold), and the least text it is measured on (its chunk size).
+_MESS_LIMIT = 0.2
+_MESS_TEXT = 512
 # Share of NUL bytes that marks UTF-16 or UTF-32 written without a byte-order mark.
 _NUL_SHARE = 0.1
+_NO_TEXT = re.compile("[\x00\ud800-\udfff]")  # in UTF-16: a NUL or a lone surrogate
 
 
 def canonical(name: str) -> str:
@@ -82,7 +99,7 @@ def sniff(sample: bytes, whole: bool) -> str:
             return name
     if not sample:
         return UTF8
-    nul_guess = _without_bom_utf16(sample)
+    nul_guess = _without_bom_utf16(sample, whole)
     if nul_guess is not None:
         return nul_guess
     if _mostly_utf8(sample, whole):
@@ -93,40 +110,206 @@ def sniff(sample: bytes, whole: bool) -> str:
     return UTF8 if best is None else canonical(best.encoding)
 
 
-def _without_bom_utf16(sample: bytes) -> str | None:
-    """UTF-16 or UTF-32 written without a mark, told by its NUL bytes: ASCII letters,
-    digits and line ends each carry one (UTF-16) or three (UTF-32)."""
+def _without_bom_utf16(sample: bytes, whole: bool) -> str | None:
+    """UTF-16 or UTF-32 written without a mark, told by its NUL bytes (ASCII letters,
+    digits and line ends each carry one in UTF-16, three in UTF-32), where it is whole
+    code units and its first 64 KiB read as text in it: UTF-8 with NULs is no UTF-16."""
     head = sample[: 1 << 16]
     nuls = head.count(0)
     if nuls < _NUL_SHARE * len(head):
         return None
     if head.count(b"\x00\x00\x00") * 4 >= nuls:  # runs of three: UTF-32
-        return "utf-32-le" if head[3::4].count(0) > head[0::4].count(0) else "utf-32-be"
-    return "utf-16-le" if head[1::2].count(0) > head[0::2].count(0) else "utf-16-be"
+        width, guess = 4, "utf-32-le" if head[3::4].count(0) > head[0::4].count(0) else "utf-32-be"
+    else:
+        width, guess = 2, "utf-16-le" if head[1::2].count(0) > head[0::2].count(0) else "utf-16-be"
+    if whole and len(sample) % width:
+        return None
+    head_whole = whole and len(head) == len(sample)
+    return guess if _plausible(_reading(head, guess, head_whole)) else None
 
 
 def _mostly_utf8(sample: bytes, whole: bool) -> bool:
-    """Whether the sample is UTF-8 but for a few bad lines (at most 1%, and some lines
-    that need UTF-8's multi-byte characters are valid: a Latin-1 file whose only
-    accented line is bad is no UTF-8 file)."""
+    """Whether the sample is UTF-8 but for a few bad lines (`_BAD_LINE_SHARE`)."""
     try:
         codecs.utf_8_decode(sample, "strict", whole)
         return True
     except UnicodeDecodeError:
         pass
+    lines = _sample_lines(sample, whole)
+    bad = sum(not _decodes(line, UTF8) for line in lines if not line.isascii())
+    return bad <= _BAD_LINE_SHARE * len(lines)
+
+
+class _Reading(NamedTuple):
+    """How a sample's lines read in one encoding: how many were sampled; how many tell
+    encodings apart (not ASCII, or holding a NUL: every line of UTF-16 or UTF-32); how
+    many of those read as no text (not decodable, NULs, or UTF-8 read as something
+    else), and how many of these are not decodable at all; whether the text of the rest
+    is a mess (charset-normalizer's mess ratio)."""
+
+    lines: int
+    telling: int
+    garbled: int
+    undecodable: int
+    messy: bool
+
+
+def _reading(sample: bytes, encoding: str, whole: bool) -> _Reading:
+    """How the lines of `sample` read in `encoding` (`whole`: as in `sniff`)."""
+    if transcodes(encoding):
+        return _transcoded_reading(sample, encoding, whole)
+    codec = decoding_codec(encoding)
+    lines = _sample_lines(sample, whole)
+    telling = garbled = undecodable = 0
+    texts = []
+    for line in lines:
+        if line.isascii() and 0 not in line:
+            continue  # the same text in every encoding that is read line by line
+        telling += 1
+        try:
+            text = line.decode(codec)
+        except UnicodeDecodeError:
+            undecodable += 1
+            garbled += 1
+            continue
+        # Text in another encoding is all but never valid UTF-8 (a Latin-1 "é" would need
+        # a byte 0x80-0xBF after it): a line that is, read as something else, is mojibake.
+        if "\0" in text or (codec != UTF8 and not line.isascii() and _decodes(line, UTF8)):
+            garbled += 1
+        else:
+            texts.append(text)
+    return _Reading(len(lines), telling, garbled, undecodable, _messy(texts))
+
+
+def _transcoded_reading(sample: bytes, encoding: str, whole: bool) -> _Reading:
+    """A sample's reading in UTF-16 or UTF-32: decoded whole, then split into lines.
+
+    Its lines are not decodable where the sample does not decode (a code point out of
+    range, an odd last byte, no byte-order mark where one names the byte order), and
+    all read as no text where fewer than half its 0x0A bytes are line ends: in bytes
+    read in the wrong byte order, or that are no UTF-16, a 0x0A byte pairs with its
+    neighbour into another character, and the text reads as one long line."""
+    decoder = codecs.getincrementaldecoder(encoding)(errors="surrogatepass")
+    n = len(_sample_lines(sample, whole))
+    try:
+        text = decoder.decode(sample, final=whole)
+    except UnicodeError:  # not only UnicodeDecodeError: UTF-16 without its mark
+        return _Reading(n, n, n, n, False)
+    if 2 * text.count("\n") < sample.count(b"\n"):
+        return _Reading(n, n, n, 0, False)
+    lines = text.split("\n")
+    if not whole and len(lines) > 1:
+        lines.pop()  # may end inside a line
+    if lines and not lines[-1]:
+        lines.pop()
+    texts = [line for line in lines if not _NO_TEXT.search(line)]
+    garbled = len(lines) - len(texts)
+    return _Reading(len(lines), len(lines), garbled, garbled, _messy(texts))
+
+
+def _messy(texts: list[str]) -> bool:
+    """Whether lines read as text are a mess to charset-normalizer: mojibake of one
+    legacy encoding read as another decodes, but into unlikely letters and symbols.
+    Under `_MESS_TEXT` characters, never: its ratio of a few short lines is noise (five
+    lines of Big5 Chinese measure messier read as Big5 than as Korean Johab)."""
+    from charset_normalizer.md import mess_ratio
+
+    text = "\n".join(texts)
+    return len(text) >= _MESS_TEXT and mess_ratio(text, _MESS_LIMIT) >= _MESS_LIMIT
+
+
+def _plausible(found: _Reading) -> bool:
+    """Whether a reading is clean: tidy text, but for stray lines that are rejects (1%
+    of the lines, and always one: one line shows no encoding)."""
+    return not found.messy and found.garbled <= max(1.0, _BAD_LINE_SHARE * found.lines)
+
+
+def _misreads(found: _Reading) -> bool:
+    """Whether a reading is a mess, or garbles more than stray lines: more than 1% of
+    all lines, or than half of those that tell encodings apart (where those are few, as
+    in English with a few accents), and more than one line."""
+    strays = min(_BAD_LINE_SHARE * found.lines, found.telling / 2)
+    return found.messy or found.garbled > max(1.0, strays)
+
+
+def _sample_lines(sample: bytes, whole: bool) -> list[bytes]:
+    """A sample's lines, less the last where it may be cut (`whole` false)."""
     lines = sample.split(b"\n")
     if not whole and len(lines) > 1:
-        lines.pop()  # may end inside a character
-    bad = wide = 0
-    for line in lines:
-        if line.isascii():
-            continue
-        try:
-            line.decode(UTF8)
-            wide += 1
-        except UnicodeDecodeError:
-            bad += 1
-    return wide > 0 and bad <= _BAD_LINE_SHARE * len(lines)
+        lines.pop()
+    if len(lines) > 1 and not lines[-1]:
+        lines.pop()  # after the last line end
+    return lines
+
+
+def _decodes(line: bytes, codec: str) -> bool:
+    try:
+        line.decode(codec)
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def misread(sample: bytes, named: str, whole: bool) -> str | None:
+    """Why a text starting with `sample` is plainly not in the encoding `named`, or None.
+
+    Plainly not: it reads as no text in `named` (`_misreads`) where the encoding `sniff`
+    finds reads it cleanly and better; or `named` cannot decode most of its lines; or it
+    is UTF-16 or UTF-32 without the byte-order mark that tells their byte order. An
+    encoding that reads the sample as plausible text is never second-guessed: from a
+    few lines, the detector's own guess can be the wrong one."""
+    mine = _reading(sample, named, whole)
+    if not _misreads(mine):  # an empty text, too, in any encoding
+        return None
+    found = sniff(sample, whole)
+    theirs = None if _same(found, named) else _reading(sample, found, whole)
+    clean = (
+        theirs is not None and _plausible(theirs) and (mine.messy or theirs.garbled < mine.garbled)
+    )
+    elsewhere = f"; it reads cleanly as {found}" if clean else ""
+    if named in ("utf-16", "utf-32") and not any(
+        sample.startswith(bom) and name == named for bom, name in _BOMS
+    ):
+        return (
+            f"read as {named} it has no byte-order mark to tell its byte order (name "
+            f"{named}-le or {named}-be){elsewhere}"
+        )
+    if clean:
+        shown = mine.telling if mine.messy else mine.garbled  # a mess as a whole, or lines
+        return (
+            f"read as {named} it is not plausible text ({shown:,} of {mine.lines:,} sampled "
+            f"lines){elsewhere}"
+        )
+    if 2 * mine.undecodable > mine.lines:
+        return (
+            f"read as {named}, {mine.undecodable:,} of {mine.lines:,} sampled lines are not {named}"
+        )
+    return None
+
+
+def _same(one: str, other: str) -> bool:
+    """Whether two encodings read an input alike (UTF-8 with and without a mark do)."""
+    return one == other or {one, other} <= {UTF8, UTF8_BOM_NAME}
+
+
+def trusted(url: str, named: str, sample: bytes, whole: bool, option: str) -> str:
+    """`named`, the encoding given by `option` for the file at `url` whose first bytes
+    are `sample`; InputError where the sample is plainly not in it (`misread`)."""
+    problem = misread(sample, named, whole)
+    if problem:
+        raise InputError(f"{url}: {problem}: check {option}")
+    return named
+
+
+def alignment_hint(found: tuple[str, ...]) -> str:
+    """Words for a message about two sides' line counts that differ, where an encoding may
+    be why: a side read in an encoding other than its own splits into other lines."""
+    if all(name in (UTF8, UTF8_BOM_NAME) for name in found):
+        return ""
+    return (
+        f" (read as {' and '.join(found)}: a side read in an encoding not its own splits "
+        "into other lines; name it with --src-encoding/--tgt-encoding)"
+    )
 
 
 def transcoded(blocks: Iterable[bytes], encoding: str) -> Iterator[bytes]:

@@ -273,8 +273,9 @@ def read_chunks(
                 assert tgt is not None and inp.tgt is not None
                 n_src = line - 1 + len(src_lines) + sum(1 for _ in src.records)
                 n_tgt = line - 1 + len(tgt_lines) + sum(1 for _ in tgt.records)
+                hint = encodings.alignment_hint(found)
                 raise CorpusAlignmentError(
-                    f"{inp.src} has {n_src} {src.unit} but {inp.tgt} has {n_tgt}"
+                    f"{inp.src} has {n_src} {src.unit} but {inp.tgt} has {n_tgt}{hint}"
                 )
             if not src_lines:
                 return
@@ -380,7 +381,8 @@ def plan_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk | Chunk
     except FileNotFoundError as e:
         raise InputError(f"no such file: {e.filename}") from e
     if n_src != n_tgt:
-        raise CorpusAlignmentError(f"{inp.src} has {n_src} lines but {inp.tgt} has {n_tgt}")
+        hint = encodings.alignment_hint(found)
+        raise CorpusAlignmentError(f"{inp.src} has {n_src} lines but {inp.tgt} has {n_tgt}{hint}")
     src_start = tgt_start = 0
     for k, src_end in enumerate(src_ends):
         tgt = None

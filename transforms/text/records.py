@@ -30,6 +30,7 @@ PAIRS_SCHEMA = pa.schema(
         ("tgt_raw", pa.string()),
     ]
 )
+RAW = ("src_raw", "tgt_raw")  # valid and test: the lines as read, where normalising changed them
 # A shard's row order: by id, then text, origin and line (`formats/pair_shards.py`).
 SORT_KEYS = [(name, "ascending") for name in ("id", "src", "tgt", "origin", "line")]
 WIRE_SCHEMA = PAIRS_SCHEMA.set(3, pa.field("origin", pa.dictionary(pa.int32(), pa.string())))
@@ -110,8 +111,9 @@ def reject_rows(
     scores: pa.Array | None = None,
 ) -> pa.Table:
     """Rows `rows` of a pairs table as rejects in REJECTS_SCHEMA, their normalised text
-    as the bytes (what the shard writers reject a pair with), with their ids and, given,
-    their scores (SCORES, one per row)."""
+    as the bytes (what the shard writers reject a pair with), with their ids, their
+    lines as read where the table has them and, given, their scores (SCORES, one per
+    row)."""
     picked = table.take(pa.array(rows, pa.int64()))
     n = picked.num_rows
     if isinstance(detail, str):
@@ -126,8 +128,7 @@ def reject_rows(
         picked["tgt"].cast(pa.binary()),
         picked["id"],
         pa.nulls(n, SCORES) if scores is None else scores,
-        picked["src_raw"],
-        picked["tgt_raw"],
+        *(picked[raw] if raw in picked.column_names else pa.nulls(n, pa.string()) for raw in RAW),
     ]
     return pa.Table.from_arrays(columns, schema=REJECTS_SCHEMA)
 

@@ -156,6 +156,26 @@ def test_every_layout_in_one_run_gives_the_same_bytes_on_every_runner(tmp_path):
     assert digests["in-memory"] == digests["processes"]
 
 
+def test_a_tmx_in_another_encoding_is_recorded_in_it(tmp_path):
+    """The statistics and the manifest name the encoding a TMX was read in (GBK, read as
+    GB18030 as a text file would be), not the UTF-8 it was parsed in."""
+    units = "".join(
+        f'<tu><tuv xml:lang="en"><seg>{e}</seg></tuv><tuv xml:lang="zh"><seg>{z}</seg></tuv></tu>\n'
+        for e, z in zip(EN[:300], ZH[:300], strict=True)
+        if "&" not in e + z and "<" not in e + z
+    )
+    head = '<?xml version="1.0" encoding="GBK"?>\n<tmx version="1.4"><body>\n'
+    text = (head + units + "</body></tmx>\n").encode("gb18030")
+    (tmp_path / "gbk.tmx").write_bytes(text)
+    config = PrepareConfig("en", "zh", str(tmp_path / "out"), table=(str(tmp_path / "gbk.tmx"),))
+    outcome = run_prepare(config, IN_MEMORY)
+    (info,) = outcome.stats["inputs"].values()
+    assert info["encoding"] == {"src": "gb18030", "tgt": "gb18030"}
+    assert info["kept"] > 0.9 * info["read"]
+    (found,) = outcome.manifest["inputs"]
+    assert found["encoding"] == {"src": "gb18030", "tgt": "gb18030"}
+
+
 def test_an_input_that_keeps_no_pairs_stops_the_run_naming_it(tmp_path):
     (tmp_path / "c_en.txt").write_text("\n".join(EN[:50]) + "\n", encoding="utf-8")
     (tmp_path / "c_cn.txt").write_bytes(("\n".join(ZH[:50]) + "\n").encode("gb18030"))
@@ -165,10 +185,9 @@ def test_an_input_that_keeps_no_pairs_stops_the_run_naming_it(tmp_path):
     )
     with pytest.raises(InputError) as error:
         run_prepare(config, IN_MEMORY)
-    assert str(error.value) == (
-        f"{tmp_path}/c_{{en,cn}}.txt: none of its 50 pairs kept (read as src utf-8, tgt "
-        "utf-8; rejected: invalid-utf8 50); name its encoding with --src-encoding/"
-        "--tgt-encoding; nothing committed"
+    assert str(error.value) == (  # before any work: the side is plainly not UTF-8
+        f"{tmp_path}/c_cn.txt: read as utf-8 it is not plausible text (50 of 50 sampled "
+        "lines); it reads cleanly as gb18030: check --tgt-encoding"
     )
     assert not (tmp_path / "out" / "manifest.json").exists()
     found = run_prepare(

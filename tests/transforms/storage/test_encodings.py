@@ -6,19 +6,24 @@ import codecs
 
 import pytest
 
-from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.storage.encodings import (
+    alignment_hint,
     canonical,
     checked,
     decoding_codec,
+    misread,
     sniff,
     transcoded,
     transcodes,
+    trusted,
 )
 from tests.helpers import shared_lines
 
 ZH = shared_lines("tatoeba-cmn", "zh")[1000:1300]
 EN = shared_lines("tatoeba-cmn", "en")[1000:1300]
+NTREX_ZH = shared_lines("ntrex128-enzh", "zh")
+NTREX_EN = shared_lines("ntrex128-enzh", "en")  # ASCII but for 19 lines (£, €, á...)
 
 
 def text(lines: list[str], encoding: str, end: str = "\n") -> bytes:
@@ -55,9 +60,158 @@ def test_a_sample_may_end_inside_a_character():
     assert sniff(data[:-2], whole=False) == "utf-8"
 
 
-def test_latin1_whose_only_accents_are_not_utf8_is_not_utf8():
-    data = text(EN, "utf-8") + "café naïve\n".encode("latin-1")
-    assert sniff(data, whole=True) not in ("utf-8", "utf-8-sig")
+def test_an_ascii_text_with_a_stray_bad_line_is_utf8():
+    """Before: found cp1250 (no line needed UTF-8's multi-byte characters), and the bad
+    line kept as "˙ţ bad"."""
+    lines = [line.encode() for line in NTREX_EN if line.isascii()]
+    data = b"\n".join([*lines[:100], b"\xff\xfe bad", *lines[100:]]) + b"\n"
+    assert sniff(data, whole=True) == "utf-8"  # the line is a reject
+
+
+def test_a_few_latin1_lines_in_ascii_are_rejects_many_are_latin1():
+    """From one line no code page can be told (the detector read "café naïve" as cp1250's
+    "café naďve"): it is a reject of a UTF-8 text. Past 1% of the lines, it is not UTF-8."""
+    few = text(EN, "utf-8") + "café naïve\n".encode("latin-1")
+    assert sniff(few, whole=True) == "utf-8"
+    accented = [line.replace("e", "é", 1) if i % 20 == 0 else line for i, line in enumerate(EN)]
+    assert sniff(text(accented, "latin-1"), whole=True) not in ("utf-8", "utf-8-sig")
+
+
+def test_utf8_with_nul_bytes_is_not_utf16_or_utf32():
+    """Before: fixed-width records padded with NULs were found UTF-16 or UTF-32 (each
+    read as one line, or a crash: a code point out of range)."""
+    for pad in (b"\0", b"\0\0", b"\0\0\0\0"):
+        padded = b"".join(line.encode() + pad * (120 - len(line)) + b"\n" for line in EN)
+        assert sniff(padded, whole=True) == "utf-8"
+    interleaved = "\n".join(line + "\0" * len(line) for line in EN).encode() + b"\n"
+    assert sniff(interleaved, whole=True) == "utf-8"
+
+
+def test_utf16_without_a_mark_is_whole_code_units():
+    data = text(EN[:50], "utf-16-le")
+    assert sniff(data, whole=True) == "utf-16-le"
+    assert sniff(data + b"x", whole=True) == "utf-8"  # an odd length: no UTF-16
+    assert sniff(data[:-1], whole=False) == "utf-16-le"  # a sample may be cut anywhere
+
+
+@pytest.mark.parametrize(
+    ("data", "named", "problem"),
+    [
+        (  # before: 440 of 1,997 pairs kept, as mojibake
+            text(NTREX_ZH, "gb18030"),
+            "big5",
+            "read as big5 it is not plausible text (1,997 of 1,997 sampled lines); it reads "
+            "cleanly as gb18030",
+        ),
+        (  # before: 28 kept
+            text(NTREX_ZH, "utf-8"),
+            "gb18030",
+            "read as gb18030 it is not plausible text (1,997 of 1,997 sampled lines); it "
+            "reads cleanly as utf-8",
+        ),
+        (  # every line decodes: "Â£2.8bn"
+            text(NTREX_EN, "utf-8"),
+            "cp1252",
+            "read as cp1252 it is not plausible text (19 of 1,997 sampled lines); it reads "
+            "cleanly as utf-8",
+        ),
+        (  # every line decodes: "Ïðèâåò"
+            text(["Привет мир, как дела?", "Всё хорошо, спасибо."] * 20, "cp1251"),
+            "iso8859-1",
+            "read as iso8859-1 it is not plausible text (40 of 40 sampled lines); it reads "
+            "cleanly as cp1251",
+        ),
+        (  # before: a line-count mismatch, or lines of NULs
+            text(ZH, "utf-16"),
+            "gb18030",
+            "read as gb18030 it is not plausible text (302 of 304 sampled lines); it reads "
+            "cleanly as utf-16",
+        ),
+        (  # before: a bare UnicodeError
+            text(EN, "utf-16-le"),
+            "utf-16",
+            "read as utf-16 it has no byte-order mark to tell its byte order (name utf-16-le "
+            "or utf-16-be); it reads cleanly as utf-16-le",
+        ),
+        (
+            text(EN, "utf-8"),
+            "utf-16-le",
+            "read as utf-16-le it is not plausible text (300 of 300 sampled lines); it reads "
+            "cleanly as utf-8",
+        ),
+        (  # no encoding reads it: it is refused all the same
+            (bytes(range(128, 256)) + b"\n") * 40,
+            "utf-8",
+            "read as utf-8, 40 of 40 sampled lines are not utf-8",
+        ),
+    ],
+    ids=[
+        "gb18030-as-big5",
+        "utf8-as-gb18030",
+        "utf8-as-cp1252",
+        "cp1251-as-latin1",
+        "utf16-as-gb18030",
+        "unmarked-utf16",
+        "utf8-as-utf16le",
+        "no-text",
+    ],
+)
+def test_a_named_encoding_that_plainly_is_not_the_texts(data, named, problem):
+    assert misread(data, named, whole=True) == problem
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        (text(NTREX_ZH, "gb18030", "\r\n"), "gb18030"),
+        (text([z for z in ZH if z.encode("big5", "replace").count(b"?") == 0], "big5"), "big5"),
+        (text(ZH, "utf-8") + b"broken \xff line\n", "utf-8"),  # a reject
+        (text(ZH, "utf-16"), "utf-16"),
+        (text(EN, "utf-16-be"), "utf-16-be"),
+        (text(EN, "utf-32"), "utf-32"),
+        # The detector's guess is no better than the user's where both read text: it finds
+        # cp1250 for these.
+        (text(EN, "utf-8") + "café naïve\n".encode("latin-1"), "iso8859-1"),
+        (text([e.replace("e", "é", 1) for e in EN], "latin-1"), "iso8859-1"),
+        (text(EN, "utf-8"), "gb18030"),  # ASCII: the same in both
+        (b"", "utf-16"),
+    ],
+    ids=[
+        "gb18030",
+        "big5",
+        "utf8-a-reject",
+        "utf16",
+        "utf16be",
+        "utf32",
+        "latin1-a-line",
+        "latin1",
+        "ascii",
+        "empty",
+    ],
+)
+def test_a_named_encoding_that_may_be_the_texts(data, named):
+    assert misread(data, named, whole=True) is None
+
+
+def test_a_refused_encoding_is_an_input_error_naming_the_file_and_option():
+    assert trusted("a.zh", "gb18030", text(ZH, "gb18030"), True, "--tgt-encoding") == "gb18030"
+    with pytest.raises(InputError, match=r"^a\.zh: read as big5 .*: check --tgt-encoding$"):
+        trusted("a.zh", "big5", text(NTREX_ZH, "gb18030"), True, "--tgt-encoding")
+
+
+def test_one_line_shows_no_encoding():
+    """A stray bad line in a small text is a reject, whatever decodes it: a code page
+    reads any bytes (here cp037, EBCDIC)."""
+    assert misread(text(EN[:6], "utf-8") + b"caf\xe9\n", "utf-8", whole=True) is None
+    assert misread(b"\x80", "utf-8", whole=True) is None
+
+
+def test_a_line_count_mismatch_names_encodings_that_may_be_why():
+    assert alignment_hint(("utf-8", "utf-8-sig")) == ""
+    assert alignment_hint(("utf-8", "gb18030")) == (
+        " (read as utf-8 and gb18030: a side read in an encoding not its own splits into "
+        "other lines; name it with --src-encoding/--tgt-encoding)"
+    )
 
 
 def test_names_as_python_knows_them():

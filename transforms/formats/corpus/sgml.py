@@ -5,9 +5,15 @@ not always escaped), so they are read as T2T and sacreBLEU read them, by pattern
 than by an SGML parser: the text between each `<seg …>` and its `</seg>`, in order,
 stripped, with its entities (`&amp;`, `&lt;`, `&quot;`, `&#39;`, ...) unescaped, which
 T2T and sacreBLEU leave as they are. A segment split over lines is joined with a space.
-The work is done on blocks of bytes in the file's own encoding, one regular expression
-over each (the markup is ASCII, which no byte of a character of an ASCII-compatible
-encoding can be), so that decoding stays the cleaner's, line by line.
+The work is done on blocks of bytes in the file's own encoding, the tags of the set's
+structure (`<doc>`, `<p>`, `<seg>`, ...) found by one regular expression (the markup is
+ASCII, which no byte of a character of an ASCII-compatible encoding can be), so that
+decoding stays the cleaner's, line by line.
+
+A `<seg>` whose text would hold such a tag has lost its `</seg>`: the file is refused,
+naming the line, rather than two segments kept as one with markup inside. So is a
+segment of more than `MAX_SEGMENT` bytes, so that the reading stays linear in the file
+whatever its markup: each block is scanned once, with at most one segment carried over.
 
 The source and reference files of a set have different names but the same documents and
 segment ids; a pair whose segment counts or ids differ is refused, as it is read.
@@ -35,15 +41,26 @@ from nmtpipe.transforms.storage.raw_corpus import (
 )
 
 SUFFIXES = (".sgm", ".sgml")
-# A document's start (its id) or a whole segment (its id, its text), in order; the
-# letters' cases spelled out and the text unrolled, which runs 2.6 times as fast as
-# IGNORECASE and a lazy `.*?`.
+# Bytes a segment may hold: a thousand times the longest line the filters keep by
+# default; a `<seg>` longer than that has lost its `</seg>` (a block's worth, the most
+# carried from one block to the next).
+MAX_SEGMENT = 1 << 20
+_TOO_LONG = f"holds more than {MAX_SEGMENT:,} bytes (its </seg> missing?)"
+_NAMES = rb"seg|doc|p|hl|srcset|refset|tstset"  # the tags of a set's structure
+# In any case, a whole segment (its attributes, its text, which holds no such tag), else
+# one tag: `/` if it closes, its name, its attributes and `>` (none where the tag runs
+# into another or the block ends: cut, or broken). Whole segments first: a segment is
+# one match.
 _ITEM = re.compile(
-    rb"<[dD][oO][cC]\b[^>]*?\b[dD][oO][cC][iI][dD]\s*=\s*[\"']?([^\"'\s>]+)[^>]*>"
-    rb"|<[sS][eE][gG]\b(?:[^>]*?\b[iI][dD]\s*=\s*[\"']?([^\"'\s>]*))?[^>]*>"
-    rb"([^<]*(?:<(?!/[sS][eE][gG])[^<]*)*)</[sS][eE][gG]\s*>"
+    rb"<seg\b([^<>]*)>([^<]*(?:<(?!/?(?:" + _NAMES + rb")\b)[^<]*)*)</seg\b[^<>]*>"
+    rb"|<(/?)(" + _NAMES + rb")\b([^<>]*)(>?)",
+    re.IGNORECASE,
 )
-_OPEN_SEG = re.compile(rb"<seg\b", re.IGNORECASE)
+_DOC_ID = re.compile(rb"\bdocid\s*=\s*[\"']?([^\"'\s>]+)", re.IGNORECASE)
+_SEG_ID = re.compile(rb"\bid\s*=\s*[\"']?([^\"'\s>]*)", re.IGNORECASE)
+# Longest start of a tag that the end of a block may cut before its name is whole.
+_CUT_NAME = len(b"</srcset")
+_SHOWN_ID = 40  # bytes of a segment's id a message shows at most
 _LINE_BREAKS = re.compile(rb"\s*\n\s*")
 _ENTITY = re.compile(rb"&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 
@@ -72,32 +89,90 @@ def unescape(text: bytes, codec: str) -> bytes:
     return _ENTITY.sub(replace, text)
 
 
-def _segments(blocks: Iterable[bytes]) -> Iterator[tuple[bytes, bytes, bytes]]:
-    """(document id, segment id, raw text) of every segment, in order."""
-    doc = b""
-    pending = b""
-    for block in blocks:
-        data = pending + block
-        end = 0
+def _segments(blocks: Iterable[bytes], url: str) -> Iterator[tuple[bytes, bytes, bytes]]:
+    """(document id, segment id, raw text) of every segment, in order; InputError at a
+    `<seg>` without its `</seg>` (another tag of the structure or the file's end comes
+    first, or more than MAX_SEGMENT bytes), at a `</seg>` without its `<seg>` and at a
+    tag without its `>`. Each block is scanned once, with what it leaves unfinished (a
+    segment, or a tag it cuts) carried to the next."""
+    doc, pending, line = b"", b"", 1  # `line`: the one `pending` starts on
+    for block in itertools.chain(blocks, [None]):  # None: the file has ended
+        data = pending + (block or b"")
+        opened: re.Match[bytes] | None = None  # a `<seg>` whose `</seg>` is to come
+        found, cut = None, None
         for found in _ITEM.finditer(data):
-            end = found.end()
-            if found.group(1) is not None:
-                doc = found.group(1)
+            attrs, text = found.group(1, 2)
+            if text is not None and opened is None:  # a whole segment
+                if len(text) > MAX_SEGMENT:
+                    raise _broken(url, line, data, found, _TOO_LONG)
+                seg_id = _SEG_ID.search(attrs)
+                text = text.strip()
+                if b"\n" in text:
+                    text = _LINE_BREAKS.sub(b" ", text)
+                yield doc, seg_id.group(1) if seg_id else b"", text
                 continue
-            text = found.group(3).strip()
-            if b"\n" in text:
-                text = _LINE_BREAKS.sub(b" ", text)
-            yield doc, found.group(2) or b"", text
-        rest = data[end:]
-        opened = _OPEN_SEG.search(rest)
-        if opened is None:  # at most a tag cut in two
-            opened = re.search(rb"<[^>]*$", rest)
-        pending = rest[opened.start() :] if opened else b""
+            closing, name, attrs, closed = _parts(found)
+            if not closed and block is not None and found.end() == len(data):
+                cut = found.start()  # cut by the block's end: read again with the next
+                break
+            if opened is not None:  # a whole segment would have matched at `opened`
+                where = f"{_shown(found)} on line {_line(line, data, found)}"
+                raise _broken(url, line, data, opened, f"has no </seg> before the {where}")
+            if not closed:
+                raise _broken(url, line, data, found, "has no '>'")
+            elif name.lower() == b"seg":
+                if closing:
+                    raise _broken(url, line, data, found, "has no <seg> before it")
+                opened = found
+            elif name.lower() == b"doc" and not closing:
+                doc_id = _DOC_ID.search(attrs)
+                doc = doc_id.group(1) if doc_id else doc
+        if block is None:
+            if opened is not None:
+                raise _broken(url, line, data, opened, "has no </seg> (the file ends first)")
+            return
+        if opened is not None:
+            cut = opened.start()
+        elif cut is None:  # the start of a tag's name, perhaps
+            last_end = found.end() if found else 0
+            tail = data.rfind(b"<", max(last_end, len(data) - _CUT_NAME))
+            cut = len(data) if tail < 0 else tail
+        if len(data) - cut > MAX_SEGMENT:
+            carried = opened or _ITEM.match(data, cut)
+            raise _broken(url, line, data, carried, _TOO_LONG if opened else "has no '>'")
+        line += data.count(b"\n", 0, cut)
+        pending = data[cut:]
 
 
-def segment_texts(blocks: Iterable[bytes], codec: str) -> Iterator[bytes]:
-    """The texts of an SGML file's segments, unescaped, in order."""
-    for _, _, text in _segments(blocks):
+def _parts(found: re.Match[bytes]) -> tuple[bytes, bytes, bytes, bytes]:
+    """`/` if it closes, name, attributes and `>` of a tag, or of a whole segment's
+    `<seg>` (`_ITEM`)."""
+    if found.group(2) is not None:
+        return b"", b"seg", found.group(1), b">"
+    return found.group(3, 4, 5, 6)
+
+
+def _line(line: int, data: bytes, tag: re.Match[bytes]) -> int:
+    """The line `tag` starts on, `data` starting on `line`."""
+    return line + data.count(b"\n", 0, tag.start())
+
+
+def _shown(tag: re.Match[bytes]) -> str:
+    """A tag as messages show it: `<seg id=4>`, `</p>`, `<doc` (one without its `>`)."""
+    closing, name, attrs, closed = _parts(tag)
+    found = _SEG_ID.search(attrs) if name.lower() == b"seg" and not closing else None
+    seg_id = b" id=" + found.group(1)[:_SHOWN_ID] if found else b""
+    return (b"<" + closing + name + seg_id + closed).decode("utf-8", "replace")
+
+
+def _broken(url: str, line: int, data: bytes, tag: re.Match[bytes], why: str) -> InputError:
+    """The error that refuses a file at `tag`, in one line naming the file and the line."""
+    return InputError(f"{url}: line {_line(line, data, tag)}: {_shown(tag)} {why}")
+
+
+def segment_texts(blocks: Iterable[bytes], codec: str, url: str) -> Iterator[bytes]:
+    """The texts of the segments of the SGML file at `url`, unescaped, in order."""
+    for _, _, text in _segments(blocks, url):
         yield unescape(text, codec)
 
 
@@ -116,7 +191,7 @@ def open_side(url: str, wanted: str) -> Iterator[Side]:
         return
     with _opened(url, wanted) as (blocks, encoding):
         codec = encodings.decoding_codec(encoding)
-        yield Side(segment_texts(blocks, codec), encoding, "segments")
+        yield Side(segment_texts(blocks, codec, url), encoding, "segments")
 
 
 def _name(ids: tuple[bytes, bytes]) -> str:
@@ -145,7 +220,7 @@ def _pair_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk]:
     """A pair of SGML files in one pass, their ids compared chunk by chunk."""
     assert inp.tgt is not None
     with _opened(inp.src, inp.encodings[0]) as src, _opened(inp.tgt, inp.encodings[1]) as tgt:
-        sides = _segments(src[0]), _segments(tgt[0])
+        sides = _segments(src[0], inp.src), _segments(tgt[0], inp.tgt)
         codecs = [encodings.decoding_codec(found) for _, found in (src, tgt)]
         first = 1
         while True:

@@ -14,9 +14,17 @@ A unit's languages come from `xml:lang` (or TMX 1.1's `lang`), matched to the pa
 any case and with any region (`zh-CN`, `zh_TW`, `ZH` are Chinese); the text of a `<seg>`
 is its own and its `<hi>` runs', without the native codes of its inline markup (`<bpt>`,
 `<ept>`, `<it>`, `<ph>`, `<ut>`). A unit lacking a language is a `bad-record` reject; a
-record's number is its unit's (from 1). A fragment is parsed on its own, so entities
-declared in a TMX's own DTD are unknown to it: TMX writers use XML's five and character
-references.
+TMX none of whose first units has one of the languages is refused, naming the codes it
+has. A record's number is its unit's (from 1). A fragment is parsed on its own, so
+entities declared in a TMX's own DTD are unknown to it: TMX writers use XML's five and
+character references.
+
+Cutting is linear in the file whatever its markup: each block is scanned once, and a
+unit of more than `MAX_UNIT` bytes (one that never closes, or a huge one) is skipped as
+it streams, a `too-long` reject, never buffered. A TMX in an encoding other than UTF-8
+is transcoded for Expat, and its chunks are written back in that encoding where it is
+one whose lines split on the byte `\\n` (Latin-1, GB18030...), so that the encoding a
+chunk records, and the statistics report, is the file's.
 """
 
 from __future__ import annotations
@@ -24,12 +32,12 @@ from __future__ import annotations
 import codecs
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 from xml.parsers import expat
 
 from nmtpipe.transforms.errors import InputError
-from nmtpipe.transforms.formats.corpus.fields import pick_language
+from nmtpipe.transforms.formats.corpus.fields import matches, pick_language
 from nmtpipe.transforms.storage import encodings
 from nmtpipe.transforms.storage.encodings import UTF8
 from nmtpipe.transforms.storage.inputs import CorpusInput
@@ -40,11 +48,19 @@ from nmtpipe.transforms.storage.raw_corpus import (
     read_blocks,
     read_head,
 )
-from nmtpipe.transforms.text.filters import BAD_RECORD
+from nmtpipe.transforms.text.filters import BAD_RECORD, TOO_LONG
 
 # Read this many bytes at a time, where a TMX is cut into fragments.
 TMX_BLOCK = 1 << 20
+# Bytes a unit may have: room for a variant of twice the longest line the filters keep
+# by default (1,024 characters; 4 bytes a character at most) in each of 24 languages (as
+# DGT-TM's units have), with markup; a larger unit is a `too-long` reject, not buffered.
+MAX_UNIT = 1 << 18
 _UNIT_START = re.compile(rb"<tu[\s>/]")
+_START = len(b"<tu ")
+_UNIT_END = re.compile(rb"</tu\s*>")
+_CUT_END = len(b"</tu >")  # bytes kept of a block skipped, where a tag may be cut
+_LANGUAGE = re.compile(rb"<tuv\b[^<>]*?\s(?:xml:)?lang\s*=\s*[\"']([^\"'<>]*)[\"']")
 _TEXT_MARKUP = "hi"  # inline markup whose content is text of the sentence
 _DECLARED = re.compile(rb"""<\?xml[^>]*encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
 
@@ -73,12 +89,20 @@ class _Picker:
         return src, tgt, f"no single {' or '.join(missing)} variant (it has {has})"
 
 
-def encoding_of(head: bytes) -> str:
-    """The encoding a TMX declares (or its byte-order mark says), as reported."""
+def encoding_of(head: bytes, url: str) -> str:
+    """The encoding a TMX declares (or its byte-order mark says), as Python names it
+    (GBK as GB18030, ASCII as UTF-8); InputError for one Python cannot read text in."""
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return "utf-16"
     declared = _DECLARED.search(head[:200])
-    return codecs.lookup(declared.group(1).decode()).name if declared else UTF8
+    if declared is None:
+        return UTF8
+    name = declared.group(1).decode()
+    try:
+        "".encode(name)  # a codec of text: not base64 or zlib
+    except LookupError:
+        raise InputError(f"{url}: declares the encoding {name}, which Python cannot read") from None
+    return encodings.canonical(name)
 
 
 def _parse(data: bytes, units: list[dict[str, str]]) -> None:
@@ -134,69 +158,171 @@ def _parse(data: bytes, units: list[dict[str, str]]) -> None:
 
 class TmxFragment(NamedTuple):
     """Whole units of a TMX, as UTF-8 XML: units `first_unit` to `first_unit + units - 1`
-    (`encoding`: the file's, as reported)."""
+    (`encoding`: the file's), but for those of more than MAX_UNIT bytes, left out:
+    `too_long` (their numbers and sizes)."""
 
     inp: CorpusInput
     first_unit: int
     units: int
     data: bytes
     encoding: str
+    too_long: tuple[tuple[int, int], ...] = ()
 
 
 def _utf8_blocks(inp: CorpusInput, f: Any) -> tuple[Iterator[bytes], str]:
     """The file's bytes in blocks, as UTF-8, and its encoding as declared (or marked)."""
     head = read_head(f, inp.src, TMX_BLOCK)
-    declared = encoding_of(head)
+    declared = encoding_of(head, inp.src)
     blocks = itertools.chain([head], read_blocks(f, inp.src, TMX_BLOCK))
-    if encodings.canonical(declared) != UTF8:
-        blocks = encodings.transcoded(blocks, declared)
+    if declared != UTF8:
+        blocks = _transcoded(blocks, declared, inp.src)
     return blocks, declared
+
+
+def _transcoded(blocks: Iterable[bytes], encoding: str, url: str) -> Iterator[bytes]:
+    """`blocks` in `encoding` as UTF-8; InputError at bytes that `encoding` cannot
+    decode (a code page's undefined byte), which Expat could not be given."""
+    try:
+        yield from encodings.transcoded(blocks, encoding)
+    except UnicodeDecodeError as e:
+        raise InputError(f"{url}: not {encoding}, as it declares: {e.reason}") from None
 
 
 def plan(inp: CorpusInput, chunk_units: int) -> Iterator[TmxFragment]:
     """The units of a TMX cut into fragments of about `chunk_units` units (at least a
-    block's worth), not parsed."""
+    block's worth), not parsed; InputError if the first fragment with units to parse
+    lacks one of the languages."""
     with open_binary(inp.src) as f:
-        blocks, declared = _utf8_blocks(inp, f)
-        encoding = declared if encodings.transcodes(declared) else UTF8
-        first, pending, parts, count = 1, b"", [], 0
-        started = False
-        for block in blocks:
-            data = pending + block
-            if not started:  # the prolog and the header go
-                start = _UNIT_START.search(data)
-                if start is None:
-                    pending = data[-8:]
-                    continue
-                data, started = data[start.start() :], True
+        blocks, encoding = _utf8_blocks(inp, f)
+        checked = False
+        for fragment in _fragments(inp, _cut(blocks, inp.src), chunk_units, encoding):
+            if not checked and fragment.units > len(fragment.too_long):
+                _check_languages(fragment)
+                checked = True
+            yield fragment
+
+
+def _fragments(
+    inp: CorpusInput,
+    pieces: Iterable[tuple[bytes, int] | int],
+    chunk_units: int,
+    encoding: str,
+) -> Iterator[TmxFragment]:
+    """The pieces `_cut` gives, in fragments of at least `chunk_units` units."""
+    first, parts, count, too_long = 1, [], 0, []
+    for piece in pieces:
+        if isinstance(piece, int):
+            too_long.append((first + count, piece))
+            count += 1
+        else:
+            parts.append(piece[0])
+            count += piece[1]
+        if count >= chunk_units:
+            yield TmxFragment(inp, first, count, b"".join(parts), encoding, tuple(too_long))
+            first, parts, count, too_long = first + count, [], 0, []
+    if count:
+        yield TmxFragment(inp, first, count, b"".join(parts), encoding, tuple(too_long))
+
+
+def _check_languages(fragment: TmxFragment) -> None:
+    """Refuse a TMX whose fragment has no variant in one of the pair's languages, in one
+    line naming the codes it has: such a TMX has other languages (its units have the
+    same ones throughout), or they were named wrong."""
+    inp = fragment.inp
+    assert inp.fields is not None
+    codes = sorted({code.decode("utf-8", "replace") for code in _LANGUAGE.findall(fragment.data)})
+    missing = [lang for lang in inp.fields if not any(matches(code, lang) for code in codes)]
+    if missing:
+        last = fragment.first_unit + fragment.units - 1
+        raise InputError(
+            f"{inp.src}: no {' or '.join(missing)} variant in tu {fragment.first_unit} to "
+            f"{last} (their xml:lang codes: {', '.join(codes) or 'none'}); name its "
+            "languages with --table-columns SRC,TGT"
+        )
+
+
+def _cut(blocks: Iterable[bytes], url: str) -> Iterator[tuple[bytes, int] | int]:
+    """The units of a TMX's body in order: runs of whole units (their bytes, and how many
+    start in them), and for each unit of more than MAX_UNIT bytes, its size, the unit
+    skipped as it streams. Each block is scanned once, at most MAX_UNIT bytes of an
+    unfinished unit carried to the next."""
+    pending, started, skipped, units = b"", False, None, 0  # skipped: a long unit's bytes
+    for block in blocks:
+        data = pending + block
+        if not started:  # the prolog and the header go
+            start = _UNIT_START.search(data)
+            if start is None:
+                pending = data[-8:]
+                continue
+            data, started = data[start.start() :], True
+        while True:
+            if skipped is not None:  # inside a unit too long to keep
+                end = _UNIT_END.search(data)
+                if _UNIT_START.search(data, 0, end.start() if end else len(data)):
+                    raise InputError(f"{url}: tu {units + 1} is not closed before tu {units + 2}")
+                if end is None:
+                    pending = data[-_CUT_END:]
+                    skipped += len(data) - len(pending)
+                    break
+                yield skipped + end.end()
+                data, skipped, units = data[end.end() :], None, units + 1
             end = _last_unit_end(data)
-            pending, whole = data[end:], data[:end]
-            if whole:
-                parts.append(whole)
-                count += len(_UNIT_START.findall(whole))
-            if count >= chunk_units:
-                yield TmxFragment(inp, first, count, b"".join(parts), encoding)
-                first, parts, count = first + count, [], 0
-        if _UNIT_START.search(pending):
-            raise InputError(f"{inp.src}: tu {first + count} is not closed: the file is cut short")
-        if count:
-            yield TmxFragment(inp, first, count, b"".join(parts), encoding)
+            for piece in _runs(data[:end]):
+                units += 1 if isinstance(piece, int) else piece[1]
+                yield piece
+            data = data[end:]
+            start = _UNIT_START.search(data)
+            if start is not None and len(data) - start.end() > MAX_UNIT:
+                data, skipped = data[start.end() :], start.end() - start.start()
+                continue
+            pending = data
+            if start is None and len(data) > MAX_UNIT:  # between units: space, a comment
+                pending = data[-_CUT_END:]  # where a unit's start may be cut
+            break
+    if skipped is not None or _UNIT_START.search(pending):
+        raise InputError(f"{url}: tu {units + 1} is not closed: the file is cut short")
+
+
+def _runs(whole: bytes) -> Iterator[tuple[bytes, int] | int]:
+    """Whole units as runs of those of at most MAX_UNIT bytes (their bytes, with what
+    lies between them, and how many) and the sizes of the others, in order."""
+    between = _UNIT_START.split(whole)  # at C speed: what each unit start is followed by
+    if max(map(len, between)) <= MAX_UNIT - _START:  # no unit too long: all as one run
+        if whole:
+            yield whole, len(between) - 1
+        return
+    starts = [found.start() for found in _UNIT_START.finditer(whole)]
+    pos, done = 0, 0  # where the next run starts, and its first unit
+    for k, start in enumerate(starts):
+        limit = starts[k + 1] if k + 1 < len(starts) else len(whole)
+        if limit - start <= MAX_UNIT:
+            continue
+        end = _UNIT_END.search(whole, start, limit)
+        stop = end.end() if end else limit
+        if stop - start > MAX_UNIT:
+            if k > done:
+                yield whole[pos:start], k - done
+            yield stop - start
+            pos, done = stop, k + 1
+    if pos < len(whole):  # units, or what Expat is to refuse (a `</tu>` without its `<tu>`)
+        yield whole[pos:], len(starts) - done
 
 
 def _last_unit_end(data: bytes) -> int:
     """Where the last complete `</tu>` of `data` ends (0 if none does)."""
     found = data.rfind(b"</tu")
     while found >= 0:
-        close = data.find(b">", found)
-        if close >= 0 and data[found + 4 : close].strip() == b"":
-            return close + 1
+        end = _UNIT_END.match(data, found)
+        if end:
+            return end.end()
         found = data.rfind(b"</tu", 0, found)
     return 0
 
 
 def _units(fragment: TmxFragment) -> list[dict[str, str]]:
-    """A fragment's units, parsed; InputError where it is no well-formed XML, or holds
-    another number of units than were counted (a `<tu` inside a comment or CDATA)."""
+    """A fragment's units, parsed (but those too long to keep); InputError where it is no
+    well-formed XML, or holds another number of units than were counted (a `<tu` inside a
+    comment or CDATA)."""
     inp = fragment.inp
     units: list[dict[str, str]] = []
     try:
@@ -204,26 +330,48 @@ def _units(fragment: TmxFragment) -> list[dict[str, str]]:
     except expat.ExpatError as e:
         raise InputError(
             f"{inp.src}: not a well-formed TMX: {expat.ErrorString(e.code)} in tu "
-            f"{fragment.first_unit + len(units)}"
+            f"{_number(fragment, len(units))}"
         ) from None
-    if len(units) != fragment.units:
+    if len(units) != fragment.units - len(fragment.too_long):
         last = fragment.first_unit + fragment.units - 1
         raise InputError(
             f"{inp.src}: tu {fragment.first_unit} to {last}: {len(units)} units parsed "
-            f"where {fragment.units} start (a '<tu' inside a comment or CDATA?)"
+            f"where {fragment.units - len(fragment.too_long)} start (a '<tu' inside a "
+            "comment or CDATA?)"
         )
     return units
 
 
+def _number(fragment: TmxFragment, k: int) -> int:
+    """The number of a fragment's `k`-th parsed unit (from 0): its too long units are
+    not parsed."""
+    number = fragment.first_unit + k
+    for skipped, _ in fragment.too_long:  # in order
+        if skipped <= number:
+            number += 1
+    return number
+
+
 def load(fragment: TmxFragment) -> RawChunk:
-    """A fragment's units as a chunk of pairs (UTF-8, whatever the file's encoding)."""
+    """A fragment's units as a chunk of pairs, each side in the file's encoding where it
+    can be (`_written`)."""
     inp, first = fragment.inp, fragment.first_unit
     assert inp.fields is not None
     pick = _Picker(inp.fields)
+    too_long = dict(fragment.too_long)
+    parsed = iter(_units(fragment))
     src: list[str] = []
     tgt: list[str] = []
     unread = []
-    for i, variants in enumerate(_units(fragment)):
+    for i in range(fragment.units):
+        size = too_long.get(first + i)
+        if size is not None:
+            detail = f"tu {first + i}: {size:,} bytes, more than a unit may have ({MAX_UNIT:,})"
+            unread.append(Unread(i, TOO_LONG, detail, None, None))
+            src.append("")
+            tgt.append("")
+            continue
+        variants = next(parsed)
         src_code, tgt_code, problem = pick(tuple(variants))
         if problem is None:
             src.append(variants[src_code])  # type: ignore[index]
@@ -234,8 +382,16 @@ def load(fragment: TmxFragment) -> RawChunk:
         unread.append(Unread(i, BAD_RECORD, f"tu {first + i}: {problem}", *raw))
         src.append("")
         tgt.append("")
-    blobs = ("\n".join(side).encode(UTF8, "surrogatepass") for side in (src, tgt))
-    encoding = fragment.encoding
-    return RawChunk(
-        inp.origin, inp.role, first, *blobs, inp.columns, (encoding, encoding), tuple(unread)
-    )
+    blobs, found = zip(*(_written(side, fragment.encoding) for side in (src, tgt)), strict=True)
+    return RawChunk(inp.origin, inp.role, first, *blobs, inp.columns, found, tuple(unread))
+
+
+def _written(texts: list[str], encoding: str) -> tuple[bytes, str]:
+    """A side's texts as a chunk holds them, `\\n`-joined, and the encoding they are in:
+    the file's (UTF-8 where it is transcoded), but UTF-8 where the file's cannot write
+    them all (a character reference to a character it has not, Chinese in Latin-1)."""
+    joined = "\n".join(texts)
+    try:
+        return joined.encode(encodings.decoding_codec(encoding), "surrogatepass"), encoding
+    except UnicodeEncodeError:
+        return joined.encode(UTF8, "surrogatepass"), UTF8

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gzip
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,8 +56,8 @@ def test_fake_sgml_as_wmt_ships_it():
     ]
     text = b"\n".join(lines)
     blocks = [text[i : i + 5] for i in range(0, len(text), 5)]  # cut anywhere
-    got = list(segment_texts(blocks, "utf-8"))
-    ids = [(doc, seg) for doc, seg, _ in sgml._segments(blocks)]
+    got = list(segment_texts(blocks, "utf-8", "x.sgm"))
+    ids = [(doc, seg) for doc, seg, _ in sgml._segments(blocks, "x.sgm")]
     assert ids == [(b"a-document-id-long-enough-to-be-cut", str(n).encode()) for n in range(1, 6)]
     assert got == ["AT&T 中文 é &bogus;".encode(), b"two", b"three", b"split here", b""]
 
@@ -128,3 +130,104 @@ def test_files_without_segments_are_refused(tmp_path: Path):
     (tmp_path / "r.zh.sgm").write_bytes(b"also text\n")
     with pytest.raises(InputError, match=r"s\.en\.sgm: no <seg> elements"):
         list(chunks.plan(inp, 10))
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'<p>\n<seg id="1">a\n<seg id="2">b</seg>',
+         "line 2: <seg id=1> has no </seg> before the <seg id=2> on line 3"),
+        (b'<seg id="1">a\n</p>', "line 1: <seg id=1> has no </seg> before the </p> on line 2"),
+        (b'<seg id="1">a <p> b</seg>', "line 1: <seg id=1> has no </seg> before the <p> on line 1"),
+        (b'<seg id="1">a <doc docid="x"',
+         "line 1: <seg id=1> has no </seg> before the <doc on line 1"),
+        (b'\n<seg id="1">a\n', "line 2: <seg id=1> has no </seg> (the file ends first)"),
+        (b'<seg id="1">a</seg>\n\n</seg>', "line 3: </seg> has no <seg> before it"),
+        (b'<doc docid="x"\n<seg id="1">a</seg>', "line 1: <doc has no '>'"),
+    ],
+)  # fmt: skip
+def test_a_segment_without_its_close_is_refused_naming_file_line_and_reason(data, message):
+    for size in (1, 4, len(data)):  # cut anywhere
+        blocks = [data[i : i + size] for i in range(0, len(data), size)]
+        with pytest.raises(InputError) as refused:
+            list(sgml._segments(blocks, "x.sgm"))
+        assert str(refused.value) == f"x.sgm: {message}"
+
+
+def _without_close(data: bytes, seg: int | None = None) -> bytes:
+    """`data` without the `</seg>` of its segment `id="seg"` (None: of every segment)."""
+    if seg is None:
+        return data.replace(b"</seg>", b"")
+    close = data.index(b"</seg>", data.index(b'<seg id="%d">' % seg))
+    return data[:close] + data[close + len(b"</seg>") :]
+
+
+class _Counting:
+    """A compiled pattern that counts the bytes it is given to scan."""
+
+    def __init__(self, pattern: re.Pattern[bytes]) -> None:
+        self.pattern, self.scanned = pattern, 0
+
+    def finditer(self, data: bytes) -> Iterator[re.Match[bytes]]:
+        self.scanned += len(data)
+        return self.pattern.finditer(data)
+
+    def match(self, data: bytes, pos: int) -> re.Match[bytes] | None:
+        return self.pattern.match(data, pos)
+
+
+def test_five_thousand_unclosed_segments_are_refused_at_the_first(monkeypatch):
+    """The issue's 228 KB: 169 CPU-seconds, quadratic, then no error."""
+    lines = [f"Sentence number {i} of a test set without its closing tags." for i in range(5000)]
+    data = _without_close(sgml_set(lines, ["d"] * 5000, "en", ref=False))
+    assert len(data) > 228_000 and data.count(b"<seg") == 5000
+    counting = _Counting(sgml._ITEM)
+    monkeypatch.setattr(sgml, "_ITEM", counting)
+    blocks = [data[i : i + 65536] for i in range(0, len(data), 65536)]
+    with pytest.raises(InputError) as refused:
+        list(sgml._segments(blocks, "s.en.sgm"))
+    assert str(refused.value) == (
+        "s.en.sgm: line 4: <seg id=1> has no </seg> before the <seg id=2> on line 5"
+    )
+    assert counting.scanned == 65536  # the first block only
+
+
+def test_a_pair_missing_the_same_close_is_refused_not_merged(tmp_path: Path):
+    """Both sides' segment 2 lost its `</seg>`: the ids agree, but the pair would have
+    kept `b <seg id="3">c` as one segment."""
+    en = sgml_set(["a", "b", "c", "d"], ["d"] * 4, "en", ref=False)
+    zh = sgml_set(["w", "x", "y", "z"], ["d"] * 4, "zh", ref=True)
+    (tmp_path / "s.en.sgm").write_bytes(_without_close(en, 2))
+    (tmp_path / "r.zh.sgm").write_bytes(_without_close(zh, 2))
+    inp = CorpusInput("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
+    message = r"s\.en\.sgm: line 5: <seg id=2> has no </seg> before the <seg id=3> on line 6$"
+    with pytest.raises(InputError, match=message):
+        records(inp)
+
+
+@pytest.mark.parametrize(
+    ("head", "refused"),
+    [
+        # segments of 600 KB, each carried over a block's end at most once: 28 read
+        (b"", None),
+        # a segment that never ends: refused once it holds more than MAX_SEGMENT bytes
+        (b'<seg id="1">', "line 1: <seg id=1> holds more than 1,048,576 bytes"),
+        (b'<doc docid="d" ', "line 1: <doc has no '>'"),  # a tag that never ends
+    ],
+)
+def test_reading_is_linear_whatever_the_markup(monkeypatch, head, refused):
+    """16 MiB read in 1 MiB blocks: each byte scanned at most twice (once more where a
+    segment spans a block's end), where a quadratic reading went over the file again
+    with each block."""
+    words = b"word " * ((16 << 20) // 5)  # 16 MiB
+    segment = b'<seg id="1">' + words[:600_000] + b"</seg>\n"
+    data = head + words if head else b"<doc docid='d'><p>\n" + segment * 28
+    counting = _Counting(sgml._ITEM)
+    monkeypatch.setattr(sgml, "_ITEM", counting)
+    blocks = (data[i : i + (1 << 20)] for i in range(0, len(data), 1 << 20))
+    if refused is None:
+        assert len(list(sgml._segments(blocks, "x.sgm"))) == 28
+    else:
+        with pytest.raises(InputError, match=rf"^x\.sgm: {refused}"):
+            list(sgml._segments(blocks, "x.sgm"))
+    assert counting.scanned <= 2 * len(data)

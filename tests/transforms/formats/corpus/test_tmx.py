@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import html
 import tracemalloc
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.formats.corpus import chunks, tmx
 from nmtpipe.transforms.formats.corpus.tables import resolve_tables
+from nmtpipe.transforms.storage import encodings
 
 LANGS = ("en", "zh")
 HEAD = (
@@ -120,3 +122,104 @@ def test_a_large_tmx_is_parsed_in_the_memory_of_a_block(tmp_path: Path):
     small = _peak_memory(tmp_path / "small.tmx", 10_000)  # 1.5 MB
     large = _peak_memory(tmp_path / "large.tmx", 60_000)  # 9 MB
     assert large < 1.25 * small  # the same: a fragment and its units, not the file
+
+
+@pytest.mark.parametrize("encoding", ["x-nonsense", "base64"])
+def test_an_encoding_python_cannot_read_is_refused_naming_it(tmp_path: Path, encoding):
+    path = tmp_path / "m.tmx"
+    path.write_text(tmx_text([unit("One.", "一。")], encoding), encoding="utf-8")
+    with pytest.raises(InputError) as refused:
+        read(path)
+    assert (
+        str(refused.value) == f"{path}: declares the encoding {encoding}, which Python cannot read"
+    )
+
+
+@pytest.mark.parametrize(
+    ("zh", "found"),
+    [
+        (["Süß.", "Ça."], ("iso8859-1", "iso8859-1")),
+        # Chinese in Latin-1 is character references: a side Latin-1 cannot hold is UTF-8
+        (["&#x751C;&#x3002;", "&#x8336;!"], ("iso8859-1", "utf-8")),
+    ],
+)
+def test_a_latin1_tmx_is_read_and_recorded_in_latin1(tmp_path: Path, zh, found):
+    """Its chunks are in Latin-1, as a Latin-1 text file's are, so that the statistics
+    report the encoding the file was read in (what each chunk records)."""
+    path = tmp_path / "m.tmx"
+    units = [unit("Café crème.", zh[0]), unit("Naïve.", zh[1])]
+    path.write_bytes(tmx_text(units, "ISO-8859-1").encode("latin-1"))
+    (chunk,) = read(path)
+    assert chunk.encodings == found
+    src, tgt = (side.decode(encodings.decoding_codec(e))
+                for side, e in zip((chunk.src, chunk.tgt), found, strict=True))  # fmt: skip
+    assert src.split("\n") == ["Café crème.", "Naïve."]
+    assert tgt.split("\n") == [html.unescape(text) for text in zh]
+
+
+def test_a_tmx_without_the_languages_is_refused_naming_its_codes(tmp_path: Path):
+    path = tmp_path / "m.tmx"
+    path.write_text(tmx_text([unit("One.", "Un.", "fr"), unit("Two.", "Deux.", "FR-ca")]))
+    with pytest.raises(InputError) as refused:
+        read(path)
+    assert str(refused.value) == (
+        f"{path}: no zh variant in tu 1 to 2 (their xml:lang codes: FR-ca, en, fr); name its "
+        "languages with --table-columns SRC,TGT"
+    )
+
+
+def test_a_unit_too_long_is_a_too_long_reject_in_place(tmp_path: Path):
+    """Whether it lies inside a block or spans several, a unit of more than MAX_UNIT
+    bytes is left out where the TMX is cut: the units after it keep their numbers."""
+    long, huge = unit("y" * tmx.MAX_UNIT, "二。"), unit("x" * (3 << 20), "四。")
+    units = [unit("One.", "一。"), long, unit("Three.", "三。"), huge, unit("Five.", "五。")]
+    path = tmp_path / "m.tmx"
+    path.write_text(tmx_text(units), encoding="utf-8")
+    for chunk_units in (1, 2, 10):
+        found = read(path, chunk_units)
+        kept = [p for p in pairs(found) if p[1]]
+        assert kept == [(1, "One.", "一。"), (3, "Three.", "三。"), (5, "Five.", "五。")]
+        rejects = [(c.first_line + u.index, u.reason, u.detail, u.src, u.tgt)
+                   for c in found for u in c.unread]  # fmt: skip
+        assert rejects == [
+            (n, "too-long", f"tu {n}: {len(text.encode()):,} bytes, more than a unit may have "
+             "(262,144)", None, None) for n, text in ((2, long), (4, huge))
+        ]  # fmt: skip
+
+
+def _cut(path: Path) -> list[tmx.TmxFragment] | InputError:
+    """The fragments of the TMX at `path`, or the error that refuses it."""
+    (inp,) = resolve_tables(str(path), "train", LANGS)
+    try:
+        return list(tmx.plan(inp, 10))
+    except InputError as e:
+        return e
+
+
+def _peak_cutting(path: Path, text: bytes) -> tuple[int, list[tmx.TmxFragment] | InputError]:
+    """The most memory cutting a TMX of `text` took, and its fragments or its error."""
+    path.write_bytes(text)
+    tracemalloc.start()
+    try:
+        found = _cut(path)
+        return tracemalloc.get_traced_memory()[1], found
+    finally:
+        tracemalloc.stop()
+
+
+def test_cutting_is_linear_whatever_the_markup(tmp_path: Path):
+    """16 MiB in a unit, closed or not: cut a block at a time, at most MAX_UNIT bytes
+    carried from one to the next, where the whole unit was buffered, and copied again
+    with each block."""
+    words = "word " * ((16 << 20) // 5)
+    head = HEAD.format(encoding="UTF-8") + unit("One.", "一。") + "\n"
+    long = unit(words, "二。")
+    text = head + long + "\n" + unit("Three.", "三。") + "\n</body></tmx>\n"
+    peak, fragments = _peak_cutting(tmp_path / "long.tmx", text.encode())
+    assert peak < 8 * tmx.TMX_BLOCK  # a few blocks, not the unit's 16 MiB (twice)
+    too_long = ((2, len(long.encode())),)
+    assert [(f.first_unit, f.units, f.too_long) for f in fragments] == [(1, 3, too_long)]
+    text = head + "<tu><tuv xml:lang='en'><seg>" + words
+    peak, error = _peak_cutting(tmp_path / "open.tmx", text.encode())
+    assert peak < 8 * tmx.TMX_BLOCK
+    assert str(error) == f"{tmp_path / 'open.tmx'}: tu 2 is not closed: the file is cut short"
