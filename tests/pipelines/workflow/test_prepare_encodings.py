@@ -1,4 +1,4 @@
-"""`nmtpipe prepare` on sides whose encoding is broken or named wrong (issue 60): a stray
+"""`nmtpipe prepare` on sides whose encoding is broken or named wrong: a stray
 bad line is a reject, and a named encoding the text is plainly not in stops the run
 before any work, in one line that names the file and both encodings."""
 

@@ -98,7 +98,7 @@ def test_from_and_to_s3(prepared, s3):
     import s3fs
 
     s3fs.S3FileSystem().put(prepared["strict"].output, f"{s3}/strict", recursive=True)
-    outcome = run_rethreshold(f"{s3}/strict", f"{s3}/loose", LOOSE, MULTI_PROCESS)
+    outcome = run_rethreshold(f"{s3}/strict", f"{s3}/loose", LOOSE, IN_MEMORY)
     assert data_files(outcome) == data_files(prepared["loose"])
 
 
