@@ -177,27 +177,40 @@ def traversal_member(folder: Path) -> list[str]:
     ]
 
 
-def unclosed_segments(folder: Path) -> list[str]:
-    """A WMT SGML pair whose 5,000 segments have lost their `</seg>` (quadratic to any
-    reader that looks for it from each `<seg>`)."""
+def _sgml(folder: Path, close: str) -> list[str]:
+    """A WMT SGML pair of 5,000 segments, each ended by `close`."""
     for lang, lines in (("en", EN), ("zh", ZH)):
-        segs = "".join(f'<seg id="{i}">{lines[i % len(lines)]}\n' for i in range(1, 5001))
+        segs = "".join(f'<seg id="{i}">{lines[i % len(lines)]}{close}\n' for i in range(1, 5001))
         doc = f'<srcset setid="s" srclang="en">\n<doc docid="d" sysid="ref">\n{segs}</doc>\n'
         (folder / f"c.{lang}.sgm").write_text(doc + "</srcset>\n", encoding="utf-8")
     return ["--train-pair", str(folder / "c.en.sgm"), str(folder / "c.zh.sgm")]
 
 
-def huge_unit(folder: Path) -> list[str]:
-    """A TMX whose one unit holds 32 MB, among clean ones."""
-    units = [
-        f'<tu><tuv xml:lang="en"><seg>{e}</seg></tuv><tuv xml:lang="zh"><seg>{z}</seg></tuv></tu>'
-        for e, z in zip(EN, ZH, strict=True)
-    ]
-    huge = '<tu><tuv xml:lang="en"><seg>' + "x" * LONG_LINE + "</seg></tuv></tu>"
-    body = "\n".join([*units[:1000], huge, *units[1000:]])
-    head = '<?xml version="1.0" encoding="utf-8"?>\n<tmx version="1.4"><header/><body>\n'
+def _tmx(folder: Path, units: list[str], prolog: str = "") -> list[str]:
+    """A TMX of `units`, after the XML declaration and `prolog` (a DOCTYPE)."""
+    head = f'<?xml version="1.0" encoding="utf-8"?>\n{prolog}<tmx version="1.4"><header/><body>\n'
+    body = "\n".join(units)
     (folder / "c.tmx").write_text(head + body + "\n</body></tmx>\n", encoding="utf-8")
     return ["--table", str(folder / "c.tmx")]
+
+
+def _unit(en: str, zh: str) -> str:
+    return (
+        f'<tu><tuv xml:lang="en"><seg>{en}</seg></tuv><tuv xml:lang="zh"><seg>{zh}</seg></tuv></tu>'
+    )
+
+
+def unclosed_segments(folder: Path) -> list[str]:
+    """A WMT SGML pair whose 5,000 segments have lost their `</seg>` (quadratic to any
+    reader that looks for it from each `<seg>`)."""
+    return _sgml(folder, "")
+
+
+def huge_unit(folder: Path) -> list[str]:
+    """A TMX whose one unit holds 32 MB, among clean ones."""
+    units = [_unit(e, z) for e, z in zip(EN, ZH, strict=True)]
+    huge = '<tu><tuv xml:lang="en"><seg>' + "x" * LONG_LINE + "</seg></tuv></tu>"
+    return _tmx(folder, [*units[:1000], huge, *units[1000:]])
 
 
 def entity_bomb(folder: Path) -> list[str]:
@@ -206,10 +219,7 @@ def entity_bomb(folder: Path) -> list[str]:
     for name, inner in zip("bcdefghij", "abcdefghi", strict=True):
         entities.append(f'<!ENTITY {name} "' + f"&{inner};" * 10 + '">')
     doctype = "<!DOCTYPE tmx [\n" + "\n".join(entities) + "\n]>\n"
-    unit = '<tu><tuv xml:lang="en"><seg>&j;</seg></tuv><tuv xml:lang="zh"><seg>嗨</seg></tuv></tu>'
-    text = f'<?xml version="1.0"?>\n{doctype}<tmx version="1.4"><header/><body>{unit}</body></tmx>'
-    (folder / "c.tmx").write_text(text + "\n", encoding="utf-8")
-    return ["--table", str(folder / "c.tmx")]
+    return _tmx(folder, [_unit("&j;", "嗨")], doctype)
 
 
 def wrong_encoding_named(folder: Path) -> list[str]:
@@ -220,21 +230,11 @@ def wrong_encoding_named(folder: Path) -> list[str]:
 
 
 def clean_sgml(folder: Path) -> list[str]:
-    for lang, lines in (("en", EN), ("zh", ZH)):
-        segs = "".join(f'<seg id="{i}">{lines[i % len(lines)]}</seg>\n' for i in range(1, 5001))
-        doc = f'<srcset setid="s" srclang="en">\n<doc docid="d" sysid="ref">\n{segs}</doc>\n'
-        (folder / f"c.{lang}.sgm").write_text(doc + "</srcset>\n", encoding="utf-8")
-    return ["--train-pair", str(folder / "c.en.sgm"), str(folder / "c.zh.sgm")]
+    return _sgml(folder, "</seg>")
 
 
 def clean_tmx(folder: Path) -> list[str]:
-    units = "\n".join(
-        f'<tu><tuv xml:lang="en"><seg>{e}</seg></tuv><tuv xml:lang="zh"><seg>{z}</seg></tuv></tu>'
-        for e, z in zip(EN, ZH, strict=True)
-    )
-    head = '<?xml version="1.0" encoding="utf-8"?>\n<tmx version="1.4"><header/><body>\n'
-    (folder / "c.tmx").write_text(head + units + "\n</body></tmx>\n", encoding="utf-8")
-    return ["--table", str(folder / "c.tmx")]
+    return _tmx(folder, [_unit(e, z) for e, z in zip(EN, ZH, strict=True)])
 
 
 CLEAN |= {"sgml": clean_sgml, "tmx": clean_tmx}

@@ -57,11 +57,12 @@ class Terminated(KeyboardInterrupt):
     command installs it (`pipelines/cli/main.py`)."""
 
 
-def terminated(exc: BaseException | None) -> bool:
-    """Whether `exc` is, or comes of, a Terminated."""
+def comes_of(exc: BaseException | None, kind: type[BaseException]) -> bool:
+    """Whether `exc` is, or comes of (its causes and contexts), a `kind` (Beam reports a
+    KeyboardInterrupt raised in a DoFn as `RuntimeError: KeyboardInterrupt [...]`)."""
     seen = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, Terminated):
+        if isinstance(exc, kind):
             return True
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__

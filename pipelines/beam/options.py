@@ -39,7 +39,13 @@ from apache_beam.runners.runner import PipelineResult, PipelineState
 
 from nmtpipe.pipelines.beam import internals, local_runner
 from nmtpipe.pipelines.usage import unknown_options
-from nmtpipe.transforms.errors import ConfigError, NmtpipeError, RunnerError, find_user_error
+from nmtpipe.transforms.errors import (
+    ConfigError,
+    NmtpipeError,
+    RunnerError,
+    comes_of,
+    find_user_error,
+)
 from nmtpipe.transforms.options import duration, duration_text
 from nmtpipe.transforms.progress import BYTES, heartbeat
 from nmtpipe.transforms.storage.read_meter import Meter
@@ -360,7 +366,7 @@ def run_pipeline(
             # In milliseconds; when they pass first, Beam returns the state then (RUNNING).
             state = result.wait_until_finish(None if deadline is None else deadline * 1000)
         except BaseException as exc:
-            if _interrupted(exc):
+            if comes_of(exc, KeyboardInterrupt):
                 said = f"interrupted while Beam ran {what}; it committed nothing"
                 raise Interrupted(said) from exc
             failure = None if local or not isinstance(exc, Exception) else engine_failure(exc)
@@ -386,18 +392,6 @@ def _removed(meter: Meter | None) -> Iterator[None]:
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (SIGINT) while a pipeline ran: its message says what was left undone."""
-
-
-def _interrupted(exc: BaseException | None) -> bool:
-    """Whether `exc` is, or comes of, a KeyboardInterrupt (Beam reports one raised in a
-    DoFn as `RuntimeError: KeyboardInterrupt [while running ...]`)."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 def _cancel_failure(result: PipelineResult) -> str | None:

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from nmtpipe import __version__
 from nmtpipe.pipelines.cli import display, logs
 from nmtpipe.pipelines.usage import unknown_options
-from nmtpipe.transforms.errors import Terminated, terminated
+from nmtpipe.transforms.errors import Terminated, comes_of
 
 # name: (module, one line for `nmtpipe --help`). A module is imported only when its
 # command runs or its help is asked for: each imports Beam, torch or matplotlib.
@@ -257,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         return module.run(args, rest)
     except KeyboardInterrupt as exc:  # (a Beam run's says what it left undone)
         said = str(exc) or "interrupted; nothing was committed"
-        if terminated(exc):
+        if comes_of(exc, Terminated):
             said = said.replace("interrupted", "terminated (SIGTERM)", 1)
             print(f"nmtpipe {args.command}: {said}", file=sys.stderr)
             return logs.TERMINATED
