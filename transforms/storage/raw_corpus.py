@@ -23,6 +23,7 @@ import contextlib
 import itertools
 import lzma
 import posixpath
+import sys
 import tarfile
 import zipfile
 import zlib
@@ -53,7 +54,11 @@ UTF8_BOM = codecs.BOM_UTF8
 # options hold to a quarter of it: no line a filter could keep is ever cut).
 MAX_RECORD_BYTES = 1 << 16
 SHOWN_BYTES = 1 << 10
-FAST_RANGE = 1 << 26  # a chunk's byte range read at once, when no line is too long
+# A chunk's side holds about this many bytes at most (and `chunk_lines` lines): lines
+# under MAX_RECORD_BYTES but many (20,000 of 60 kB are 1.2 GB) make more chunks, not a
+# larger one. Lines are taken STEP at a time, so a side may pass it by STEP lines.
+CHUNK_BYTES = 1 << 24
+STEP = 256
 TOO_LONG = "too-long"
 
 
@@ -86,7 +91,9 @@ class RawChunk(NamedTuple):
     (lines of a text file, segments of an SGML file, rows of a table, units of a TMX).
 
     `src` and `tgt` are the records joined with `\\n`, each side in its `encodings`
-    entry (as found: `encodings.decoding_codec` says what decodes it); for TSV input
+    entry (as found: `encodings.decoding_codec` says what decodes it), or in UTF-8
+    where `decoded` (a reader that decodes its input itself, TMX: `encodings` is then
+    what the input was read in, recorded, not what decodes the chunk); for TSV input
     `tgt` is None and `src` holds whole TSV lines. `unread`: records the reader could
     take no pair from (empty in `src` and `tgt`).
     """
@@ -99,6 +106,7 @@ class RawChunk(NamedTuple):
     columns: tuple[int, int]
     encodings: tuple[str, str] = (UTF8, UTF8)
     unread: tuple[Unread, ...] = ()
+    decoded: bool = False
 
 
 _READ_ERRORS = (OSError, EOFError, lzma.LZMAError, zlib.error, tarfile.TarError, zipfile.BadZipFile)
@@ -254,9 +262,10 @@ def read_chunks(
     inp: CorpusInput,
     chunk_lines: int,
     opener: Callable[[str, str], contextlib.AbstractContextManager[Side]] = open_lines,
+    chunk_bytes: int = CHUNK_BYTES,
 ) -> Iterator[RawChunk]:
-    """All records of `inp`, `chunk_lines` at a time, each side opened by `opener` (url,
-    wanted encoding).
+    """All records of `inp`, `chunk_lines` at a time (fewer where a side's reach
+    `chunk_bytes`), each side opened by `opener` (url, wanted encoding).
 
     For a file pair both sides advance together; when one ends first, the rest of the
     other is counted and `CorpusAlignmentError` names both files and both counts.
@@ -266,9 +275,10 @@ def read_chunks(
         tgt = None if inp.tgt is None else stack.enter_context(opener(inp.tgt, inp.encodings[1]))
         found = (src.encoding, UTF8 if tgt is None else tgt.encoding)
         line = 1
+        sides = [src.records] if tgt is None else [src.records, tgt.records]
         while True:
-            src_lines = list(itertools.islice(src.records, chunk_lines))
-            tgt_lines = None if tgt is None else list(itertools.islice(tgt.records, chunk_lines))
+            src_lines, *rest = _take(sides, chunk_lines, chunk_bytes)
+            tgt_lines = rest[0] if rest else None
             if tgt_lines is not None and len(src_lines) != len(tgt_lines):
                 assert tgt is not None and inp.tgt is not None
                 n_src = line - 1 + len(src_lines) + sum(1 for _ in src.records)
@@ -281,6 +291,22 @@ def read_chunks(
                 return
             yield lines_chunk(inp, line, src_lines, tgt_lines, found)
             line += len(src_lines)
+
+
+def _take(sides: list[Iterator[bytes]], most: int, budget: int) -> list[list[bytes]]:
+    """The next lines of every side together: `most`, or fewer where a side's bytes reach
+    `budget` or a side ends (then the sides may differ in length: the caller's to tell)."""
+    taken: list[list[bytes]] = [[] for _ in sides]
+    held = [0] * len(sides)
+    ended = False
+    while not ended and len(taken[0]) < most and max(held) < budget:
+        want = min(STEP, most - len(taken[0]))
+        for k, side in enumerate(sides):
+            got = list(itertools.islice(side, want))
+            taken[k] += got
+            held[k] += sum(map(len, got))
+            ended |= len(got) < want
+    return taken
 
 
 def lines_chunk(
@@ -316,7 +342,7 @@ def _overlong_rows(*sides: list[bytes] | None) -> list[int]:
 
 
 class ChunkRef(NamedTuple):
-    """A chunk of plain local files as byte ranges `(url, start, end)`; see `load_chunk`."""
+    """A chunk of plain local files as byte ranges `(url, start, end)`; see `load_chunks`."""
 
     origin: str
     role: str
@@ -401,24 +427,29 @@ def plan_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk | Chunk
         src_start = src_end
 
 
-def _read_range(url: str, start: int, end: int, first: bool) -> bytes | list[bytes]:
+def _read_blob(url: str, start: int, end: int, first: bool) -> bytes | None:
     """Bytes `start` to `end` of `url` as one blob of lines, without its last newline;
-    as a list of lines where one is longer than MAX_RECORD_BYTES (`split_lines`: never
-    held whole, however long)."""
+    None where a line is longer than MAX_RECORD_BYTES (it must be read past instead)."""
     with fsspec.open(url, "rb") as f:
         f.seek(start)
-        if end - start <= FAST_RANGE:
-            data = f.read(end - start)
-            if not _has_overlong(data):
-                data = data[:-1] if data.endswith(b"\n") else data
-                return data[len(UTF8_BOM) :] if first and data.startswith(UTF8_BOM) else data
-            blocks: Iterable[bytes] = [data]
-        else:
-            blocks = _blocks_until(f, url, end - start)
-        lines = list(split_lines(blocks))
-    if first and lines and lines[0].startswith(UTF8_BOM):
-        lines[0] = lines[0][len(UTF8_BOM) :]
-    return lines
+        data = f.read(end - start)
+    if _has_overlong(data):
+        return None
+    data = data[:-1] if data.endswith(b"\n") else data
+    return data[len(UTF8_BOM) :] if first and data.startswith(UTF8_BOM) else data
+
+
+def _range_lines(url: str, start: int, end: int, first: bool) -> Iterator[bytes]:
+    """The lines of bytes `start` to `end` of `url`, streamed (`split_lines`)."""
+    with fsspec.open(url, "rb") as f:
+        f.seek(start)
+        lines = split_lines(_blocks_until(f, url, end - start))
+        head = next(lines, None)
+        if head is None:
+            return
+        bom = first and type(head) is bytes and head.startswith(UTF8_BOM)
+        yield head[len(UTF8_BOM) :] if bom else head
+        yield from lines
 
 
 def _has_overlong(data: bytes) -> bool:
@@ -437,14 +468,25 @@ def _blocks_until(f: BinaryIO, url: str, size: int) -> Iterator[bytes]:
         yield block
 
 
-def load_chunk(ref: ChunkRef) -> RawChunk:
-    """The lines a ChunkRef points at."""
+def load_chunks(ref: ChunkRef, chunk_bytes: int = CHUNK_BYTES) -> Iterator[RawChunk]:
+    """The lines a ChunkRef points at: one chunk read at once where each range is within
+    `chunk_bytes` and no line is too long, else streamed in chunks of about `chunk_bytes`
+    a side at most."""
     first = ref.first_line == 1
-    src = _read_range(*ref.src, first)
-    tgt = None if ref.tgt is None else _read_range(*ref.tgt, first)
-    if isinstance(src, bytes) and (tgt is None or isinstance(tgt, bytes)):
-        return RawChunk(ref.origin, ref.role, ref.first_line, src, tgt, ref.columns, ref.encodings)
-    src_lines, tgt_lines = (
-        side.split(b"\n") if isinstance(side, bytes) else side for side in (src, tgt)
-    )
-    return lines_chunk(ref, ref.first_line, src_lines, tgt_lines, ref.encodings)
+    ranges = [r for r in (ref.src, ref.tgt) if r is not None]
+    if all(end - start <= chunk_bytes for _, start, end in ranges):
+        blobs = [_read_blob(*r, first) for r in ranges]
+        if all(blob is not None for blob in blobs):
+            tgt = blobs[1] if ref.tgt is not None else None
+            yield RawChunk(
+                ref.origin, ref.role, ref.first_line, blobs[0], tgt, ref.columns, ref.encodings
+            )
+            return
+    sides = [_range_lines(*r, first) for r in ranges]
+    line = ref.first_line
+    while True:
+        src, *tgt = _take(sides, sys.maxsize, chunk_bytes)
+        if not src:
+            return
+        yield lines_chunk(ref, line, src, tgt[0] if tgt else None, ref.encodings)
+        line += len(src)

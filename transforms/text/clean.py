@@ -113,8 +113,9 @@ def _split_pairs(chunk: RawChunk) -> tuple[list[str], list[str], dict[int, Rejec
     for unread in chunk.unread:
         reject(unread.index, unread.reason, unread.detail, unread.src, unread.tgt)
     if chunk.tgt is not None:
-        src, bad_src = _decode_side(chunk.src, "src", chunk.encodings[0])
-        tgt, bad_tgt = _decode_side(chunk.tgt, "tgt", chunk.encodings[1])
+        src_in, tgt_in = (UTF8, UTF8) if chunk.decoded else chunk.encodings
+        src, bad_src = _decode_side(chunk.src, "src", src_in)
+        tgt, bad_tgt = _decode_side(chunk.tgt, "tgt", tgt_in)
         for i in sorted(bad_src.keys() | bad_tgt.keys()):
             if i in early:
                 continue

@@ -19,7 +19,7 @@ from nmtpipe.transforms.storage.raw_corpus import (
     MAX_RECORD_BYTES,
     SHOWN_BYTES,
     Overlong,
-    load_chunk,
+    load_chunks,
     plan_chunks,
     read_chunks,
     split_lines,
@@ -151,7 +151,7 @@ def test_byte_range_chunks_equal_streamed_chunks(tmp_path: Path, lines, final_ne
     utf8 = ("utf-8", "utf-8")
     inp = CorpusInput("train", str(tmp_path / "h.en"), str(tmp_path / "h.zh"), encodings=utf8)
     streamed = list(read_chunks(inp, chunk_lines))
-    ranged = [load_chunk(ref) for ref in plan_chunks(inp, chunk_lines)]
+    ranged = [c for ref in plan_chunks(inp, chunk_lines) for c in load_chunks(ref)]
     assert ranged == streamed
 
 
@@ -170,9 +170,9 @@ def test_a_gb18030_side_with_crlf_is_planned_as_byte_ranges_with_its_encoding(tm
     inp = CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh"))
     refs = list(plan_chunks(inp, 150))
     assert all(ref.encodings == ("utf-8", "gb18030") for ref in refs)
-    chunk = load_chunk(refs[0])
+    (chunk,) = load_chunks(refs[0])
     assert chunk.tgt.decode("gb18030").split("\r\n")[:2] == zh[:2]
-    assert [c.tgt for c in read_chunks(inp, 150)] == [load_chunk(r).tgt for r in refs]
+    assert [c.tgt for c in read_chunks(inp, 150)] == [c.tgt for r in refs for c in load_chunks(r)]
 
 
 def test_utf16_is_transcoded_as_it_streams(tmp_path: Path):
@@ -228,9 +228,55 @@ def test_a_pair_with_an_overlong_line_is_a_too_long_reject_in_both_readers(tmp_p
         (tmp_path / f"c.{lang}{suffix}").write_bytes(COMPRESSORS[suffix](data))
     inp = CorpusInput("train", str(tmp_path / f"c.en{suffix}"), str(tmp_path / f"c.zh{suffix}"))
     (planned,) = plan_chunks(inp, 10)
-    chunk = planned if suffix else load_chunk(planned)
+    (chunk,) = [planned] if suffix else load_chunks(planned)
     assert chunk.src == b"one\n\nthree" and chunk.tgt == "一\n\n三".encode()
     (unread,) = chunk.unread
     assert (unread.index, unread.reason, unread.tgt) == (1, "too-long", "二".encode())
     assert unread.src == long[:SHOWN_BYTES]
     assert unread.detail == f"src has a line of {len(long):,} bytes (limit 65,536): not read"
+
+
+def _records(chunks) -> list[tuple[int, bytes, bytes]]:
+    """(line number, src, tgt) of every line of `chunks`."""
+    return [
+        (c.first_line + i, s, t)
+        for c in chunks
+        for i, (s, t) in enumerate(zip(c.src.split(b"\n"), c.tgt.split(b"\n"), strict=True))
+    ]
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_many_long_lines_make_more_chunks_not_a_larger_one(tmp_path: Path, suffix: str):
+    """A side's bytes end a chunk before `chunk_lines` do, both sides at the same line,
+    byte ranges (plain) and streams (.gz) alike; the lines are those of one big chunk."""
+    src = b"".join(b"%d " % i + b"e" * (i % 700) + b"\n" for i in range(2000))
+    tgt = b"".join(b"%d " % i + b"z" * 10 + b"\n" for i in range(2000))
+    for lang, data in (("en", src), ("zh", tgt)):
+        (tmp_path / f"c.{lang}{suffix}").write_bytes(COMPRESSORS[suffix](data))
+    inp = CorpusInput("train", str(tmp_path / f"c.en{suffix}"), str(tmp_path / f"c.zh{suffix}"))
+    whole = list(read_chunks(inp, 5000))
+    cut = list(read_chunks(inp, 5000, chunk_bytes=100_000))
+    (planned,) = plan_chunks(inp, 5000)
+    loaded = [planned] if suffix else list(load_chunks(planned, chunk_bytes=100_000))
+    assert len(whole) == 1 and len(cut) == 5 and _records(cut) == _records(whole)
+    assert suffix or (len(loaded) == 5 and _records(loaded) == _records(whole))
+    bounded = cut if suffix else cut + loaded
+    assert max(len(c.src) for c in bounded) < 100_000 + 256 * 700
+
+
+def test_a_range_streamed_in_chunks_keeps_its_mark_dropped_and_its_overlong_lines_unread(
+    tmp_path: Path,
+):
+    long = b"w" * (MAX_RECORD_BYTES + 1)
+    (tmp_path / "c.en").write_bytes(b"\xef\xbb\xbfone\n" + b"two\n" * 600 + long + b"\nend\n")
+    (tmp_path / "c.zh").write_bytes(b"x\n" * 602 + b"y\n")
+    inp = CorpusInput(
+        "train", str(tmp_path / "c.en"), str(tmp_path / "c.zh"), encodings=("utf-8",) * 2
+    )
+    (ref,) = plan_chunks(inp, 1000)
+    chunks = list(load_chunks(ref, chunk_bytes=1000))
+    assert [c.first_line for c in chunks] == [1, 513]  # 256 lines at a time
+    records = _records(chunks)
+    assert records[0] == (1, b"one", b"x") and records[-1] == (603, b"end", b"y")
+    (unread,) = chunks[-1].unread
+    assert (chunks[-1].first_line + unread.index, unread.reason) == (602, "too-long")

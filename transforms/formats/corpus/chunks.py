@@ -46,9 +46,9 @@ def load(planned: Planned) -> Iterator[RawChunk]:
     if isinstance(planned, RawChunk):
         yield planned
     elif isinstance(planned, ChunkRef):
-        yield raw_corpus.load_chunk(planned)
+        yield from raw_corpus.load_chunks(planned)
     elif isinstance(planned, JsonLinesRef):
-        yield jsonl.load(planned)
+        yield from jsonl.load(planned)
     elif isinstance(planned, TmxFragment):
         yield tmx.load(planned)
     else:

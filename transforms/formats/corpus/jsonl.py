@@ -58,8 +58,9 @@ def plan(inp: CorpusInput, chunk_lines: int) -> Iterator[JsonLinesRef | RawChunk
             yield parse(chunk, inp)
 
 
-def load(ref: JsonLinesRef) -> RawChunk:
-    return parse(raw_corpus.load_chunk(ref.ref), ref.inp)
+def load(ref: JsonLinesRef) -> Iterator[RawChunk]:
+    for chunk in raw_corpus.load_chunks(ref.ref):
+        yield parse(chunk, ref.inp)
 
 
 def _schema(fields: tuple[str, str]) -> pa.Schema:

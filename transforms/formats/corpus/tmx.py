@@ -22,9 +22,8 @@ character references.
 Cutting is linear in the file whatever its markup: each block is scanned once, and a
 unit of more than `MAX_UNIT` bytes (one that never closes, or a huge one) is skipped as
 it streams, a `too-long` reject, never buffered. A TMX in an encoding other than UTF-8
-is transcoded for Expat, and its chunks are written back in that encoding where it is
-one whose lines split on the byte `\\n` (Latin-1, GB18030...), so that the encoding a
-chunk records, and the statistics report, is the file's.
+is transcoded for Expat; its chunks hold the texts Expat gives, in UTF-8, and record
+the file's encoding, which the statistics report.
 """
 
 from __future__ import annotations
@@ -353,8 +352,7 @@ def _number(fragment: TmxFragment, k: int) -> int:
 
 
 def load(fragment: TmxFragment) -> RawChunk:
-    """A fragment's units as a chunk of pairs, each side in the file's encoding where it
-    can be (`_written`)."""
+    """A fragment's units as a chunk of pairs, in UTF-8 (`RawChunk.decoded`)."""
     inp, first = fragment.inp, fragment.first_unit
     assert inp.fields is not None
     pick = _Picker(inp.fields)
@@ -382,16 +380,6 @@ def load(fragment: TmxFragment) -> RawChunk:
         unread.append(Unread(i, BAD_RECORD, f"tu {first + i}: {problem}", *raw))
         src.append("")
         tgt.append("")
-    blobs, found = zip(*(_written(side, fragment.encoding) for side in (src, tgt)), strict=True)
-    return RawChunk(inp.origin, inp.role, first, *blobs, inp.columns, found, tuple(unread))
-
-
-def _written(texts: list[str], encoding: str) -> tuple[bytes, str]:
-    """A side's texts as a chunk holds them, `\\n`-joined, and the encoding they are in:
-    the file's (UTF-8 where it is transcoded), but UTF-8 where the file's cannot write
-    them all (a character reference to a character it has not, Chinese in Latin-1)."""
-    joined = "\n".join(texts)
-    try:
-        return joined.encode(encodings.decoding_codec(encoding), "surrogatepass"), encoding
-    except UnicodeEncodeError:
-        return joined.encode(UTF8, "surrogatepass"), UTF8
+    blobs = ("\n".join(side).encode(UTF8, "surrogatepass") for side in (src, tgt))
+    found = (fragment.encoding, fragment.encoding)
+    return RawChunk(inp.origin, inp.role, first, *blobs, inp.columns, found, tuple(unread), True)
