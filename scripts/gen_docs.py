@@ -44,7 +44,7 @@ from figures import (  # noqa: E402  (beside this script)
     readme_page,
 )
 
-from nmtpipe.pipelines.beam.options import NmtpipeOptions  # noqa: E402
+from nmtpipe.pipelines.beam.options import IN_PROCESS_BYTES, NmtpipeOptions  # noqa: E402
 from nmtpipe.pipelines.cli.main import (  # noqa: E402
     COMMANDS,
     DESCRIPTION,
@@ -75,7 +75,9 @@ REFRESH_HELP = {
     "train_updates": "with `--train`: the updates added for each new version; unset, "
     "training goes up to the train section's `max_update`",
     "in_process_bytes": "local runners: new inputs of up to this many bytes in all are "
-    "prepared and encoded in the refresh's own process, without worker processes",
+    "prepared and encoded in the refresh's own process, without worker processes, whatever "
+    "mode the `beam` section names; unset, the threshold every command's local runs use "
+    f"({IN_PROCESS_BYTES >> 20} MiB, `{IN_PROCESS_BYTES}`)",
 }
 
 

@@ -57,7 +57,9 @@ DEFAULT_RUNNER = "FnApiRunner"
 # Up to this much input a local run stays in the driver's process: starting, feeding and
 # stopping one worker process per core costs about 5 s, more than a second core saves on
 # less input than this (prepare: about 9 µs a pair on two cores, 18 on one, 107 bytes a
-# pair; benchmarks/RESULTS.md).
+# pair; benchmarks/RESULTS.md). The one threshold, `in_process` the one place it is
+# applied: a refresh's small change uses it too (its own 16 MiB was never measured; this
+# is a little under the crossover measured, about 59 MB).
 IN_PROCESS_BYTES = 48 << 20
 LOCAL_RUNNERS = {"FnApiRunner", "DirectRunner", "BundleBasedDirectRunner", "SwitchingDirectRunner"}
 PACKAGED_RUNNERS = {"DataflowRunner", "FlinkRunner", "SparkRunner"}
@@ -188,22 +190,31 @@ def _given(args: list[str], flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in args)
 
 
+def in_process(input_bytes: int | None, in_process_bytes: int | None = None) -> bool:
+    """Whether work of `input_bytes` (None: not known) is small enough to run in the
+    driver's process on a local runner: at most `in_process_bytes`, by default
+    `IN_PROCESS_BYTES`."""
+    limit = IN_PROCESS_BYTES if in_process_bytes is None else in_process_bytes
+    return input_bytes is not None and input_bytes <= limit
+
+
 def pipeline_options(
     args: list[str],
     input_bytes: int | None = None,
-    in_process_bytes: int = IN_PROCESS_BYTES,
+    in_process_bytes: int | None = None,
     cores_per_worker: int = 1,
 ) -> PipelineOptions:
     """PipelineOptions for `args` with nmtpipe's defaults filled in and checked.
 
     Local runs default to the FnApiRunner: in this process when `input_bytes` (the
-    work's input, when the caller knows it) is at most `in_process_bytes`, else one
-    worker process per `cores_per_worker` cores (work that keeps several cores busy
-    from one process, in threads outside the GIL, passes more than 1), in this process
-    when that is one; the user's own `--direct_running_mode` or `--direct_num_workers`
-    win. Remote runners get a worker package built from this source tree's
-    pyproject.toml. Every worker imports `WORKER_PLUGINS` at its start. The graph is
-    the same whatever is chosen.
+    work's input, when the caller knows it) is small enough (`in_process`: at most
+    `in_process_bytes`, by default `IN_PROCESS_BYTES`), else one worker process per
+    `cores_per_worker` cores (work that keeps several cores busy from one process, in
+    threads outside the GIL, passes more than 1), in this process when that is one;
+    the user's own `--direct_running_mode` or `--direct_num_workers` win. Remote
+    runners get a worker package built from this source tree's pyproject.toml. Every
+    worker imports `WORKER_PLUGINS` at its start. The graph is the same whatever is
+    chosen.
     """
     check_beam_args(args)
     args = list(args)
@@ -231,12 +242,12 @@ def _cores() -> int:
 
 
 def _local_defaults(
-    args: list[str], input_bytes: int | None, in_process_bytes: int, cores_per_worker: int
+    args: list[str], input_bytes: int | None, in_process_bytes: int | None, cores_per_worker: int
 ) -> list[str]:
     """The local runner's mode and workers, where the user chose neither."""
     mode, workers = _given(args, "--direct_running_mode"), _given(args, "--direct_num_workers")
     processes = max(1, _cores() // cores_per_worker)
-    small = input_bytes is not None and input_bytes <= in_process_bytes
+    small = in_process(input_bytes, in_process_bytes)
     if not mode and not workers and (small or processes == 1):
         return ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
     return ([] if workers else [f"--direct_num_workers={processes}"]) + (

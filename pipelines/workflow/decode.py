@@ -18,7 +18,7 @@ from typing import Any
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.workflow.steps.protocol import Evaluation
-from nmtpipe.pipelines.workflow.steps.torch_steps import Legacy, TorchStep
+from nmtpipe.pipelines.workflow.steps.torch_steps import TorchStep
 from nmtpipe.pipelines.workflow.train import committed_data, trained_checkpoint
 from nmtpipe.trainers.generate.decode_config import DecodeConfig
 from nmtpipe.trainers.runtime.run_files import HYPOTHESES, NBEST, SCORES
@@ -46,12 +46,11 @@ class DecodeStep(TorchStep):
         model: str,
         nproc: int = 1,
         name: str | None = None,
-        legacy: Legacy | None = None,
     ) -> None:
         self.checkpoint = trained_checkpoint(model)
         self.job = dataclasses.replace(config, checkpoint=self.checkpoint["url"])
         self.output = fsio.canonical_url(config.output)
-        self.nproc, self.legacy, self.name = nproc, legacy, name or config.split
+        self.nproc, self.name = nproc, name or config.split
         self.data = None if config.data is None else committed_data(config.data)[1]
         self.inputs = [fsio.file_identity(url) for url in (*config.inputs, *config.references)]
         self.options = {k: v for k, v in dataclasses.asdict(config).items() if k not in _PATHS}
@@ -66,10 +65,6 @@ class DecodeStep(TorchStep):
 
     def manifest(self, files: list[dict[str, Any]], stats: dict[str, Any] | None) -> dict:
         return {
-            "kind": KIND,
-            "code_version": __version__,
-            "created": manifest.created_stamp(),
-            "fingerprint": self.fingerprint,
             "name": self.name,
             "checkpoint": self.checkpoint,
             "data": self.data,

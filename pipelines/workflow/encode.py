@@ -4,7 +4,7 @@ One Beam task per part of a prepared split writes its Arrow file and fairseq
 `.bin/.idx` pairs (`transforms/beam/encode.py`, `transforms/formats/encode_part.py`).
 The driver then copies the fairseq dictionaries next to the `.bin` files, so that
 `{output}/fairseq` is a data-bin `fairseq-train` reads, and commits the output
-(`step.py`).
+(`steps/protocol.py`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import worker_cores
-from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep, Running
-from nmtpipe.pipelines.workflow.steps.protocol import Written
+from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep
+from nmtpipe.pipelines.workflow.steps.protocol import Log, Written
 from nmtpipe.pipelines.workflow.steps.runner import run_step
 from nmtpipe.transforms.beam.encode import EncodeShards
 from nmtpipe.transforms.errors import ConfigError, InputError, OutputError
@@ -211,7 +211,6 @@ def _card(langs: dict[str, str], vocab: Vocabulary, files: list[dict[str, Any]])
 
 def _manifest_doc(
     config: EncodeConfig,
-    fingerprint: str,
     inputs: dict[str, Any],
     vocab: Vocabulary,
     spaces: dict[str, dict[str, Any]],
@@ -244,10 +243,6 @@ def _manifest_doc(
         FAIRSEQ: id_layout.FAIRSEQ.as_dict(),
     }
     return {
-        "kind": KIND,
-        "code_version": __version__,
-        "created": manifest.created_stamp(),
-        "fingerprint": fingerprint,
         **inputs,
         "formats": list(config.formats),
         "dtypes": {f: spaces[f]["dtype"] for f in config.formats},
@@ -337,7 +332,7 @@ class EncodeStep(BeamStep):
         )
         return EncodeShards(spec, self.tasks, self.summary_url, meter)
 
-    def write(self, summary: dict[str, Any] | None, running: Running) -> Written:
+    def write(self, summary: dict[str, Any] | None, log: Log) -> Written:
         assert summary is not None
         stats = finalize_stats(summary["stats"], list(self.prepared["splits"]), self.langs)
         files = summary["files"]
@@ -351,9 +346,7 @@ class EncodeStep(BeamStep):
 
     def manifest(self, files: list[dict[str, Any]], stats: dict[str, Any] | None) -> dict:
         assert stats is not None
-        return _manifest_doc(
-            self.config, self.fingerprint, self.inputs, self.vocab, self.spaces, files, stats
-        )
+        return _manifest_doc(self.config, self.inputs, self.vocab, self.spaces, files, stats)
 
     def figures(self, outcome: StepOutcome) -> str:
         splits = outcome.manifest["splits"]

@@ -3,7 +3,7 @@
 The driver resolves the inputs and fingerprints them with the configuration; if the
 output already holds a committed result with that fingerprint it stops there. Otherwise
 it runs the Beam graph (`transforms/beam/prepare.py`), which writes every data file
-atomically and a summary of them, and then commits the output (`step.py`).
+atomically and a summary of them, and then commits the output (`steps/protocol.py`).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from nmtpipe.pipelines.workflow.prepare_plan import (
     check_named_encodings,
     make_plan,
 )
-from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep, Running
-from nmtpipe.pipelines.workflow.steps.protocol import Written
+from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep
+from nmtpipe.pipelines.workflow.steps.protocol import Log, Written
 from nmtpipe.pipelines.workflow.steps.runner import run_step
 from nmtpipe.transforms.beam.prepare import PrepareCorpus
 from nmtpipe.transforms.errors import InputError, OutputError
@@ -34,7 +34,7 @@ from nmtpipe.transforms.formats.pair_shards import write_rejects
 from nmtpipe.transforms.formats.prepared import KIND, write_chars
 from nmtpipe.transforms.formats.shard_names import CHARS_PATH, counts_path, pairs_path, rejects_path
 from nmtpipe.transforms.quality.judge import PREFIX
-from nmtpipe.transforms.storage import fsio, manifest
+from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.commit import STAGING, StepOutcome
 from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
 from nmtpipe.transforms.storage.read_meter import Meter
@@ -126,10 +126,6 @@ def manifest_doc(
         return sorted(f["path"] for f in files if all(f.get(k) == v for k, v in match.items()))
 
     return {
-        "kind": KIND,
-        "code_version": out.code_version,
-        "created": manifest.created_stamp(),
-        "fingerprint": out.fingerprint,
         "inputs": [_with_encoding(ident, stats) for ident in out.identities],
         "options": out.options,
         "splits": {
@@ -274,7 +270,7 @@ class PrepareStep(BeamStep):
         if self.spill is not None:
             fsio.remove_tree(self.spill)
 
-    def write(self, summary: dict[str, Any] | None, running: Running) -> Written:
+    def write(self, summary: dict[str, Any] | None, log: Log) -> Written:
         assert summary is not None
         stats = finalize(summary["stats"], self.plan.splits)
         files = summary["files"]

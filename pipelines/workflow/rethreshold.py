@@ -29,8 +29,8 @@ from nmtpipe.pipelines.workflow.prepare import (
     manifest_doc,
     spill_root,
 )
-from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep, Running
-from nmtpipe.pipelines.workflow.steps.protocol import Written, read_stats
+from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep
+from nmtpipe.pipelines.workflow.steps.protocol import Log, Written, read_stats
 from nmtpipe.pipelines.workflow.steps.runner import run_step
 from nmtpipe.transforms.beam.rethreshold import Rethreshold, RethresholdSpec
 from nmtpipe.transforms.errors import ConfigError, InputError
@@ -190,6 +190,7 @@ class RethresholdStep(BeamStep):
         )
         self.judged = {NEAR_DUPLICATE} | {r for s in scorers for r in s.REASONS}
         self.output, self.fingerprint = output, fingerprint
+        self.code_version = doc["code_version"]  # the source's, as its fingerprint holds
         self.input_bytes = sum(f.get("size", 0) for f in doc["files"])
         self.spill: str | None = None
 
@@ -206,7 +207,7 @@ class RethresholdStep(BeamStep):
         if self.spill is not None:
             fsio.remove_tree(self.spill)
 
-    def write(self, summary: dict[str, Any] | None, running: Running) -> Written:
+    def write(self, summary: dict[str, Any] | None, log: Log) -> Written:
         assert summary is not None
         partial = merge_into(_base_partial(self.source_stats, self.judged), summary["stats"])
         stats = finalize(partial, self.prepared.splits)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from nmtpipe.pipelines.workflow import legacy
 from nmtpipe.pipelines.workflow.decode import DecodeStep
 from nmtpipe.pipelines.workflow.encode import EncodeStep
 from nmtpipe.pipelines.workflow.prepare import PrepareStep
@@ -25,7 +24,9 @@ from nmtpipe.pipelines.workflow.steps.protocol import Evaluation, How
 from nmtpipe.pipelines.workflow.steps.runner import Plan, Show, Stage, StageResult, run_stages
 from nmtpipe.pipelines.workflow.train import TrainStep
 from nmtpipe.pipelines.workflow.vocab import VocabStep
+from nmtpipe.transforms.errors import OutputError
 from nmtpipe.transforms.formats.prepared import read_prepared
+from nmtpipe.transforms.storage import fsio
 
 CHAIN: tuple[Stage, ...] = ()  # in the order they run
 
@@ -57,24 +58,35 @@ def _encode(config: RunConfig) -> list[Plan]:
     return [lambda: EncodeStep(config.encode)]
 
 
+def _no_old_records(config: RunConfig) -> None:
+    """Refuse a root that an unreleased nmtpipe, before training and decoding had
+    manifests, left with its records in `{root}/workflow/`: they are not read."""
+    records = config.url("workflow")
+    if fsio.exists(records):
+        raise OutputError(
+            f"{records} holds records of an unreleased nmtpipe, which this one does not "
+            f"read: delete {records}; the next run then trains on from the checkpoints in "
+            f"{config.train.save_dir} and decodes again"
+        )
+
+
 def _train(config: RunConfig) -> list[Plan]:
+    _no_old_records(config)
     nproc = config.nproc.get("train", 1)
-    return [lambda: TrainStep(config.train, nproc, legacy=legacy.run_train(config))]
+    return [lambda: TrainStep(config.train, nproc)]
 
 
 def _decode(config: RunConfig) -> list[Plan]:
     """The test split, then each `evaluate:` set with the same options into
     `{root}/decoded/{name}/`."""
+    _no_old_records(config)
     model, nproc = config.train.save_dir, config.nproc.get("decode", 1)
     sets = [(config.decode, None)] + [
         (dataclasses.replace(config.decode, inputs=s.inputs, references=s.references,
                              output=config.decoded(s.name)), s.name)
         for s in config.evaluate
     ]  # fmt: skip
-    return [
-        lambda job=job, name=name: DecodeStep(job, model, nproc, name, legacy.run_decode(config))
-        for job, name in sets
-    ]
+    return [lambda job=job, name=name: DecodeStep(job, model, nproc, name) for job, name in sets]
 
 
 register(Stage("prepare", _prepare))

@@ -52,7 +52,9 @@ class RefreshSettings:
     keep_versions: int = 10  # versions kept by retention (0: all)
     checksum: bool = False  # identify inputs by sha256 of their bytes, not size and version
     train_updates: int | None = None  # with --train: updates added per new version
-    in_process_bytes: int = 16 << 20  # local runners: work up to this size in this process
+    # local runners: work up to this size in this process (None: the one threshold,
+    # pipelines/beam/options.py's IN_PROCESS_BYTES)
+    in_process_bytes: int | None = None
 
     @classmethod
     def types(cls) -> dict[str, type]:

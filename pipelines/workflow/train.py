@@ -20,9 +20,8 @@ import json
 import re
 from typing import Any
 
-from nmtpipe import __version__
 from nmtpipe.pipelines.workflow.steps.protocol import Written
-from nmtpipe.pipelines.workflow.steps.torch_steps import Legacy, TorchStep
+from nmtpipe.pipelines.workflow.steps.torch_steps import TorchStep
 from nmtpipe.trainers.runtime.run_files import AVERAGE, BEST, CURVES_SVG, LAST, SUMMARY
 from nmtpipe.trainers.train.train_config import TrainConfig
 from nmtpipe.transforms.errors import OutputError
@@ -83,10 +82,9 @@ class TrainStep(TorchStep):
         config: TrainConfig,
         nproc: int = 1,
         more_updates: int | None = None,
-        legacy: Legacy | None = None,
     ) -> None:
         self.output = fsio.canonical_url(config.save_dir)
-        self.nproc, self.legacy = nproc, legacy
+        self.nproc = nproc
         doc, self.data = committed_data(config.data)
         model = {
             "options": config.model_options(doc["formats"][0]),
@@ -137,10 +135,6 @@ class TrainStep(TorchStep):
     def manifest(self, files: list[dict[str, Any]], stats: dict[str, Any] | None) -> dict:
         assert stats is not None
         return {
-            "kind": KIND,
-            "code_version": __version__,
-            "created": manifest.created_stamp(),
-            "fingerprint": self.fingerprint,
             "model": self.model,
             "data": self.data,
             "options": self.options,

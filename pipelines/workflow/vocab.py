@@ -4,23 +4,24 @@ Tensor2Tensor's SubwordTextEncoder is built from the token counts `prepare` comm
 (or from T2T's byte-budget line sample); SentencePiece unigram/BPE models and Hugging
 Face `tokenizers` vocabularies (WordPiece, BPE, Unigram) train on a deterministic sample
 of the training split. Each kind is a class (`transforms/vocab/kinds/`) that builds a
-side from what `_Build` gives it; samples are drawn in Beam
-(`transforms/beam/sample.py`). Either way the output also has fairseq
+side from what `_Build` gives it. The sample a kind reads is the step's graph
+(`transforms/beam/sample.py`: both columns of each train shard read once), drawn in Beam
+before any side is built; the builds are the driver's. Either way the output also has fairseq
 `dict.{lang}.txt` files for the same vocabulary, and is committed like every step:
 files first, `manifest.json` last, reused when the same inputs and options come again.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nmtpipe import __version__
-from nmtpipe.pipelines.beam.options import run_branches
-from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep, Running
-from nmtpipe.pipelines.workflow.steps.protocol import Written
+from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep
+from nmtpipe.pipelines.workflow.steps.protocol import Log, Written
 from nmtpipe.pipelines.workflow.steps.runner import run_step
 from nmtpipe.transforms.beam.sample import SampleTrainText
 from nmtpipe.transforms.errors import ConfigError
@@ -48,7 +49,10 @@ from nmtpipe.transforms.vocab.sample import (
 from nmtpipe.transforms.vocab.vocabulary import KIND
 
 if TYPE_CHECKING:
+    import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
+
+_COLUMNS = ["src", "tgt"]  # what a sample holds of each pair, whatever the sides
 
 # every kind's files and the fairseq dictionaries
 _OURS = re.compile("^(" + "|".join([*FILE_PATTERNS, r"dict\.[^/]+\.txt"]) + ")$")
@@ -87,36 +91,33 @@ class VocabConfig:
 
 class _Build:
     """One build's context, the `Source` a kind builds from: the options, the prepared
-    parts, the staging folder, and how Beam runs (samples are drawn in Beam)."""
+    parts, the staging folder, and the sample the step's graph drew (`selector`'s lines
+    of the `shards` of the training split, under `sampled`)."""
 
     def __init__(
         self,
         config: VocabConfig,
         parts: list[tuple[str, dict[str, Any]]],
         staging: str,
-        running: Running,
+        sampled: str,
+        shards: int,
+        selector: IdSample | BudgetSample | None,
+        log: Log,
     ) -> None:
-        self.options, self.parts, self.staging, self.running = config, parts, staging, running
-        self.log = running.log
+        self.options, self.parts, self.staging, self.log = config, parts, staging, log
+        self.sampled, self.shards, self.selector = sampled, shards, selector
         # What a build spills goes with the staging folder, where that is on local disk.
         self.spill = fsio.url_to_fs(staging)[1] if fsio.is_local(staging) else None
         langs = parts[0][1]["options"]["languages"]
-        self.columns = {langs["src"]: ["src"], langs["tgt"]: ["tgt"], JOINED: ["src", "tgt"]}
-        self.train_shards = _train_shards(parts)
+        self.columns = {langs["src"]: ["src"], langs["tgt"]: ["tgt"], JOINED: _COLUMNS}
 
-    def sample(self, selector: IdSample | BudgetSample, side: str) -> list[str]:
-        """Lines of `side`'s training text chosen in Beam, column by column, shard by shard."""
-        folder = fsio.join(self.staging, f"sample-{side}")
-        columns = self.columns[side]
-        meter = Meter(
-            fsio.join(self.staging, f"read-{side}"), sum(s.size for s in self.train_shards)
-        )
-        graph = SampleTrainText(self.train_shards, selector, columns, folder, meter)
-        options = self.running.options
-        run_branches(options, "SampleTrainText", [graph], self.running.quiet, meter)
+    def sample(self, side: str) -> list[str]:
+        """`side`'s lines of the sample, column by column, shard by shard."""
+        selector = self.selector
+        assert selector is not None, "the kind draws no sample"
         lines = []
-        for column in columns:
-            chosen = sample_lines(folder, column, len(self.train_shards))
+        for column in self.columns[side]:
+            chosen = sample_lines(self.sampled, column, self.shards)
             if isinstance(selector, BudgetSample):  # T2T's budget applies per file (side)
                 chosen = iter(read_budget_sample(chosen, selector.file_byte_budget))
             lines += chosen
@@ -138,12 +139,14 @@ def _train_shards(parts: list[tuple[str, dict[str, Any]]]) -> list[TrainShard]:
 
 class VocabStep(BeamStep):
     """`nmtpipe vocab` as a step: the prepared parts read and fingerprinted with the
-    options; its work is the driver's (each side's vocabulary built, samples drawn in
-    Beam), committed with the fairseq dictionaries."""
+    options; its graph draws the sample its kind reads, if any, and its write builds
+    each side's vocabulary on the driver, committed with the fairseq dictionaries."""
 
     kind = KIND
+    label = "SampleTrainText"
     ours = _OURS
     command = "vocab"
+    summarised = False  # its graph leaves the sample, for `write`, and no summary
 
     def __init__(self, config: VocabConfig, parts: list[tuple[str, dict[str, Any]]]) -> None:
         self.config, self.parts = config, parts
@@ -161,7 +164,15 @@ class VocabStep(BeamStep):
         self.langs = parts[0][1]["options"]["languages"]
         self.sides = [JOINED] if config.joined else [self.langs["src"], self.langs["tgt"]]
         self.input_bytes = sum(pair_bytes(doc, "train") for _, doc in parts)
+        self.shards = _train_shards(parts)
+        pairs = sum(doc["splits"]["train"]["pairs"] for _, doc in parts)
+        self.selector = kind_of(config.model).sample(config, pairs)
         self.reports: dict[str, dict[str, Any]] = {}
+
+    @functools.cached_property
+    def sampled(self) -> str:
+        """Where its graph leaves the sample (one folder per run)."""
+        return fsio.join(self.output, STAGING, f"sample-{uuid.uuid4().hex}")
 
     def announce(self, runner: str, options: PipelineOptions) -> str:
         config = self.config
@@ -170,9 +181,19 @@ class VocabStep(BeamStep):
             f"{', '.join(self.sides)}"
         )
 
-    def write(self, summary: dict[str, Any] | None, running: Running) -> Written:
+    def graph(self, options: PipelineOptions, meter: Meter | None = None) -> beam.PTransform | None:
+        """The sample its kind reads, of both columns of every train shard; None: the
+        kind reads none (T2T from prepare's token counts)."""
+        if self.selector is None:
+            return None
+        return SampleTrainText(self.shards, self.selector, _COLUMNS, self.sampled, meter)
+
+    def write(self, summary: dict[str, Any] | None, log: Log) -> Written:
         out, kind = self.output, kind_of(self.config.model)
-        build = _Build(self.config, self.parts, fsio.join(out, STAGING, uuid.uuid4().hex), running)
+        staging = fsio.join(out, STAGING, uuid.uuid4().hex)
+        build = _Build(
+            self.config, self.parts, staging, self.sampled, len(self.shards), self.selector, log
+        )
         files, dicts = [], {}
         for side in self.sides:
             report: dict[str, Any] = {}
@@ -193,9 +214,6 @@ class VocabStep(BeamStep):
     def manifest(self, files: list[dict[str, Any]], stats: dict[str, Any] | None) -> dict:
         config, kind = self.config, kind_of(self.config.model)
         return {
-            "kind": KIND,
-            "code_version": __version__,
-            "fingerprint": self.fingerprint,
             "prepared": self.sources,
             "languages": self.langs,
             "options": config.options(),

@@ -95,11 +95,6 @@ def one_batch(table: pa.Table) -> pa.RecordBatch:
     return table.combine_chunks().to_batches()[0]
 
 
-def receive_batch(item: Shipped) -> pa.RecordBatch:
-    """The one batch `ship` shipped as `item`, as it was."""
-    return one_batch(receive_table(item))
-
-
 def _gather(items: Iterable[Shipped], schema: pa.Schema) -> pa.Table:
     tables = [receive_table(item) for item in items]
     return pa.concat_tables(tables) if tables else schema.empty_table()

@@ -1,5 +1,5 @@
 """A part's train index, for the checks across a version's parts
-(`pipelines/workflow/version_overlap.py`), and the row groups of a part's splits.
+(`pipelines/workflow/refresh/version_overlap.py`), and the row groups of a part's splits.
 
 For every train pair of a prepared part: its id, row, line, 64-bit hashes of its two
 side keys (`overlap.side_keys`) and its near-duplicate key (`neardup.near_keys`), as one

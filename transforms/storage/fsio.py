@@ -3,7 +3,7 @@
 Every file nmtpipe writes goes through `atomic_write`: a reader sees either nothing or
 the whole file, never a prefix of it, and the writer learns the size and sha256 of what
 it wrote without reading it back. Whole-file reads and writes and metadata calls are
-retried on transient errors (`transforms/retry.py`); big files are written locally
+retried on transient errors (`retry.py`); big files are written locally
 first (`spooled_write`) so that their upload can be retried too.
 """
 

@@ -27,11 +27,9 @@ from nmtpipe.transforms.storage.encodings import AUTO
 COMPRESSION_SUFFIXES = ("", ".gz", ".bz2", ".xz", ".zst")
 TAR_PREFIX = "tar://"
 ARCHIVE_PREFIXES = (TAR_PREFIX, "zip://")
-ROLES = ("train", "valid", "test")
 # How an input holds its pairs: text lines (a pair of files, or one TSV file when it has
 # no `tgt`), or a table of records (`transforms/formats/corpus/`).
 LINES, PARQUET, JSONL, ARROW, TMX = "lines", "parquet", "jsonl", "arrow", "tmx"
-TABLE_FORMATS = (PARQUET, JSONL, ARROW, TMX)
 
 
 @dataclass(frozen=True)

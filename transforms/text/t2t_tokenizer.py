@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 # T2T's alphanumeric set is "Unicode category L* or N*", built by looping over
 # range(sys.maxunicode). Python defines str.isalnum() by the same categories, so regex
-# `\w` without `_` is the same set, matched in C (tests/transforms/test_t2t_tokenizer.py
+# `\w` without `_` is the same set, matched in C (tests/transforms/text/test_t2t_tokenizer.py
 # checks every code point). It is far faster than an explicit class of ~700 ranges.
 _RUNS = re.compile(r"[^\W_]+|[\W_]+")
 _ALNUM = re.compile(r"[^\W_]")

@@ -5,7 +5,7 @@
 files beside them. This
 module opens such an output by its manifest and gives one `SideEncoder` per language,
 made by the vocabulary's kind (`kinds/`).
-Ids stay in the vocabulary's own space (`transforms/id_layout.py` maps them to
+Ids stay in the vocabulary's own space (`id_layout.py` maps them to
 fairseq's); the integer type that holds them is chosen here, once.
 """
 

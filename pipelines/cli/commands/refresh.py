@@ -37,8 +37,9 @@ config (besides the sections of nmtpipe run):
     keep_versions: 10       versions kept (0: all); unneeded parts go with them
     checksum: false         identify inputs by sha256 instead of size + version
     train_updates: 1000     with --train: updates added per new version
-    in_process_bytes: 16777216  local runners: new inputs up to this size are
-                            processed in this process (no worker start-up)
+    in_process_bytes: 50331648  local runners: new inputs up to this size are
+                            processed in this process (no worker start-up;
+                            unset: 48 MiB, every command's threshold)
 
 examples:
   nmtpipe refresh corpus.yaml

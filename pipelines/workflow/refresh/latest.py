@@ -13,13 +13,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from nmtpipe.pipelines.workflow import legacy
 from nmtpipe.pipelines.workflow.decode import DecodeStep
 from nmtpipe.pipelines.workflow.run_config import RunConfig
 from nmtpipe.pipelines.workflow.steps.runner import Plan, Stage
 from nmtpipe.pipelines.workflow.train import KIND as TRAINED
 from nmtpipe.pipelines.workflow.train import TrainStep, committed_data
-from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.errors import ConfigError, OutputError
 from nmtpipe.transforms.storage import fsio, manifest, versions
 
 
@@ -41,32 +40,39 @@ def latest(config: RunConfig) -> Latest:
     return Latest(versions.version_url(root, number), number, fsio.join(root, "models", vocab))
 
 
+def _no_old_record(at: Latest) -> None:
+    """Refuse a model folder that an unreleased nmtpipe, before training had manifests,
+    left with its record (`version.json`): it is not read."""
+    record = fsio.join(at.save_dir, "version.json")
+    if fsio.exists(record):
+        raise OutputError(
+            f"{record} is a record of an unreleased nmtpipe, which this one does not read: "
+            f"delete it; the next --train then trains on from the checkpoints in {at.save_dir}"
+        )
+
+
 def _train(config: RunConfig) -> list[Plan]:
     """The vocabulary's model continued on the latest version (fairseq's reset of the
     data: each version is new data for the same model)."""
     at = latest(config)
+    _no_old_record(at)
     job = dataclasses.replace(config.train, data=at.data, save_dir=at.save_dir, reset_data=True)
     nproc, more = config.nproc.get("train", 1), config.refresh.train_updates or None
-    record = legacy.VersionRecord(at.save_dir, at.number)
-    return [lambda: TrainStep(job, nproc, more, record)]
+    return [lambda: TrainStep(job, nproc, more)]
 
 
 def _decode(config: RunConfig) -> list[Plan]:
     """The latest version's test split translated with the model trained on it."""
     at = latest(config)
+    _no_old_record(at)
     trained = manifest.read_manifest(at.save_dir, TRAINED)
     version = committed_data(at.data)[1]["fingerprint"]
-    if trained is None and legacy.VersionRecord(at.save_dir, at.number).finished():
-        raise ConfigError(
-            f"{at.save_dir} was trained by an older nmtpipe; run nmtpipe refresh --train once "
-            "to commit it as it is (it trains no further on this version), then --decode"
-        )
     if trained is None or trained["data"]["fingerprint"] != version:
         raise ConfigError(f"no model has trained on version {at.number:06d} yet; use --train")
     out = fsio.join(fsio.canonical_url(config.root), "translations", f"{at.number:06d}")
     job = dataclasses.replace(config.decode, data=at.data, output=out)
-    nproc, record = config.nproc.get("decode", 1), legacy.ScoresRecord(out)
-    return [lambda: DecodeStep(job, at.save_dir, nproc, legacy=record)]
+    nproc = config.nproc.get("decode", 1)
+    return [lambda: DecodeStep(job, at.save_dir, nproc)]
 
 
 TRAIN = Stage("train", _train)

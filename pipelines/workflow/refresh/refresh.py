@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nmtpipe import __version__
+from nmtpipe.pipelines.beam.options import IN_PROCESS_BYTES
 from nmtpipe.pipelines.workflow.encode import EncodeStep, encode_fingerprint
 from nmtpipe.pipelines.workflow.prepare import PrepareStep
 from nmtpipe.pipelines.workflow.prepare_plan import make_plan, resolve_inputs
@@ -166,16 +167,17 @@ class Refresh:
 
     def _run(self, steps: list[BeamStep]) -> list[StepOutcome]:
         """Run `steps` (their graphs in one pipeline; a committed one is kept). On a
-        local runner, work of up to `in_process_bytes` runs in this process, where
-        starting worker processes would cost more than the work (the usual refresh: one
-        new file)."""
+        local runner, work of up to `in_process_bytes` (unset: `IN_PROCESS_BYTES`) runs
+        in this process whatever mode the Beam options name, where starting worker
+        processes would cost more than the work (the usual refresh: one new file)."""
+        limit = self.settings.in_process_bytes
         return run_steps(
             [lambda step=step: step for step in steps],
             list(self.config.beam),
             replace=True,
             log=self.log,
             quiet=self.quiet,
-            in_process_bytes=self.settings.in_process_bytes,
+            in_process_bytes=IN_PROCESS_BYTES if limit is None else limit,
         )
 
     def _ran(self, outcomes: list[StepOutcome], what: str) -> int:
@@ -389,7 +391,7 @@ def refresh(
     log: Callable[[str], None] = print,
     quiet: bool = True,
 ) -> RefreshResult:
-    """Refresh `config`'s root holding its lock (see `transforms/versions.py`)."""
+    """Refresh `config`'s root holding its lock (see `transforms/storage/versions.py`)."""
     root = fsio.canonical_url(config.root)
     with versions.lock(root, break_lock):
         return Refresh(config, log, quiet).run(until)

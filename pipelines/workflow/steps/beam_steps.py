@@ -2,10 +2,11 @@
 shape and their engine.
 
 A Beam step adds to the protocol (`protocol.py`) its **graph**, the Beam transform that
-writes its files and a summary of them (None for a step whose work is the driver's, such
-as a vocabulary), and its **write**: the files checked and completed from the summary,
-its statistics. The engine runs the graphs of a call's steps as one pipeline (one job
-on a remote runner), on the options Beam was given, then has each step write.
+writes its files and a summary of them (or, for a step whose files the driver writes,
+what the driver reads: a vocabulary's sample; None: nothing), and its **write**: the
+files checked and completed from the summary, its statistics. The engine runs the graphs
+of a call's steps as one pipeline (one job on a remote runner), on the options Beam was
+given, then has each step write.
 """
 
 from __future__ import annotations
@@ -15,10 +16,15 @@ import functools
 import uuid
 from abc import abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from nmtpipe.pipelines.beam.options import describe, pipeline_options, run_branches, runs_locally
+from nmtpipe.pipelines.beam.options import (
+    describe,
+    in_process,
+    pipeline_options,
+    run_branches,
+    runs_locally,
+)
 from nmtpipe.pipelines.workflow.steps.protocol import Engine, How, Log, Step, Written
 from nmtpipe.transforms.formats.step_summary import read_summary
 from nmtpipe.transforms.storage import fsio
@@ -32,17 +38,6 @@ if TYPE_CHECKING:
 IN_PROCESS = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 
 
-@dataclass(frozen=True)
-class Running:
-    """How the steps of one pipeline run: Beam's arguments and options, whether local
-    workers keep off the terminal, and where to say what a user should know."""
-
-    beam_args: list[str]
-    options: PipelineOptions
-    quiet: bool
-    log: Log
-
-
 def check_options(beam_args: tuple[str, ...]) -> None:
     """Beam's options parsed, so that a typo fails before any work."""
     pipeline_options(list(beam_args))
@@ -50,16 +45,16 @@ def check_options(beam_args: tuple[str, ...]) -> None:
 
 class _Pipeline(Engine):
     """The graphs of a call's steps run as one pipeline (so none may read another's
-    output); on a local runner, work of up to `how.in_process_bytes` runs in this
-    process, whatever mode the Beam options name (a refresh's small change). Then each
-    step writes its files on the driver."""
+    output); with `how.in_process_bytes`, work small enough for it (`in_process`) runs
+    in this process on a local runner, whatever mode the Beam options name (a refresh's
+    small change). Then each step writes its files on the driver."""
 
     def build(self, steps: list[BeamStep], how: How) -> Iterator[tuple[Written, str]]:
         beam_args = list(how.beam_args)
         size = sum(step.input_bytes for step in steps)
         cores = max(step.cores_per_worker for step in steps)
         options = pipeline_options(beam_args, size, cores_per_worker=cores)
-        small = how.in_process_bytes is not None and size <= how.in_process_bytes
+        small = how.in_process_bytes is not None and in_process(size, how.in_process_bytes)
         if small and runs_locally(options):
             beam_args = [*beam_args, *IN_PROCESS]
             options = pipeline_options(beam_args, size, cores_per_worker=cores)
@@ -75,10 +70,10 @@ class _Pipeline(Engine):
         finally:
             for step in steps:
                 step.release()
-        running = Running(beam_args, options, how.quiet, how.log)
         for step, graph in zip(steps, graphs, strict=True):
-            summary = None if graph is None else read_summary(step.summary_url)
-            yield step.write(summary, running), runner
+            summarised = graph is not None and step.summarised
+            summary = read_summary(step.summary_url) if summarised else None
+            yield step.write(summary, how.log), runner
 
 
 class BeamStep(Step):
@@ -88,6 +83,7 @@ class BeamStep(Step):
     label = "Step"  # the pipeline's label for its graphs
     input_bytes = 0  # what its work reads (picks the local runner's mode)
     cores_per_worker = 1  # the cores one worker of its graph keeps busy
+    summarised: ClassVar[bool] = True  # its graph leaves a summary at `summary_url`
 
     @functools.cached_property
     def summary_url(self) -> str:
@@ -95,9 +91,9 @@ class BeamStep(Step):
         return fsio.join(self.output, STAGING, f"summary-{uuid.uuid4().hex}.json")
 
     def graph(self, options: PipelineOptions, meter: Meter | None = None) -> beam.PTransform | None:
-        """The Beam graph that writes the step's files and `summary_url`, its readers
-        counting the input they read into `meter` (the progress shown); None where the
-        driver does the work, in `write`."""
+        """The Beam graph that writes the step's files and `summary_url` (or, where the
+        driver writes the files, in `write`, what it reads there), its readers counting
+        the input they read into `meter` (the progress shown); None: no Beam work."""
         return None
 
     @abstractmethod
@@ -105,9 +101,10 @@ class BeamStep(Step):
         """The line said before the work starts."""
 
     @abstractmethod
-    def write(self, summary: dict[str, Any] | None, running: Running) -> Written:
+    def write(self, summary: dict[str, Any] | None, log: Log) -> Written:
         """The step's own part of the commit, after its graph ran (`summary`: what the
-        graph wrote; None without a graph): checked, completed, its statistics."""
+        graph wrote; None without one), `log` where to say what a user should know:
+        checked, completed, its statistics."""
 
     def building(self) -> contextlib.AbstractContextManager[None]:
         """A failure (an error, a full disk, Ctrl-C) leaves nothing uncommitted behind,

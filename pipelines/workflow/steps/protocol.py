@@ -11,7 +11,8 @@ A step (`Step`) supplies only what differs:
 
 What every step shares is here: a committed result reused when it holds exactly this one
 (`reused`), and the tail of every commit (`commit_step`): `stats.json`, the dataset
-card, and the manifest, written last, by the driver. No Beam here, nor in the torch
+card, and the manifest, its header the same for every step (`manifest_header`), written
+last, by the driver. No Beam here, nor in the torch
 side: a torch job's step is planned and committed where Beam is never loaded.
 """
 
@@ -25,10 +26,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from nmtpipe import __version__
 from nmtpipe.transforms.formats.dataset_card import write_card
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.commit import StepOutcome, commit, reuse_committed
-from nmtpipe.transforms.storage.manifest import STATS_FILE, file_entry
+from nmtpipe.transforms.storage.manifest import STATS_FILE, created_stamp, file_entry
 
 Log = Callable[[str], None]
 
@@ -46,8 +48,9 @@ class How:
     """How the steps of one call run: Beam's options, `force` (rebuild even an identical
     result), `replace` (rebuild a result of other inputs or options, else refused), the
     log of what a user should know, `quiet` (local Beam workers and torch ranks keep off
-    the terminal), the work a local runner keeps in this process (`in_process_bytes`),
-    the module each torchrun rank runs (`rank_module`), and `done`, told each step's
+    the terminal), the work a local runner keeps in this process whatever mode Beam's
+    options name (`in_process_bytes`, a refresh's; None: as those options decide), the
+    module each torchrun rank runs (`rank_module`), and `done`, told each step's
     outcome as it is reused or committed."""
 
     beam_args: tuple[str, ...] = ()
@@ -97,6 +100,7 @@ class Step(ABC):
     kind: str
     fingerprint: str
     ours: re.Pattern[str]  # the files the step's commit owns in its output
+    code_version: str = __version__  # the nmtpipe its manifest says made it
     engine: ClassVar[Engine]  # what does its work
     command: ClassVar[str | None] = None  # the command whose report shows its outcome
     dataset_report: ClassVar[bool] = False  # the dataset report describes its output
@@ -107,18 +111,13 @@ class Step(ABC):
         is replaced, only with `replace`."""
         return None
 
-    def adopted(self) -> Written | None:
-        """The files of this very result, made by an older nmtpipe that committed it by a
-        record of its own, not a manifest (`legacy.py`); None: there is none."""
-        return None
-
     def card(self, files: list[dict[str, Any]]) -> str | None:
         """The dataset card (`README.md`) of the output; None: none."""
         return None
 
     @abstractmethod
     def manifest(self, files: list[dict[str, Any]], stats: dict[str, Any] | None) -> dict:
-        """The manifest document, committed last."""
+        """The manifest document less its header (`manifest_header`), committed last."""
 
     def figures(self, outcome: StepOutcome) -> str:
         """The key figures of its committed output, for a table of steps."""
@@ -143,9 +142,21 @@ class Step(ABC):
 Committed = tuple[dict[str, Any], dict[str, Any]]  # the manifest and the statistics
 
 
+def manifest_header(step: Step) -> dict[str, Any]:
+    """What every step's manifest holds first, written here alone: its kind, the nmtpipe
+    that made it, when (`created`) and its fingerprint, by which it is reused."""
+    return {
+        "kind": step.kind,
+        "code_version": step.code_version,
+        "created": created_stamp(),
+        "fingerprint": step.fingerprint,
+    }
+
+
 def commit_step(step: Step, written: Written) -> Committed:
     """The tail every step shares after its files: `stats.json`, the card, and the
-    manifest, written last, which commits the output."""
+    manifest (the step's document under the common header), written last, which
+    commits the output."""
     files, stats, out = written.files, written.stats, step.output
     if stats is not None and written.stats_file == STATS_FILE:
         text = json.dumps(stats, indent=2, sort_keys=True).encode() + b"\n"
@@ -154,7 +165,8 @@ def commit_step(step: Step, written: Written) -> Committed:
     card = step.card(files)
     if card is not None:
         files.append(write_card(out, card))
-    return commit(out, step.kind, step.manifest(files, stats), step.ours), stats or {}
+    doc = {**manifest_header(step), **step.manifest(files, stats)}
+    return commit(out, step.kind, doc, step.ours), stats or {}
 
 
 def read_stats(out: str, committed: dict[str, Any]) -> dict[str, Any]:
@@ -166,17 +178,10 @@ def read_stats(out: str, committed: dict[str, Any]) -> dict[str, Any]:
 
 def reused(step: Step, how: How) -> Committed | None:
     """The committed manifest and statistics if the output holds exactly this result
-    (never with `force`), or once an older nmtpipe's record of it is committed as it is;
-    else None, with the output's manifest gone (another result is replaced only with
-    `replace`, unless the step goes on from it)."""
+    (never with `force`); else None, with the output's manifest gone (another result is
+    replaced only with `replace`, unless the step goes on from it)."""
     out = step.output
     committed = reuse_committed(
         out, step.kind, step.fingerprint, how.force, how.log, how.replace, step.continued
     )
-    if committed is not None:
-        return committed, read_stats(out, committed)
-    adopted = None if how.force else step.adopted()
-    if adopted is None:
-        return None
-    how.log(f"{out}: made by an older nmtpipe, committed as it is")
-    return commit_step(step, adopted)
+    return None if committed is None else (committed, read_stats(out, committed))

@@ -14,22 +14,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any
 
 from nmtpipe.pipelines.workflow.steps.protocol import Engine, How, Step, Written
 from nmtpipe.trainers.train.launch import Job, run_job
 from nmtpipe.transforms.storage import fsio
-
-
-class Legacy(Protocol):
-    """What an older nmtpipe recorded of a torch step's output, which it committed by a
-    record, not a manifest (`pipelines/workflow/legacy.py`)."""
-
-    def finished(self) -> bool:
-        """Whether the record says the output holds this very result."""
-
-    def retire(self) -> None:
-        """Remove the record: the output is committed, or its work starts anew."""
 
 
 def where(nproc: int) -> str:
@@ -44,8 +33,6 @@ class _Jobs(Engine):
     def build(self, steps: list[TorchStep], how: How) -> Iterator[tuple[Written, str]]:
         for step in steps:
             how.log(step.announce(where(step.nproc)))
-            if step.legacy is not None:
-                step.legacy.retire()
             run_job(step.job, step.nproc, not how.quiet, rank_module=how.rank_module)
             yield step.write(), where(step.nproc)
 
@@ -56,7 +43,6 @@ class TorchStep(Step):
     engine = _Jobs()
     job: Job
     nproc: int = 1
-    legacy: Legacy | None = None
     # The entries of the output's last commit, by path, read when the step was planned:
     # a file unchanged since (its size and its store's version marker) keeps its digest,
     # so that a model's numbered checkpoints are read once, not at every commit.
@@ -87,10 +73,3 @@ class TorchStep(Step):
         sha256 = known["sha256"] if unchanged else fsio.sha256_of(url)
         return {"path": rel, "kind": self.job.name, "size": size, "version": version,
                 "sha256": sha256}  # fmt: skip
-
-    def adopted(self) -> Written | None:
-        summary = fsio.join(self.output, self.job.summary_file)
-        if self.legacy is None or not self.legacy.finished() or not fsio.exists(summary):
-            return None
-        self.legacy.retire()
-        return self.write()

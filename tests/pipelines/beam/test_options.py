@@ -22,9 +22,11 @@ from nmtpipe.pipelines.beam.options import (
     IN_PROCESS_BYTES,
     check_beam_args,
     describe,
+    in_process,
     pipeline_options,
     worker_cores,
 )
+from nmtpipe.pipelines.workflow.run_config import RefreshSettings
 from nmtpipe.transforms.errors import ConfigError
 from tests.helpers import one_sdist_build_at_a_time
 
@@ -67,6 +69,13 @@ def test_local_mode_chosen_by_input_size_unless_the_user_chose():
     forced = pipeline_options([], input_bytes=1, in_process_bytes=0)
     assert forced.view_as(DirectOptions).direct_running_mode == "multi_processing"
     assert describe(pipeline_options(DATAFLOW), 10**9) == "DataflowRunner"
+
+
+def test_one_threshold_says_what_is_small_enough_for_this_process():
+    assert in_process(IN_PROCESS_BYTES) and not in_process(IN_PROCESS_BYTES + 1)
+    assert not in_process(None)  # a size not known is never small
+    assert in_process(0, 0) and not in_process(1, 0)  # a caller's own limit
+    assert RefreshSettings().in_process_bytes is None  # a refresh's default: the same one
 
 
 def test_work_that_keeps_several_cores_busy_gets_fewer_processes(monkeypatch):

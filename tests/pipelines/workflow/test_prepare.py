@@ -83,7 +83,7 @@ def test_duplicates_and_bad_lines_are_rejected_counted_and_kept(tmp_path):
     corpus = write_pair(tmp_path / "t", raw_src, ("\n".join(tgt) + "\n").encode())
     out = tmp_path / "out"
     # Named: found by itself, a side whose only non-ASCII line is no UTF-8 is an 8-bit
-    # code page (test_corpora.py), where the line is no reject.
+    # code page (tests/transforms/storage/test_encodings.py), where the line is no reject.
     outcome = prepare(corpus, out, valid_fraction=0, test_fraction=0, src_encoding="utf-8")
     assert outcome.stats["rejects"] == {
         **dict.fromkeys(REASONS, 0),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,6 @@ from nmtpipe.pipelines.cli.config_file import example_config, load_config
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.transforms.errors import ConfigError
 from tests.helpers import IN_MEMORY, command_result, example_lines, train_records, write_pair
-from tests.pipelines.workflow.old_roots import old_run_root
 
 
 def config(tmp_path: Path, **changes) -> Path:
@@ -131,23 +131,24 @@ def test_the_chain_runs_once_then_only_what_changed(tmp_path, capsys):
     path = config(tmp_path, decode__beam=3, decode__max_tokens=4096, train={**train, **defaults})
     assert main(["run", str(path)]) == 0
     assert set(table(capsys.readouterr().out).values()) == {"cached"}
-    # A root as an nmtpipe before manifests for training and decoding left it: its
-    # records are read once, the outputs they say are finished committed as they are.
-    old_run_root(path)
-    assert main(["run", str(path)]) == 0
+    # A root with the records of an unreleased nmtpipe (`{root}/workflow/`) is refused in
+    # one line that names the folder and says what to do; once it is gone, the run goes on.
+    (root / "workflow").mkdir()
+    (root / "workflow" / "train.json").write_text('{"fingerprint": "0"}')
+    assert main(["run", str(path)]) == 1
     out, err = capsys.readouterr()
-    assert set(table(out).values()) == {"cached"}
-    assert err.count("made by an older nmtpipe, committed as it is") == 3  # train, 2 sets
-    assert not (root / "workflow").exists() and updates_logged(root)[-1] == 6
-    # Its records of another decoding: the model is committed as it is, decoding runs.
-    before = tmp_path / "before.yaml"
-    before.write_text(config(tmp_path, train={**train, **defaults}).read_text())
-    path = config(tmp_path, decode__beam=3, decode__max_tokens=4096, train={**train, **defaults})
-    old_run_root(path, trained_with=before)
+    assert table(out)["train"] == "failed" and table(out)["encode"] == "cached"
+    (line,) = [line for line in err.splitlines() if "error:" in line]
+    assert line == (
+        f"nmtpipe train: error: {root}/workflow holds records of an unreleased nmtpipe, which "
+        f"this one does not read: delete {root}/workflow; the next run then trains on from "
+        f"the checkpoints in {root}/checkpoints and decodes again"
+    )
+    assert main(["run", str(path), "--from", "decode"]) == 1
+    assert f"delete {root}/workflow" in capsys.readouterr().err
+    shutil.rmtree(root / "workflow")
     assert main(["run", str(path)]) == 0
-    statuses = table(capsys.readouterr().out)
-    assert statuses["train"] == "cached" and statuses["decode"] == "ran"
-    assert (root / "decoded" / "news" / "manifest.json").exists()
+    assert set(table(capsys.readouterr().out).values()) == {"cached"}
     # Another model (here: another dropout) is refused: the model there is never deleted.
     path = config(tmp_path, decode__beam=3, train={**train, "dropout": 0.2})
     assert main(["run", str(path)]) == 1

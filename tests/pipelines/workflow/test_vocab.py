@@ -12,8 +12,9 @@ from tokenizers import Tokenizer
 
 from nmtpipe.pipelines.cli import flags
 from nmtpipe.pipelines.cli.main import build_parser
-from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
+from nmtpipe.pipelines.workflow.vocab import VocabConfig, VocabStep, run_vocab
 from nmtpipe.transforms.errors import ConfigError, InputError, IntegrityError, OutputError
+from nmtpipe.transforms.formats.prepared import read_prepared
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.vocab import counts as counts_lib
 from nmtpipe.transforms.vocab.fairseq_dict import SPECIALS, read_dict
@@ -98,6 +99,25 @@ def test_byte_budget_sample(prepared, tmp_path):
     info = outcome.manifest["vocabularies"]["en"]
     assert 0 < info["sampled_lines"] < 500
     assert info["distinct_tokens"] > 0
+    assert outcome.runner.startswith("FnApiRunner")  # the sample is the step's graph
+
+
+def test_the_sample_is_the_steps_graph_and_counts_need_none(prepared, tmp_path):
+    """A kind's sample is drawn by the step's graph, with every other Beam step's, before
+    any side is built; `write` only reads it. T2T from prepare's counts draws none."""
+    parts = [read_prepared(prepared)]
+    counted = VocabStep(VocabConfig(prepared, str(tmp_path / "c")), parts)
+    assert counted.selector is None and counted.graph(None) is None
+    sampled = VocabStep(VocabConfig(prepared, str(tmp_path / "s"), model="unigram"), parts)
+    graph = sampled.graph(None)
+    assert (graph.columns, graph.folder, graph.selector) == (
+        ["src", "tgt"],
+        sampled.sampled,
+        sampled.selector,
+    )
+    assert 0 < sampled.selector.fraction <= 1
+    counts = VocabConfig(prepared, str(tmp_path / "c"), vocab_size=300)
+    assert run_vocab(counts, IN_MEMORY).runner == "the driver"
 
 
 def test_a_character_budget_holds_the_tokens_in_chunks_on_disk_and_changes_nothing(

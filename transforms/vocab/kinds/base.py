@@ -2,9 +2,10 @@
 from token counts or a sample, the files it writes, its id layout, its encoder, and what
 export needs.
 
-`nmtpipe vocab --model NAME` picks a kind from `registry.py`; the driver
-(`pipelines/workflow/vocab.py`) draws samples in Beam and writes and commits what the kind
-builds; `vocabulary.py` opens a committed vocabulary through the same kind. The shape is
+`nmtpipe vocab --model NAME` picks a kind from `registry.py`; the vocab step
+(`pipelines/workflow/vocab.py`) draws the sample a kind asks for (`VocabKind.sample`) in
+Beam, as its graph, before any side is built, and the driver writes and commits what the
+kind builds; `vocabulary.py` opens a committed vocabulary through the same kind. The shape is
 seqio's `Vocabulary` (one class per kind, the special ids a property of the class) and
 fairseq's `data/encoders` registry; a new kind is a module here (its class and its config)
 and a line in the registry, which gives the command its config's options.
@@ -44,14 +45,15 @@ Defaults = Mapping[str, Callable[[Mapping[str, Any]], Any]]
 
 class Source(Protocol):
     """What a kind builds from, as the driver gives it: the options, the prepared
-    datasets' manifests (and so their token counts), lines of a side drawn in Beam, and
-    where to say what a user should know."""
+    datasets' manifests (and so their token counts), the lines of a side's sample (the
+    kind's `sample`, drawn in Beam before the build), and where to say what a user
+    should know."""
 
     options: Options
     parts: list[tuple[str, dict[str, Any]]]
     spill: str | None  # a local folder for what a build keeps on disk (None: TMPDIR)
 
-    def sample(self, selector: IdSample | BudgetSample, side: str) -> list[str]: ...
+    def sample(self, side: str) -> list[str]: ...
 
     def log(self, text: str) -> None: ...
 
@@ -149,6 +151,11 @@ class VocabKind(ABC):
         """The id layouts of the vocabulary and of its fairseq dictionaries."""
         return {"vocabulary": self.layout.as_dict(), "fairseq": FAIRSEQ.as_dict()}
 
+    def sample(self, options: Options, pairs: int) -> IdSample | BudgetSample | None:
+        """The lines of the training split (of `pairs` pairs) its build reads
+        (`Source.sample`), drawn in Beam before any side is built; None: it reads none."""
+        return None
+
     @abstractmethod
     def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
         """`side`'s vocabulary built from `source`, what it was built from noted in
@@ -195,6 +202,10 @@ class SampledKind(VocabKind):
         shared = {f.name: own.pop(f.name) for f in dataclasses.fields(SampledConfig)}
         return {**shared, self.NAME: own}
 
+    def sample(self, options: Options, pairs: int) -> IdSample:
+        """About `sample_sentences` of the `pairs` pairs, chosen by pair id."""
+        return IdSample(min(1.0, self.config(options).sample_sentences / max(pairs, 1)))
+
     def sample_sentences(
         self,
         source: Source,
@@ -203,12 +214,12 @@ class SampledKind(VocabKind):
         trainer: str,
         bytes_per_character: float,
     ) -> list[str]:
-        """About `sample_sentences` pairs' sentences of `side`, chosen by pair id; refused
-        in one line, before `trainer` starts, where they would need more memory than this
-        machine has (`bytes_per_character` of the sample's text, as measured)."""
+        """The sentences of `side` in the sample (`sample`); refused in one line, before
+        `trainer` starts, where they would need more memory than this machine has
+        (`bytes_per_character` of the sample's text, as measured)."""
         pairs = sum(doc["splits"]["train"]["pairs"] for _, doc in source.parts)
-        fraction = min(1.0, self.config(source.options).sample_sentences / max(pairs, 1))
-        sentences = source.sample(IdSample(fraction), side)
+        fraction = self.sample(source.options, pairs).fraction
+        sentences = source.sample(side)
         characters = sum(map(len, sentences))
         report["sample_sentences"] = len(sentences)
         report["sample_characters"] = characters

@@ -8,7 +8,7 @@ Encoding has four steps, as in T2T: cut the text into T2T tokens; escape each to
 `_`); split each escaped token greedily into the longest subtokens of the vocabulary,
 left to right; concatenate. The closing `_` makes the concatenation invertible, so
 `decode(encode(s)) == s` for every string. Building a vocabulary is in
-`transforms/subword_build.py`.
+`subword_build.py`.
 """
 
 from __future__ import annotations

@@ -117,6 +117,12 @@ class T2tKind(VocabKind):
         reserved = self.config(options).reserved_tokens
         return {**super().special_ids(options), "reserved_tokens": list(reserved)}
 
+    def sample(self, options: Options, pairs: int) -> BudgetSample | None:
+        """T2T's byte-budget line sample, with `file_byte_budget`; else none: the build
+        reads prepare's token counts."""
+        budget = self.config(options).file_byte_budget
+        return None if budget is None else BudgetSample(budget)
+
     def build(self, source: Source, side: str, report: dict[str, Any]) -> BuiltSide:
         config: T2tConfig = self.config(source.options)
         with _builder(source, config, side, report) as builder:
@@ -145,7 +151,7 @@ def _builder(
         spill=source.spill,
     )
     if config.file_byte_budget is not None:
-        lines = source.sample(BudgetSample(config.file_byte_budget), side)
+        lines = source.sample(side)
         report["sampled_lines"] = len(lines)
         counted = t2t_tokenizer.count_tokens(lines)
         report["distinct_tokens"] = len(counted)

@@ -33,7 +33,6 @@ from nmtpipe.transforms.storage import fsio, manifest, versions
 from nmtpipe.transforms.text.t2t_tokenizer import count_tokens
 from nmtpipe.transforms.vocab.kinds.subword import SubwordTextEncoder
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, command_result, example_lines, write_pair
-from tests.pipelines.workflow.old_roots import old_refresh_model
 
 EN, ZH = example_lines("tatoeba-cmn", "en")[::20], example_lines("tatoeba-cmn", "zh")[::20]
 THIRD = len(EN) // 3
@@ -380,18 +379,19 @@ def test_until_stops_before_publishing_and_train_continues_on_each_version(tmp_p
     assert f"cached: {root}/translations/000002 already holds this translation" in (
         capsys.readouterr().err
     )
-    # A root as an nmtpipe before manifests for training and decoding left it: decoding
-    # first is refused in one line that says what to do; training commits the model as it
-    # is (no more updates on this version), then decoding its translations.
-    old_refresh_model(save_dir, 2)
-    assert main(["refresh", str(path), "--decode"]) == 2
-    assert "was trained by an older nmtpipe; run nmtpipe refresh --train once" in (
-        capsys.readouterr().err
-    )
-    assert "made by an older nmtpipe" in refresh(path, capsys, "--train", "--decode")
+    # A model folder with the record of an unreleased nmtpipe (`version.json`) is refused
+    # in one line that names it and says what to do; once it is gone, all is as it was.
+    (save_dir / "version.json").write_text(json.dumps({"version": 2}))
+    for stage in ("--train", "--decode"):
+        assert main(["refresh", str(path), stage]) == 1
+        assert (
+            f"error: {save_dir}/version.json is a record of an unreleased nmtpipe, which this "
+            f"one does not read: delete it; the next --train then trains on from the "
+            f"checkpoints in {save_dir}"
+        ) in capsys.readouterr().err
+    (save_dir / "version.json").unlink()
+    assert "cached" in refresh(path, capsys, "--train", "--decode")
     assert json.loads((save_dir / "train_summary.json").read_text())["updates"] == 4
-    assert not (save_dir / "version.json").exists()
-    assert (root / "translations" / "000002" / "manifest.json").exists()
     # Raw text against a version: normalised and encoded as the version's parts were.
     (tmp_path / "raw.en").write_text("Good morning.\nWhere is the station?\n", encoding="utf-8")
     assert main(["decode", "--checkpoint", str(save_dir / "checkpoint_last.pt"),

@@ -8,6 +8,7 @@ from datetime import datetime
 
 import pytest
 
+from nmtpipe import __version__
 from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep
 from nmtpipe.pipelines.workflow.steps.protocol import Written
 from nmtpipe.pipelines.workflow.steps.runner import run_step, run_steps
@@ -29,20 +30,14 @@ class Counting(BeamStep):
     def announce(self, runner, options):
         return f"counting into {self.output} on {runner}"
 
-    def write(self, summary, running):
+    def write(self, summary, log):
         assert summary is None  # no graph
         Counting.builds += 1
         written = fsio.write_bytes(fsio.join(self.output, "data.txt"), b"data")
         return Written([manifest.file_entry(self.output, written, "data", 1)], {"pairs": 1})
 
     def manifest(self, files, stats):
-        return {
-            "kind": self.kind,
-            "created": manifest.created_stamp(),
-            "fingerprint": self.fingerprint,
-            "stats": manifest.STATS_FILE,
-            "files": files,
-        }
+        return {"stats": manifest.STATS_FILE, "files": files}  # the commit adds the header
 
 
 def test_a_step_is_built_once_then_reused(tmp_path):
@@ -56,6 +51,9 @@ def test_a_step_is_built_once_then_reused(tmp_path):
         1,
     )
     assert sorted(f["path"] for f in built.manifest["files"]) == ["data.txt", "stats.json"]
+    header = {k: built.manifest[k] for k in ("kind", "code_version", "fingerprint")}
+    assert header == {"kind": "nmtpipe.test", "code_version": __version__, "fingerprint": "f" * 64}
+    assert datetime.fromisoformat(built.manifest["created"]).utcoffset().total_seconds() == 0
     again = run_step(lambda: Counting(out), IN_MEMORY)
     assert (again.cached, again.runner, again.stats, Counting.builds) == (
         True,
@@ -98,7 +96,7 @@ def test_several_steps_run_once_each_and_report_each(tmp_path):
 class Interrupted(Counting):
     """Writes its file and a staging file, then the user presses Ctrl-C."""
 
-    def write(self, summary, running):
+    def write(self, summary, log):
         fsio.write_bytes(fsio.join(self.output, "data.txt"), b"data")
         fsio.write_bytes(fsio.join(self.output, ".nmtpipe", "summary.json"), b"{}")
         raise KeyboardInterrupt

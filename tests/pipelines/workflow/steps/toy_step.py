@@ -79,8 +79,7 @@ class LengthsStep(TorchStep):
         self.fingerprint = manifest.fingerprint({"prepared": doc["fingerprint"], "bins": 4})
 
     def manifest(self, files: list[dict[str, Any]], stats: dict[str, Any] | None) -> dict:
-        return {"kind": self.kind, "fingerprint": self.fingerprint, "stats": "lengths.json",
-                "files": files}  # fmt: skip
+        return {"stats": "lengths.json", "files": files}
 
     def figures(self, outcome: Any) -> str:
         return f"{outcome.stats['pairs']:,} pairs in {len(outcome.stats['histogram'])} bins"
