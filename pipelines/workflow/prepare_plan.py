@@ -26,7 +26,7 @@ from nmtpipe.transforms.formats.prepared import KIND
 from nmtpipe.transforms.options import comma_list, count, nested, option
 from nmtpipe.transforms.quality.judge import PREFIX
 from nmtpipe.transforms.quality.registry import quality_config
-from nmtpipe.transforms.storage import encodings, fsio, manifest, raw_corpus
+from nmtpipe.transforms.storage import archives, encodings, fsio, manifest, raw_corpus
 from nmtpipe.transforms.storage.encodings import AUTO
 from nmtpipe.transforms.storage.inputs import (
     LINES,
@@ -48,7 +48,14 @@ from nmtpipe.transforms.vocab.counts import JOINED
 
 # One train shard (and one count bucket) per this many bytes of (uncompressed) input.
 AUTO_SHARD_BYTES = 32 << 20
+# A compressed file's uncompressed size, estimated from its own (its size is all that
+# planning reads of it).
 COMPRESSION_FACTOR = 4
+_COMPRESSED = re.compile(r"\.(gz|bz2|xz|zst|tgz|zip|parquet)$")
+# The most an archive member is believed to inflate to, per byte of its archive:
+# deflate's limit (a .tgz's and a zip's), so that a forged size in an index cannot plan
+# millions of shards.
+MAX_INFLATION = 1032
 _LANG = re.compile(r"^[A-Za-z0-9_-]+$")
 # Languages written with full-width punctuation, which their sides keep (NFKC would
 # make "，" a ","), unless --q2b asks for ASCII punctuation.
@@ -276,7 +283,8 @@ class PrepareConfig:
         group=PERFORMANCE,
         help="token-count files per language (default: as many as train shards)",
     )
-    # Where cleaned batches meet the shard writers (`PrepareRun`); not part of the result.
+    # Where cleaned batches meet the shard writers (`PrepareStep`, `formats/batch_transport.py`);
+    # not part of the result.
     spill_dir: str | None = option(
         "auto",
         metavar="URL",
@@ -349,6 +357,9 @@ class PreparePlan:
     clean: CleanConfig
     count_buckets: int
     reject_shards: int
+    # The inputs' estimated uncompressed size (what picks shards, runner mode and the
+    # progress bar's total): `estimated_bytes`.
+    input_bytes: int
 
     @property
     def langs(self) -> tuple[str, str]:
@@ -357,11 +368,6 @@ class PreparePlan:
     @property
     def splits(self) -> tuple[str, ...]:
         return self.clean.split.splits()
-
-    @property
-    def input_bytes(self) -> int:
-        """The inputs' estimated uncompressed size (what picks shards and runner mode)."""
-        return _estimated_bytes(self.identities)
 
     def shard_counts(self) -> dict[str, int]:
         return dict(self.clean.split.shards)
@@ -497,12 +503,36 @@ def identity(inp: CorpusInput, checksum: bool = False) -> dict[str, Any]:
     return {**found, "files": files}
 
 
-def _estimated_bytes(identities: tuple[dict[str, Any], ...]) -> int:
+def estimated_bytes(inputs: tuple[CorpusInput, ...], identities: tuple[dict[str, Any], ...]) -> int:
+    """The inputs' uncompressed size as far as planning knows it without reading them.
+
+    A file's is its size, times COMPRESSION_FACTOR where its name says it is compressed
+    (or Parquet). An archive member's is its size as its archive's index records it
+    (`archives.member_sizes`: each archive read once for all its members named), times
+    the factor where the member's own name says it is compressed (its recorded size is
+    then the compressed one), believed up to MAX_INFLATION times the archive's size.
+    A member the index does not tell (an archive that cannot be read, a member not in
+    it: the reader reports either) is estimated as its whole archive, by the archive's
+    name.
+    """
+    named: dict[tuple[str, str], set[str]] = {}  # (protocol, archive): members
+    for inp in inputs:
+        for protocol, member, archive in filter(None, map(archive_member, inp.urls())):
+            named.setdefault((protocol, archive), set()).add(member)
+    sizes = {
+        (archive, member): size
+        for (protocol, archive), members in named.items()
+        for member, size in archives.member_sizes(protocol, archive, members).items()
+    }
     total = 0
-    for ident in identities:
-        for f in ident["files"]:
-            compressed = re.search(r"\.(gz|bz2|xz|zst|tgz|zip|parquet)$", f["url"]) is not None
-            total += f["size"] * (COMPRESSION_FACTOR if compressed else 1)
+    for inp, ident in zip(inputs, identities, strict=True):
+        for url, f in zip(inp.urls(), ident["files"], strict=True):
+            size, name = f["size"], f["url"]  # a file's, or an archive's as a whole
+            archived = archive_member(url)
+            if archived is not None and (archived[2], archived[1]) in sizes:
+                _, name, archive = archived
+                size = min(sizes[archive, name], f["size"] * MAX_INFLATION)
+            total += size * (COMPRESSION_FACTOR if _COMPRESSED.search(name) else 1)
     return total
 
 
@@ -524,9 +554,8 @@ def make_plan(
     explicit = {i.role for i in inputs} if roles is None else set(roles)
     fractions = {"valid": config.valid_fraction, "test": config.test_fraction}
     carve = tuple(s for s in ("valid", "test") if s not in explicit and fractions[s] > 0)
-    train_shards = config.num_shards or max(
-        1, math.ceil(_estimated_bytes(identities) / AUTO_SHARD_BYTES)
-    )
+    input_bytes = estimated_bytes(inputs, identities)
+    train_shards = config.num_shards or max(1, math.ceil(input_bytes / AUTO_SHARD_BYTES))
     shards = {"train": train_shards, "valid": config.valid_shards, "test": config.test_shards}
     present = {"train"} | explicit | set(carve)
     split = SplitConfig(
@@ -553,4 +582,5 @@ def make_plan(
         count_buckets=config.count_buckets or train_shards,
         # Rejects can be as many as the pairs (a noisy crawl): shard them alike.
         reject_shards=train_shards,
+        input_bytes=input_bytes,
     )

@@ -4,6 +4,7 @@ archives and TMX; the same bytes on every runner; an input read wrong refused.""
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 import tarfile
@@ -17,6 +18,7 @@ from fsspec.implementations.dirfs import DirFileSystem
 from fsspec.implementations.local import LocalFileSystem
 
 from nmtpipe.pipelines.cli.main import main
+from nmtpipe.pipelines.workflow import prepare_plan
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import FilePair, PrepareConfig, make_plan
 from nmtpipe.transforms.errors import InputError
@@ -32,6 +34,7 @@ from tests.helpers import (
     shared_lines,
     t2t_enzh_archives,
     write_pair,
+    write_tgz,
 )
 
 datasets = pytest.importorskip("datasets")
@@ -294,3 +297,75 @@ def test_refresh_sees_a_changed_table_or_pair_member_and_nothing_else(tmp_path, 
     datasets.Dataset.from_dict({"translation": more}).to_parquet(str(raw / "hf.parquet"))
     assert main(until) == 0
     assert command_result(capsys.readouterr().out)["prepared"] == 1  # the pair's part kept
+
+
+def _member_pairs(pairs: int, lines: int) -> dict[str, bytes]:
+    """`c/pK.en` and `c/pK.zh` for K < `pairs`, `lines` lines each."""
+    members = {}
+    for k in range(pairs):
+        at = slice(k * lines, (k + 1) * lines)
+        members[f"c/p{k}.en"] = ("\n".join(EN[at]) + "\n").encode()
+        members[f"c/p{k}.zh"] = ("\n".join(ZH[at]) + "\n").encode()
+    return members
+
+
+def test_archive_members_are_planned_as_the_same_text_in_plain_files(tmp_path, monkeypatch):
+    """An archive member's estimate is its size in its archive's index (each archive
+    read once), as a plain file's is its size: the same estimate, the same shards."""
+    monkeypatch.setattr(prepare_plan, "AUTO_SHARD_BYTES", 64 << 10)
+    read = []
+    member_sizes = prepare_plan.archives.member_sizes
+    monkeypatch.setattr(
+        prepare_plan.archives,
+        "member_sizes",
+        lambda *args: read.append(args[:2]) or member_sizes(*args),
+    )
+    members = _member_pairs(5, 1000)
+    for name, data in members.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    write_tgz(tmp_path / "t.tgz", members)
+    with zipfile.ZipFile(tmp_path / "o.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    prefixes = [f"c/p{k}" for k in range(5)]
+
+    def plan(**inputs):
+        return make_plan(PrepareConfig("en", "zh", str(tmp_path / "out"), **inputs))
+
+    plain = plan(trainpref=tuple(str(tmp_path / p) for p in prefixes))
+    tgz = plan(trainpref=tuple(f"tar://{p}::{tmp_path}/t.tgz" for p in prefixes))
+    zipped = plan(
+        train_pair=tuple(
+            FilePair(f"zip://{p}.en::{tmp_path}/o.zip", f"zip://{p}.zh::{tmp_path}/o.zip")
+            for p in prefixes
+        )
+    )
+    assert read == [("tar", f"{tmp_path}/t.tgz"), ("zip", f"{tmp_path}/o.zip")]
+    assert plain.input_bytes == sum(map(len, members.values()))
+    assert tgz.input_bytes == zipped.input_bytes == plain.input_bytes
+    assert plain.shard_counts()["train"] > 1
+    assert tgz.shard_counts() == zipped.shard_counts() == plain.shard_counts()
+    # A compressed member's index tells its compressed size: estimated as the same file's.
+    gz = {f"g/p0.{lang}.gz": gzip.compress(members[f"c/p0.{lang}"]) for lang in ("en", "zh")}
+    (tmp_path / "g").mkdir()
+    for name, data in gz.items():
+        (tmp_path / name).write_bytes(data)
+    with zipfile.ZipFile(tmp_path / "gz.zip", "w") as z:
+        for name, data in gz.items():
+            z.writestr(name, data)
+    write_tgz(tmp_path / "gz.tgz", gz)
+    as_files = plan(trainpref=(str(tmp_path / "g/p0"),)).input_bytes
+    assert as_files == prepare_plan.COMPRESSION_FACTOR * sum(map(len, gz.values()))
+    for kind, archive in (("tar", "gz.tgz"), ("zip", "gz.zip")):
+        pair = FilePair(*(f"{kind}://{name}::{tmp_path}/{archive}" for name in gz))
+        assert plan(train_pair=(pair,)).input_bytes == as_files
+
+
+def test_an_index_is_believed_as_far_as_the_archive_could_inflate(tmp_path, monkeypatch):
+    archive = write_tgz(tmp_path / "t.tgz", _member_pairs(1, 10))
+    forged = {"c/p0.en": 1 << 60, "c/p0.zh": 1 << 60}
+    monkeypatch.setattr(prepare_plan.archives, "member_sizes", lambda *args: forged)
+    config = PrepareConfig("en", "zh", str(tmp_path / "out"), trainpref=(f"tar://c/p0::{archive}",))
+    most = 2 * archive.stat().st_size * prepare_plan.MAX_INFLATION
+    assert make_plan(config).input_bytes == most
