@@ -145,36 +145,39 @@ def read_all(layout: str, path: str) -> dict:
             "cpu_seconds": time.process_time() - cpu}  # fmt: skip
 
 
-def _command(measure: str, layout: str, path: Path, workers: int) -> list[str]:
+def _command(measure: str, layout: str, path: Path, workers: int, scorers: str) -> list[str]:
     if measure == "read":
         return [sys.executable, __file__, "--read", layout, "--path", str(path)]
     runner = ["--runner=FnApiRunner", f"--direct_num_workers={workers}",
               "--direct_running_mode=multi_processing"]  # fmt: skip
     return [sys.executable, "-m", "nmtpipe", "prepare", "-s", "en", "-t", "zh",
             *_inputs(layout, path), "--output", str(WORK / f"prepared-inputs-{layout}"),
-            "--force", *runner]  # fmt: skip
+            "--force", "--scorers", scorers, *runner]  # fmt: skip
 
 
-def bench(pairs: int, workers: int, layouts: list[str], measures: list[str], repeat: int) -> list:
+def bench(
+    pairs: int, workers: int, layouts: list[str], measures: list[str], repeat: int, scorers: str
+) -> list:
     paths = write_layouts(corpora.corpus(pairs))
     rows = []
     for measure in measures:
         runs: dict[str, list[dict]] = {layout: [] for layout in layouts}
         for round_ in range(repeat):
             for layout in layouts:
-                result = watch(_command(measure, layout, paths[layout], workers))
+                result = watch(_command(measure, layout, paths[layout], workers, scorers))
                 if measure == "read":
                     inner = json.loads(result["stdout"])
                     assert inner["pairs"] == pairs, (layout, inner)
                     result |= {"seconds": inner["seconds"], "cpu_seconds": inner["cpu_seconds"]}
                 runs[layout].append(result)
                 print(f"  {measure} round {round_ + 1} {layout:>14} {result['seconds']:7.2f} s, "
-                      f"{result['cpu_seconds']:7.2f} CPU s", flush=True)  # fmt: skip
+                      f"{result['cpu_seconds']:7.2f} CPU s, largest process "
+                      f"{_largest(result)} MB", flush=True)  # fmt: skip
         base = statistics.median(r["cpu_seconds"] for r in runs[layouts[0]])
         base_wall = statistics.median(r["seconds"] for r in runs[layouts[0]])
         print(f"\n{measure}, {pairs:,} pairs:\n| layout | median s | runs (s) | median CPU s | "
-              f"CPU us/pair | CPU vs {layouts[0]} | wall vs {layouts[0]} |\n"
-              "| --- | --- | --- | --- | --- | --- | --- |")  # fmt: skip
+              f"CPU us/pair | CPU vs {layouts[0]} | wall vs {layouts[0]} | largest process MB |\n"
+              "| --- | --- | --- | --- | --- | --- | --- | --- |")  # fmt: skip
         for layout, results in runs.items():
             seconds = statistics.median(r["seconds"] for r in results)
             cpu = statistics.median(r["cpu_seconds"] for r in results)
@@ -185,8 +188,13 @@ def bench(pairs: int, workers: int, layouts: list[str], measures: list[str], rep
             rows.append(row)
             print(f"| {layout} | {seconds:.2f} | {', '.join(map(str, row['seconds_all']))} | "
                   f"{cpu:.2f} | {cpu / pairs * 1e6:.2f} | {cpu / base:.2f}x | "
-                  f"{seconds / base_wall:.2f}x |")  # fmt: skip
+                  f"{seconds / base_wall:.2f}x | {max(map(_largest, results))} |")  # fmt: skip
     return rows
+
+
+def _largest(result: dict) -> int:
+    """The largest resident memory of any process of a run, in MB."""
+    return max(result.get("peak_rss_main_mb") or 0, result.get("peak_rss_worker_mb") or 0)
 
 
 def main() -> None:
@@ -196,6 +204,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--layouts", default=",".join(LAYOUTS))
     parser.add_argument("--measures", default="read,prepare")
+    parser.add_argument(
+        "--scorers",
+        default="none",
+        help="prepare's --scorers (default none: the readers are measured, and pair scores "
+        "cost the same whatever the layout)",
+    )
     parser.add_argument("--json", help="write all results here")
     parser.add_argument("--read", help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
@@ -205,7 +219,7 @@ def main() -> None:
         return
     print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}")
     rows = bench(args.pairs, args.workers, args.layouts.split(","), args.measures.split(","),
-                 args.repeat)  # fmt: skip
+                 args.repeat, args.scorers)  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 

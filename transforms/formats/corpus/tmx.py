@@ -6,9 +6,10 @@ transcoded to UTF-8 when it is in another encoding), cut after its last complete
 its units counted, so that each `TmxFragment` of whole units knows the number of its
 first. The workers that clean the chunks parse the fragments, each with Expat, whose
 handlers keep only the texts of the unit being read (no tree is built: 2.5 times faster
-than ElementTree's pull parser). So no process holds more than a fragment of a file of
-many gigabytes, and the parsing, which costs more than the cutting by far, is shared by
-every worker.
+than ElementTree's pull parser), where the units are not all in the plain form read
+faster still by splits (`tmx_plain.py`). So no process holds more than a
+fragment of a file of many gigabytes, and the parsing, which costs more than the cutting
+by far, is shared by every worker.
 
 A unit's languages come from `xml:lang` (or TMX 1.1's `lang`), matched to the pair's in
 any case and with any region (`zh-CN`, `zh_TW`, `ZH` are Chinese); the text of a `<seg>`
@@ -36,6 +37,7 @@ from typing import Any, NamedTuple
 from xml.parsers import expat
 
 from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.formats.corpus import tmx_plain
 from nmtpipe.transforms.formats.corpus.fields import matches, pick_language
 from nmtpipe.transforms.storage import encodings
 from nmtpipe.transforms.storage.encodings import UTF8
@@ -356,6 +358,14 @@ def load(fragment: TmxFragment) -> RawChunk:
     inp, first = fragment.inp, fragment.first_unit
     assert inp.fields is not None
     pick = _Picker(inp.fields)
+    plain = None if fragment.too_long else tmx_plain.columns(fragment.data)
+    if plain is not None and len(plain.texts[0]) == fragment.units:
+        src_code, tgt_code, problem = pick(plain.codes)
+        if problem is None:  # the units' codes are those of every unit
+            assert src_code is not None and tgt_code is not None
+            texts = plain.texts
+            return _chunk(fragment, texts[plain.codes.index(src_code)],
+                          texts[plain.codes.index(tgt_code)], [])  # fmt: skip
     too_long = dict(fragment.too_long)
     parsed = iter(_units(fragment))
     src: list[str] = []
@@ -380,6 +390,13 @@ def load(fragment: TmxFragment) -> RawChunk:
         unread.append(Unread(i, BAD_RECORD, f"tu {first + i}: {problem}", *raw))
         src.append("")
         tgt.append("")
+    return _chunk(fragment, src, tgt, unread)
+
+
+def _chunk(fragment: TmxFragment, src: list[str], tgt: list[str], unread: list[Unread]) -> RawChunk:
+    inp = fragment.inp
     blobs = ("\n".join(side).encode(UTF8, "surrogatepass") for side in (src, tgt))
     found = (fragment.encoding, fragment.encoding)
-    return RawChunk(inp.origin, inp.role, first, *blobs, inp.columns, found, tuple(unread), True)
+    return RawChunk(
+        inp.origin, inp.role, fragment.first_unit, *blobs, inp.columns, found, tuple(unread), True
+    )
