@@ -1,5 +1,5 @@
 """A cluster on three hosts made of network namespaces (tests/netns.py), with an S3
-server: what tests/clusters/test_hosts.py runs on, and benchmarks/bench_clusters.py
+server: what tests/clusters/test_hosts.py runs on, and benchmarks/data/bench_clusters.py
 measures (`python -m tests.clusters.namespace_cluster ENGINE -- COMMAND`).
 
 The first host runs the head (`scripts/local-cluster start ENGINE --role head`: Flink's
@@ -138,7 +138,7 @@ def namespace_cluster(engine: str, state: Path) -> Iterator[Hosts]:
 def main() -> int:
     """Runs COMMAND on the head of a namespace cluster, with the S3 settings and
     NMTPIPE_OPTIONS (the Beam options) and NMTPIPE_WATCH (`--watch HOST=PGID` of each
-    worker host's pool, for benchmarks/bench_clusters.py) in its environment."""
+    worker host's pool, for benchmarks/data/bench_clusters.py) in its environment."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("engine", choices=("flink", "spark"))
     parser.add_argument("--state", type=Path, required=True, help="local-cluster state, per host")

@@ -5,7 +5,7 @@ A line's score is the mean, over its adjacent characters, of how much likelier t
 second is after the first than by its frequency alone (log), the line's own counts taken
 out (leave-one-out, as in `model1.py`); pairs of characters too rare to judge are
 skipped. Shuffled text, a bag of the right characters in no order, scores well below
-text of the language (on benchmarks/make_pair_noise.py's corpus a median of -2.7,
+text of the language (on benchmarks/corpora/make_pair_noise.py's corpus a median of -2.7,
 against 0.7); the lexical score cannot see it.
 The pair's score is its worse side's.
 """

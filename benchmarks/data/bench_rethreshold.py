@@ -6,7 +6,7 @@ The long-tail corpus (`corpora.py`) is prepared once with the defaults; then, in
 `--repeat` times, each contender writes its own output, watched as `bench_prepare.py`
 watches (wall time, CPU seconds and peak memory of the whole process tree).
 
-    python benchmarks/bench_rethreshold.py --pairs 1000000 --workers 2 --repeat 2
+    python benchmarks/data/bench_rethreshold.py --pairs 1000000 --workers 2 --repeat 2
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
 import corpora  # noqa: E402
 from bench_prepare import watch  # noqa: E402
 

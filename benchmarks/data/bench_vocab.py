@@ -8,7 +8,7 @@ defaults (tokens held in chunks, on disk beyond `--max-characters`), `unigram` j
 `--exact` also builds the T2T vocabulary with every token in memory (`--max-characters
 0`) and checks that its files are the default's, byte for byte.
 
-    python benchmarks/bench_vocab.py --pairs 250000 --pairs 1000000 --pairs 4000000 --exact
+    python benchmarks/data/bench_vocab.py --pairs 250000 --pairs 1000000 --pairs 4000000 --exact
 
 `--vs-t2t`: T2T's builder alone, nmtpipe's against Tensor2Tensor's own
 `build_to_target_size`, from the same token counts (those prepare committed), each in
@@ -20,7 +20,7 @@ its own process; the two vocab files must be identical:
 - nmtpipe: the builder `nmtpipe vocab` uses, reading the counts from the prepared
   Parquet files the way `nmtpipe vocab` does.
 
-    python benchmarks/bench_vocab.py --vs-t2t --corpus recombined --pairs 1000000 \\
+    python benchmarks/data/bench_vocab.py --vs-t2t --corpus recombined --pairs 1000000 \\
         --side joined --target 32768 --t2t-tools ../shared/tools
 """
 
@@ -36,9 +36,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
-sys.path.insert(0, str(HERE))
-sys.path.insert(1, str(HERE.parent))
+WORK = HERE.parent / ".work"
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
+sys.path.insert(1, str(HERE.parents[1]))  # the repository
 import corpora  # noqa: E402
 
 
@@ -219,7 +219,7 @@ def main() -> None:
     parser.add_argument("--target", type=int, default=32768, help="--vs-t2t: target size")
     parser.add_argument("--max-subtoken-length", type=int, help="--vs-t2t: T2T's option")
     parser.add_argument("--repeat", type=int, default=1, help="--vs-t2t: rounds (medians)")
-    parser.add_argument("--t2t-tools", default=str(HERE.parent.parent / "shared" / "tools"))
+    parser.add_argument("--t2t-tools", default=str(HERE.parents[2] / "shared" / "tools"))
     parser.add_argument("--json", help="write all results here")
     parser.add_argument("--run", metavar="PREPARED", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)

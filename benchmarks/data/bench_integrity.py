@@ -16,7 +16,7 @@ the disk's):
   `torch.load`ed as before (`weights_only=True`) vs `checkpoint.load` (the same, plus the
   sha256 of the bytes against the digest they carry).
 
-    python benchmarks/bench_integrity.py --pairs 200000 --repeat 5
+    python benchmarks/data/bench_integrity.py --pairs 200000 --repeat 5
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
-sys.path.insert(0, str(HERE))
+WORK = HERE.parent / ".work"
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
 
 import corpora  # noqa: E402
 

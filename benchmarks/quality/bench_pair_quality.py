@@ -11,7 +11,7 @@ A near-duplicate counts as kept when both it and the clean pair it repeats are (
 the two kept is the corpus holding that pair once: right); the clean pair counts as kept
 when it or its near-duplicate is.
 
-    python benchmarks/bench_pair_quality.py --opusfilter-python /tmp/opusfilter/bin/python
+    python benchmarks/quality/bench_pair_quality.py --opusfilter-python /tmp/opusfilter/bin/python
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ import numpy as np
 import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
 from make_pair_noise import KINDS, mixed, write  # noqa: E402
 
-DATA = HERE.parents[1] / "shared" / "data"
+DATA = HERE.parents[2] / "shared" / "data"
 
 
 def children_cpu() -> float:

@@ -16,7 +16,7 @@ the run's length. The pairs are not translations, but their lengths and scripts 
 from real pairs, so length and language filters behave as on real data (`nmtpipe
 prepare` rejects 0.03% of them). Deterministic for a given seed.
 
-    python benchmarks/make_long_tail_corpus.py --pairs 1000000 \\
+    python benchmarks/corpora/make_long_tail_corpus.py --pairs 1000000 \\
         --out benchmarks/.work/longtail-1000000
 """
 

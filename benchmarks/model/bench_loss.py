@@ -6,7 +6,7 @@ states onto a `--vocab` vocabulary, the loss, and the backward pass, repeated; i
 the median step time and the peak memory above the inputs (CUDA's allocator peak on a
 GPU, the process's peak resident set on a CPU).
 
-    python benchmarks/bench_loss.py --tokens 8192 --vocab 32000 --dim 512 [--device cuda]
+    python benchmarks/model/bench_loss.py --tokens 8192 --vocab 32000 --dim 512 [--device cuda]
 """
 
 from __future__ import annotations

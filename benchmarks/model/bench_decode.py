@@ -21,12 +21,12 @@ Reported: sentences/s and target tokens/s (best hypotheses, EOS counted), the sp
 relative to `generate`, and the share of best hypotheses equal to nmtpipe's. With a
 checkpoint, then `nmtpipe decode` itself with 1 and 2 ranks.
 
-    python benchmarks/bench_decode.py                       # after the README's command
+    python benchmarks/model/bench_decode.py                       # after the README's command
     # random models, 32 sentences, exactly 30 target tokens each (the same work for all):
-    python benchmarks/bench_decode.py --data runs/spm/encoded --arch transformer_base \
+    python benchmarks/model/bench_decode.py --data runs/spm/encoded --arch transformer_base \
         --sentences 32 --min-len 30 --max-len-a 0 --max-len-b 30
     # on a GPU (the anchor: CTranslate2's ~9.3k tokens/s, fp16, OPUS-MT base, A10G):
-    python benchmarks/bench_decode.py --arch transformer_base --device cuda \
+    python benchmarks/model/bench_decode.py --arch transformer_base --device cuda \
         --sentences 1997 --max-tokens 8192 --max-len-a 0 --max-len-b 60
 """
 

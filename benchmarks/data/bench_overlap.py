@@ -1,8 +1,8 @@
 """The checks across a version's inputs (`version_exclusions`), with each part's index
 kept and with every index built anew, on a refresh root's latest version.
 
-    python benchmarks/bench_refresh.py --pairs 1000000 ...   # makes the root
-    python benchmarks/bench_overlap.py benchmarks/.work/refresh-1000000/refresh-root
+    python benchmarks/data/bench_refresh.py --pairs 1000000 ...   # makes the root
+    python benchmarks/data/bench_overlap.py benchmarks/.work/refresh-1000000/refresh-root
 """
 
 from __future__ import annotations

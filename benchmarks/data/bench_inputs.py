@@ -18,7 +18,7 @@ Two measures, each contender in a process of its own, round-robin, medians:
 - prepare: `nmtpipe prepare` whole on the local runner with W worker processes, wall
   time and CPU seconds of the process tree (`bench_prepare.watch`).
 
-    python benchmarks/bench_inputs.py --pairs 1000000 --repeat 3
+    python benchmarks/data/bench_inputs.py --pairs 1000000 --repeat 3
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
-sys.path.insert(0, str(HERE))
+WORK = HERE.parent / ".work"
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
 import corpora  # noqa: E402
 from bench_prepare import watch  # noqa: E402
 

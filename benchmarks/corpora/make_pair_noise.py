@@ -14,11 +14,11 @@ from real pairs of Tatoeba (shared/data/tatoeba-cmn) and NTREX-128 news
 
 Two layouts:
 
-    python benchmarks/make_pair_noise.py mixed --out DIR
+    python benchmarks/corpora/make_pair_noise.py mixed --out DIR
         DIR/noisy.{en,zh}: clean pairs and about 1,000 of each kind, shuffled, and
         DIR/noisy.kind naming each line's kind (what nmtpipe should keep: the clean),
         a near-duplicate's followed by the line of the clean pair it repeats.
-    python benchmarks/make_pair_noise.py demo --out DIR
+    python benchmarks/corpora/make_pair_noise.py demo --out DIR
         the demo's corpus (Tatoeba) as DIR/test.{en,zh} (a fixed 2%, by source),
         DIR/clean.{en,zh} (the rest) and DIR/noise.{en,zh} (6,000 misaligned, 3,000
         partial and 3,000 shuffled pairs made from the clean part), for training the
@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 KINDS = ("clean", "misaligned", "partial", "number", "shuffled", "nonlinguistic", "neardup")
 Pair = tuple[str, str]
 CLAUSE = re.compile(r"[，,、；;：:]")

@@ -28,7 +28,7 @@ access reads `--random` pairs at seeded random positions, sequential reads every
 tokens/s counts both sides. fairseq returns int64 torch tensors; ours returns views in
 the stored dtype, and is also timed turned into int64 tensors like fairseq's.
 
-    MIRROR_ROOT=/work/.mirror python benchmarks/bench_encode.py --pairs 1000000 \\
+    MIRROR_ROOT=/work/.mirror python benchmarks/data/bench_encode.py --pairs 1000000 \\
         --fairseq-tools ../shared/tools
 """
 
@@ -47,9 +47,9 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+WORK = HERE.parent / ".work"
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
+sys.path.insert(0, str(HERE.parents[1]))  # the repository
 import corpora  # noqa: E402
 
 _SPM_ALONE = """
@@ -251,12 +251,12 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=2048)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--random", type=int, default=200_000, help="random reads")
-    parser.add_argument("--fairseq-tools", default=str(HERE.parent.parent / "shared" / "tools"))
+    parser.add_argument("--fairseq-tools", default=str(HERE.parents[2] / "shared" / "tools"))
     parser.add_argument(
         "--no-reading", action="store_true", help="time encoding only (no fairseq mirror needed)"
     )
     args = parser.parse_args()
-    os.chdir(HERE.parent)
+    os.chdir(HERE.parents[1])
     root = corpora.prepared(args.pairs, args.corpus)
     size = 32000 if args.model == "t2t" else args.vocab_size
     vocab = Path(args.vocab) if args.vocab else vocabulary(root, size, args.model)

@@ -5,7 +5,7 @@ with spaces, Chinese without): with 16k base pairs there are billions of combina
 so almost every generated pair is distinct and deduplication cannot collapse the
 corpus. Deterministic for a given seed.
 
-    python benchmarks/make_corpus.py --pairs 1000000 --out benchmarks/.work/corpus-1M
+    python benchmarks/corpora/make_corpus.py --pairs 1000000 --out benchmarks/.work/corpus-1M
 """
 
 from __future__ import annotations

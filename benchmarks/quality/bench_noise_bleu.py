@@ -12,7 +12,7 @@ and 12,000 pairs of noise made from the clean part: 6,000 misaligned, 3,000 part
                             neardup)
     noisy, all scorers      clean + noise, --scorers all (fluency too)
 
-    python benchmarks/bench_noise_bleu.py --out /tmp/noise-bleu
+    python benchmarks/quality/bench_noise_bleu.py --out /tmp/noise-bleu
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
 from make_pair_noise import DATA, demo, write  # noqa: E402
 
 RUNS = {

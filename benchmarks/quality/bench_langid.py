@@ -18,7 +18,7 @@ including the models that load only when needed (nmtpipe's lingua), per second o
 time and per second of the process's CPU time (steadier on a shared machine: every
 contender judges in one thread).
 
-    python benchmarks/bench_langid.py --corpus benchmarks/.work/noisy
+    python benchmarks/quality/bench_langid.py --corpus benchmarks/.work/noisy
 """
 
 from __future__ import annotations

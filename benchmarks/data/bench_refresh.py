@@ -15,7 +15,7 @@ same config (a joined T2T vocabulary, Arrow and fairseq shards):
 Each command runs as a process of its own and is timed from the outside (wall time,
 Python start-up and imports included).
 
-    python benchmarks/bench_refresh.py --pairs 1000000 --files 10 --new-percent 1 --repeat 3
+    python benchmarks/data/bench_refresh.py --pairs 1000000 --files 10 --new-percent 1 --repeat 3
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 import yaml
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
-sys.path.insert(0, str(HERE))
+WORK = HERE.parent / ".work"
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
 
 import corpora  # noqa: E402
 from bench_prepare import watch  # noqa: E402

@@ -7,9 +7,9 @@ GPU), each into a fresh checkpoint folder, and reports from the runs' own summar
 target tokens/s (over the whole run, validation and checkpoint saves included), the
 share of time spent fetching and collating batches, and the wall time of the command.
 
-    python benchmarks/bench_train.py --data runs/example/encoded --updates 100
+    python benchmarks/model/bench_train.py --data runs/example/encoded --updates 100
     # on a GPU machine (the anchors: fairseq / NVIDIA's transformer-big AMP tables):
-    python benchmarks/bench_train.py --data runs/encoded --arch transformer_big \\
+    python benchmarks/model/bench_train.py --data runs/encoded --arch transformer_big \\
         --max-tokens 8192 --updates 300 --nproc 1 8
 """
 

@@ -11,8 +11,8 @@ types after the same numbers of tokens, next to what the real fits extrapolate t
 Generated corpora are read from benchmarks/.work (`corpora.py` makes them there if
 missing); every file is read line by line, holding only its set of types.
 
-    python benchmarks/heaps.py
-    python benchmarks/heaps.py --pairs 4000000 --pairs 10000000
+    python benchmarks/corpora/heaps.py
+    python benchmarks/corpora/heaps.py --pairs 4000000 --pairs 10000000
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import numpy as np
 from nmtpipe.transforms.text.t2t_tokenizer import encode
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
 
 import corpora  # noqa: E402
 

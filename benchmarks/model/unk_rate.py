@@ -7,7 +7,7 @@ become `<unk>`, and whether decoding gives the normalised sentence back. An `<un
 a reference becomes `⁇` in a hypothesis, so this is the rate at which the demo would
 print `⁇`.
 
-    python benchmarks/unk_rate.py --prepared runs/example/prepared --side zh \\
+    python benchmarks/model/unk_rate.py --prepared runs/example/prepared --side zh \\
         --text pipelines/example/ntrex128-enzh.zh.gz --vocab-size 4000
 """
 

@@ -11,9 +11,9 @@ GroupByKey, Map over ten elements): what any Beam run costs in this process.
 `--beam-stages` also times each fused stage the FnApiRunner runs, by the composites it
 holds: where the run's time goes (the stages run one after another).
 
-    python benchmarks/profile_stages.py --example
-    python benchmarks/profile_stages.py --example --floor
-    python benchmarks/profile_stages.py --trainpref benchmarks/.work/longtail-1000000 \\
+    python benchmarks/data/profile_stages.py --example
+    python benchmarks/data/profile_stages.py --example --floor
+    python benchmarks/data/profile_stages.py --trainpref benchmarks/.work/longtail-1000000 \\
         --beam-stages --direct_running_mode=multi_processing --direct_num_workers=2
 """
 
@@ -99,7 +99,6 @@ def main() -> None:
     from nmtpipe.pipelines.cli.commands.prepare import config_from_args
     from nmtpipe.pipelines.workflow.prepare import PrepareStep
     from nmtpipe.pipelines.workflow.prepare_plan import make_plan
-    from nmtpipe.pipelines.workflow.steps.beam_steps import Running
     from nmtpipe.pipelines.workflow.steps.protocol import commit_step
     from nmtpipe.transforms.formats.step_summary import read_summary
 
@@ -123,8 +122,7 @@ def main() -> None:
         mark("run (protobuf again, fuse, stages)")
         step.release()
         if not args.floor:
-            running = Running(beam_args, options, quiet=True, log=lambda _: None)
-            commit_step(step, step.write(read_summary(step.summary_url), running))
+            commit_step(step, step.write(read_summary(step.summary_url), lambda _: None))
             mark("commit")
     what = "the smallest pipeline" if args.floor else "prepare"
     print(f"{what} on {describe(options, plan.input_bytes)}", file=sys.stderr)

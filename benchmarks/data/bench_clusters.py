@@ -10,7 +10,7 @@ taking turns (this machine's speed drifts within minutes):
 Each engine is named with the Beam options that submit to it, as `scripts/local-cluster
 start flink|spark` prints them (the clusters must be running):
 
-    python benchmarks/bench_clusters.py --pairs 1000000 --repeat 3 \\
+    python benchmarks/data/bench_clusters.py --pairs 1000000 --repeat 3 \\
         --engine "flink=$(scripts/local-cluster start flink)" \\
         --engine "spark=$(scripts/local-cluster start spark)"
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "scripts")]
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE), str(HERE.parents[1] / "scripts")]
 import cluster_procs  # noqa: E402
 import corpora  # noqa: E402
 

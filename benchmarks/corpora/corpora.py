@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
+WORK = HERE.parent / ".work"
 KINDS = ("longtail", "recombined")
 _PREFIX = {"longtail": "longtail", "recombined": "corpus"}  # file names of earlier runs
 

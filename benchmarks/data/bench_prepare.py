@@ -23,8 +23,9 @@ generated one: there the whole command's fixed cost is what counts.
 Every contender runs in its own process, watched by psutil for wall time and peak
 resident memory (per process, so that Beam's worker processes show separately).
 
-    python benchmarks/bench_prepare.py --pairs 1000000 --pairs 4000000 --workers 2
-    python benchmarks/bench_prepare.py --example --contenders loop,nmtpipe-auto,nmtpipe --repeat 5
+    python benchmarks/data/bench_prepare.py --pairs 1000000 --pairs 4000000 --workers 2
+    python benchmarks/data/bench_prepare.py --example --contenders loop,nmtpipe-auto,nmtpipe \
+        --repeat 5
 """
 
 from __future__ import annotations
@@ -45,11 +46,11 @@ from pathlib import Path
 import psutil
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
-sys.path.insert(0, str(HERE))
+WORK = HERE.parent / ".work"
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
 import corpora  # noqa: E402
 
-EXAMPLE = HERE.parent / "pipelines" / "example" / "tatoeba-cmn"  # .en.gz, .zh.gz
+EXAMPLE = HERE.parents[1] / "pipelines" / "example" / "tatoeba-cmn"  # .en.gz, .zh.gz
 
 
 def spm_normalizer():

@@ -12,7 +12,7 @@ Three training inputs and a test input, each a pair of line-aligned files:
 
 `nmtpipe prepare`'s per-input statistics then say how many of each kind it kept.
 
-    python benchmarks/make_noisy_corpus.py --out benchmarks/.work/noisy
+    python benchmarks/corpora/make_noisy_corpus.py --out benchmarks/.work/noisy
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 TEST = slice(1000, 1300)
 
 

@@ -5,7 +5,7 @@ a Tensor2Tensor vocabulary of 32,000 per language).
 
 Run it at growing sizes to see what grows with the corpus: nothing should but time.
 
-    python benchmarks/bench_chain.py --pairs 10000000
+    python benchmarks/data/bench_chain.py --pairs 10000000
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
-sys.path.insert(0, str(HERE))
+WORK = HERE.parent / ".work"
+sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
 import corpora  # noqa: E402
 from bench_prepare import watch  # noqa: E402
 
