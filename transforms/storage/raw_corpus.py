@@ -6,10 +6,12 @@ that one bad line is a reject rather than a crash, and so that characters Python
 the other. A chunk carries many lines as one `\\n`-joined blob: per-element cost in a
 Beam pipeline is paid per chunk, not per line.
 
-Compressed files, archive members and remote files are streamed by one reader, both
-sides in lockstep (`read_chunks`). Plain local files are only scanned for line ends
+Compressed files, archive members and files on filesystems that cannot read a byte
+range (HTTP) are streamed by one reader, both sides in lockstep (`read_chunks`). Plain
+files on disk or in an object store (`RANGED`) are only scanned for line ends
 (`plan_chunks`, at memory speed with numpy): the chunks travel as byte ranges
-(`ChunkRef`) and each worker reads its own, so no corpus text passes through a shuffle.
+(`ChunkRef`) and each worker reads its own, so no corpus text passes through a shuffle
+(the planner still reads each file once, for its line ends).
 
 Each side's encoding is found as it is opened (`encodings.py`) and travels with its
 chunks; a side in UTF-16 or UTF-32 is transcoded to UTF-8 as it is read, since its lines
@@ -60,6 +62,8 @@ SHOWN_BYTES = 1 << 10
 CHUNK_BYTES = 1 << 24
 STEP = 256
 TOO_LONG = "too-long"
+# fsspec's protocols whose files are read by byte range, as plain local files are.
+RANGED = {"s3", "s3a", "gs", "gcs", "memory", "abfs", "az"}
 
 
 class Overlong(bytes):
@@ -342,7 +346,7 @@ def _overlong_rows(*sides: list[bytes] | None) -> list[int]:
 
 
 class ChunkRef(NamedTuple):
-    """A chunk of plain local files as byte ranges `(url, start, end)`; see `load_chunks`."""
+    """A chunk of plain files as byte ranges `(url, start, end)`; see `load_chunks`."""
 
     origin: str
     role: str
@@ -353,14 +357,17 @@ class ChunkRef(NamedTuple):
     encodings: tuple[str, str] = (UTF8, UTF8)
 
 
-def _is_plain_local(url: str) -> bool:
+def _is_ranged(url: str) -> bool:
+    """Whether `url` is a plain file on a filesystem that reads byte ranges (local disk,
+    an object store, memory), which workers can read a range of each."""
     if split_archive_url(url) is not None or "::" in url or infer_compression(url) is not None:
         return False
     fs, _ = fsspec.core.url_to_fs(url)
-    return isinstance(fs, LocalFileSystem)
+    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
+    return isinstance(fs, LocalFileSystem) or bool(protocols & RANGED)
 
 
-def _local_encoding(url: str, wanted: str) -> str:
+def _found_encoding(url: str, wanted: str) -> str:
     with fsspec.open(url, "rb") as f:
         head = read_head(f, url)
     return found_encoding(url, wanted, head, len(head) < encodings.SAMPLE_BYTES)
@@ -387,18 +394,18 @@ def _chunk_ends(url: str, chunk_lines: int) -> tuple[list[int], int]:
 
 
 def plan_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk | ChunkRef]:
-    """The chunks of `inp`: byte ranges for plain local files whose lines split on the
-    byte `\n`, else the lines themselves.
+    """The chunks of `inp`: byte ranges for plain files (`_is_ranged`) whose lines split
+    on the byte `\n`, else the lines themselves.
 
     Both sides of a pair are scanned before any chunk is emitted, so different line
     counts are reported before any data moves.
     """
-    if not all(_is_plain_local(u) for u in inp.urls()):
+    if not all(_is_ranged(u) for u in inp.urls()):
         yield from read_chunks(inp, chunk_lines)
         return
     try:
         wanted = zip(inp.urls(), inp.encodings, strict=False)  # TSV: one file
-        found = tuple(_local_encoding(url, encoding) for url, encoding in wanted)
+        found = tuple(_found_encoding(url, encoding) for url, encoding in wanted)
         if any(encodings.transcodes(e) for e in found):
             yield from read_chunks(inp, chunk_lines)
             return

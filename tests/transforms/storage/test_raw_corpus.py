@@ -18,6 +18,7 @@ from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.storage.raw_corpus import (
     MAX_RECORD_BYTES,
     SHOWN_BYTES,
+    ChunkRef,
     Overlong,
     load_chunks,
     plan_chunks,
@@ -280,3 +281,27 @@ def test_a_range_streamed_in_chunks_keeps_its_mark_dropped_and_its_overlong_line
     assert records[0] == (1, b"one", b"x") and records[-1] == (603, b"end", b"y")
     (unread,) = chunks[-1].unread
     assert (chunks[-1].first_line + unread.index, unread.reason) == (602, "too-long")
+
+
+@pytest.mark.parametrize("store", ["memory", "s3"])
+def test_plain_files_in_an_object_store_are_read_by_range_as_local_ones_are(
+    tmp_path: Path, store: str, request
+):
+    """Planned as byte ranges (no text through the shuffle), loaded as local files are."""
+    import fsspec
+
+    root = "memory://ranged" if store == "memory" else request.getfixturevalue("s3")
+    fs, _ = fsspec.core.url_to_fs(root)
+    sides = {"en": b"".join(b"line %d\n" % i for i in range(300)), "zh": "行\n".encode() * 300}
+    for lang, data in sides.items():
+        fs.pipe(f"{root}/c.{lang}", data)
+        (tmp_path / f"c.{lang}").write_bytes(data)
+    stored = CorpusInput("train", f"{root}/c.en", f"{root}/c.zh")
+    local = CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh"))
+
+    def loaded(inp: CorpusInput) -> list[tuple[int, bytes, bytes | None]]:
+        refs = list(plan_chunks(inp, 100))
+        assert all(isinstance(ref, ChunkRef) for ref in refs) and len(refs) == 3
+        return [(c.first_line, c.src, c.tgt) for ref in refs for c in load_chunks(ref)]
+
+    assert loaded(stored) == loaded(local)

@@ -1,11 +1,11 @@
 """JSON Lines files of pairs (`datasets`' `to_json`): one object a line, its two fields
 the sides.
 
-They are read as lines (`raw_corpus.py`: byte ranges of a plain local file, else
-streamed), so a record's number is its line's. A chunk's lines are parsed by Arrow's JSON
-reader with a schema of just the two fields, and only a chunk it refuses (a line that is
-not an object, a field that is not a string, a blank line) is parsed line by line, each
-line it cannot take a pair from becoming a `bad-record` reject.
+They are read as lines (`raw_corpus.py`: byte ranges of a plain file on disk or in an
+object store, else streamed), so a record's number is its line's. A chunk's lines are
+parsed by Arrow's JSON reader with a schema of just the two fields, and only a chunk it
+refuses (a line that is not an object, a field that is not a string, a blank line) is
+parsed line by line, each line it cannot take a pair from becoming a `bad-record` reject.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def first_object(inp: CorpusInput, looked_at: int = 100) -> dict:
 
 
 def plan(inp: CorpusInput, chunk_lines: int) -> Iterator[JsonLinesRef | RawChunk]:
-    """The chunks of a JSON Lines file: byte ranges of a plain local one, parsed where
+    """The chunks of a JSON Lines file: byte ranges of a plain one, parsed where
     they are loaded, else its lines read and parsed here."""
     for chunk in raw_corpus.plan_chunks(inp, chunk_lines):
         if isinstance(chunk, ChunkRef):
