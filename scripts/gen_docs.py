@@ -53,12 +53,14 @@ from nmtpipe.pipelines.cli.main import (  # noqa: E402
     takes_beam,
 )
 from nmtpipe.pipelines.workflow.run_config import STEPS, WIRING, RefreshSettings  # noqa: E402
+from nmtpipe.transforms.corpus.registry import READERS  # noqa: E402
 from nmtpipe.transforms.options import Option, options  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path("docs/reference")
 CLI = REFERENCE / "cli"
 CONFIG_PAGE = REFERENCE / "config.md"
+READERS_PAGE = REFERENCE / "readers.md"
 NOTE = "<!-- Written by scripts/gen_docs.py from {what}; do not edit: run the script. -->\n"
 
 # The `refresh:` section's settings are a typed dataclass in the code
@@ -396,6 +398,35 @@ def config_page() -> str:
     )
 
 
+def readers_page() -> str:
+    """The corpus readers as registered: how each is given, told and spread over workers."""
+    rows = []
+    for reader in READERS.values():
+        given = "`--table`" if reader.TABLE else "`--trainpref`, `--train-pair`"
+        given = "`--tsv`" if reader.NAME == "tsv" else given
+        suffixes = ", ".join(f"`{s}`" for s in reader.SUFFIXES) or "any"
+        compressed = "yes" if reader.COMPRESSIBLE else "no"
+        rows.append(f"| `{reader.NAME}` | {given} | {suffixes} | {compressed} | {reader.SPLIT} |")
+    return "\n".join(
+        [
+            "# Corpus readers\n",
+            NOTE.format(what="the corpus readers' registry (`transforms/corpus/registry.py`)"),
+            "Each input `nmtpipe prepare` reads is read by one of these, chosen on the driver:"
+            " a table by its suffix (before any compression suffix) or `--table-format`, a"
+            " pair of files by its suffix (SGML) or as line-aligned text. How a reader is"
+            " spread says which worker reads what: a reader that plans references (byte"
+            " ranges, row groups, fragments) has the workers that clean the pairs read them,"
+            " so no corpus text passes through the runner's shuffle; one that cannot be"
+            " split is streamed by one worker, a chunk at a time. A new format is one module"
+            " in `transforms/corpus/readers/` and one `register` line"
+            " ([ARCHITECTURE](../architecture.md)).\n",
+            "| reader | given with | file names | compressed | how it is spread |",
+            "| --- | --- | --- | --- | --- |",
+            *rows,
+        ]
+    )
+
+
 # --- Writing and checking ---------------------------------------------------------------
 
 
@@ -404,6 +435,7 @@ def pages(root: Path = ROOT) -> dict[Path, str]:
     found = {
         CLI / "index.md": cli_index(),
         CONFIG_PAGE: config_page(),
+        READERS_PAGE: readers_page(),
         README: readme_page(root),
         BENCHMARKS_PAGE: benchmarks_page(root),
         HISTORY_PAGE: history_page(root),

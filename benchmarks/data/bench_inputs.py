@@ -12,7 +12,7 @@ The same generated pairs (`corpora.py`, long-tail text) in the layouts users bri
 
 Two measures, each contender in a process of its own, round-robin, medians:
 
-- read: the records of each layout through `formats/corpus/chunks.py` (plan, then load
+- read: the records of each layout through `corpus/registry.py` (plan, then load
   every chunk) in one process, the CPU seconds per pair (what reading costs, whichever
   worker pays it);
 - prepare: `nmtpipe prepare` whole on the local runner with W worker processes, wall
@@ -127,7 +127,7 @@ def _inputs(layout: str, path: Path) -> list[str]:
 def read_all(layout: str, path: str) -> dict:
     """Every record of one layout through plan and load, in this process."""
     from nmtpipe.pipelines.workflow.prepare_plan import FilePair, PrepareConfig, resolve_inputs
-    from nmtpipe.transforms.formats.corpus import chunks
+    from nmtpipe.transforms.corpus import registry
 
     if layout == "plain":
         values: dict = {"trainpref": (path,)}
@@ -138,8 +138,8 @@ def read_all(layout: str, path: str) -> dict:
     (inp,) = resolve_inputs(PrepareConfig("en", "zh", "unused", **values))
     start, cpu = time.perf_counter(), time.process_time()
     pairs = 0
-    for planned in chunks.plan(inp, 20_000):
-        for chunk in chunks.load(planned):
+    for planned in registry.plan(inp, 20_000):
+        for chunk in registry.load(planned):
             pairs += chunk.src.count(b"\n") + 1
     return {"pairs": pairs, "seconds": time.perf_counter() - start,
             "cpu_seconds": time.process_time() - cpu}  # fmt: skip

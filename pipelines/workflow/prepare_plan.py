@@ -18,25 +18,24 @@ import pyarrow as pa
 
 from nmtpipe import __version__
 from nmtpipe.transforms.beam.prepare import PrepareSpec
-from nmtpipe.transforms.errors import ConfigError, InputError
-from nmtpipe.transforms.formats.corpus.fields import parse_fields
-from nmtpipe.transforms.formats.corpus.tables import FORMATS as TABLE_FORMATS
-from nmtpipe.transforms.formats.corpus.tables import resolve_tables
-from nmtpipe.transforms.formats.prepared import KIND
-from nmtpipe.transforms.options import comma_list, count, nested, option
-from nmtpipe.transforms.quality.judge import PREFIX
-from nmtpipe.transforms.quality.registry import quality_config
-from nmtpipe.transforms.storage import archives, encodings, fsio, manifest, raw_corpus
-from nmtpipe.transforms.storage.encodings import AUTO
-from nmtpipe.transforms.storage.inputs import (
-    LINES,
-    CorpusInput,
-    archive_member,
+from nmtpipe.transforms.corpus import raw_corpus, registry
+from nmtpipe.transforms.corpus.fields import parse_fields
+from nmtpipe.transforms.corpus.inputs import CorpusInput, archive_member
+from nmtpipe.transforms.corpus.registry import AUTO as AUTO_FORMAT
+from nmtpipe.transforms.corpus.resolve import (
     parse_columns,
     resolve_pair,
     resolve_pair_prefix,
     resolve_tsv,
 )
+from nmtpipe.transforms.corpus.tables import resolve_tables
+from nmtpipe.transforms.errors import ConfigError, InputError
+from nmtpipe.transforms.formats.prepared import KIND
+from nmtpipe.transforms.options import comma_list, count, nested, option
+from nmtpipe.transforms.quality.judge import PREFIX
+from nmtpipe.transforms.quality.registry import quality_config
+from nmtpipe.transforms.storage import archives, encodings, fsio, manifest
+from nmtpipe.transforms.storage.encodings import AUTO
 from nmtpipe.transforms.text.clean import CleanConfig
 from nmtpipe.transforms.text.filters import FilterConfig
 from nmtpipe.transforms.text.langid.identifier import KNOWN, LangIdConfig, canonical
@@ -51,7 +50,7 @@ AUTO_SHARD_BYTES = 32 << 20
 # A compressed file's uncompressed size, estimated from its own (its size is all that
 # planning reads of it).
 COMPRESSION_FACTOR = 4
-_COMPRESSED = re.compile(r"\.(gz|bz2|xz|zst|tgz|zip|parquet)$")
+_COMPRESSED = re.compile(r"\.(gz|bz2|xz|zst|tgz|zip)$")
 # The most an archive member is believed to inflate to, per byte of its archive:
 # deflate's limit (a .tgz's and a zip's), so that a forged size in an index cannot plan
 # millions of shards.
@@ -192,7 +191,7 @@ class PrepareConfig:
     table: tuple[str, ...] = _paths(
         "URL",
         help="training data as tables: Parquet, JSON Lines, Arrow (a folder "
-        "Dataset.save_to_disk wrote) or TMX files; any fsspec URL (hf://datasets/OWNER/NAME/"
+        "Dataset.save_to_disk wrote), CSV (a header row) or TMX files; any fsspec URL (hf://datasets/OWNER/NAME/"
         "PATH with the hf extra); globs allowed",
     )
     valid_table: tuple[str, ...] = _paths("URL", help="validation data as tables")
@@ -207,11 +206,10 @@ class PrepareConfig:
         "translation struct's fields named as the languages, or columns so named)",
     )
     table_format: str = option(
-        AUTO,
-        choices=TABLE_FORMATS,
+        AUTO_FORMAT,
+        choices=registry.table_formats(),
         group=INPUT,
-        help="the tables' format ('auto': by each file's suffix: .parquet, .jsonl/.json, "
-        ".arrow, .tmx)",
+        help=f"the tables' format ('auto': by each file's suffix: {registry.table_suffixes()})",
     )
     src_encoding: str = _encoding("source")
     tgt_encoding: str = _encoding("target")
@@ -465,7 +463,7 @@ def check_named_encodings(inputs: Iterable[CorpusInput]) -> None:
     named for it (`encodings.trusted`): read anyway, it would be kept as mojibake or
     mostly rejected, and the run would succeed."""
     for inp in inputs:
-        if inp.layout != LINES:
+        if registry.reader(inp.reader).TABLE:
             continue  # a table's encoding is its format's
         flags = ("--src-encoding", "--tgt-encoding")
         for url, named, flag in zip(inp.urls(), inp.encodings, flags, strict=False):
@@ -496,8 +494,8 @@ def identity(inp: CorpusInput, checksum: bool = False) -> dict[str, Any]:
             where = f"{archived[2]}, the archive of {url}" if archived else url
             raise InputError(f"no such file: {where}") from None
     found: dict[str, Any] = {"role": inp.role, "origin": inp.origin, "columns": list(inp.columns)}
-    if inp.layout != LINES:  # keys only where they say more, so that older fingerprints hold
-        found |= {"layout": inp.layout, "fields": list(inp.fields or ())}
+    if registry.reader(inp.reader).TABLE:  # keys only where they say more, so that older
+        found |= {"layout": inp.reader, "fields": list(inp.fields or ())}  # fingerprints hold
     elif inp.encodings != (AUTO, AUTO):
         found["encodings"] = list(inp.encodings)
     return {**found, "files": files}
@@ -506,9 +504,10 @@ def identity(inp: CorpusInput, checksum: bool = False) -> dict[str, Any]:
 def estimated_bytes(inputs: tuple[CorpusInput, ...], identities: tuple[dict[str, Any], ...]) -> int:
     """The inputs' uncompressed size as far as planning knows it without reading them.
 
-    A file's is its size, times COMPRESSION_FACTOR where its name says it is compressed
-    (or Parquet). An archive member's is its size as its archive's index records it
-    (`archives.member_sizes`: each archive read once for all its members named), times
+    A file's is its size, times COMPRESSION_FACTOR where its name says it is compressed,
+    times its reader's INFLATION (Parquet's pages are compressed). An archive member's
+    is its size as its archive's index records it (`archives.member_sizes`: each
+    archive read once for all its members named), times
     the factor where the member's own name says it is compressed (its recorded size is
     then the compressed one), believed up to MAX_INFLATION times the archive's size.
     A member the index does not tell (an archive that cannot be read, a member not in
@@ -526,13 +525,14 @@ def estimated_bytes(inputs: tuple[CorpusInput, ...], identities: tuple[dict[str,
     }
     total = 0
     for inp, ident in zip(inputs, identities, strict=True):
+        inflation = registry.reader(inp.reader).INFLATION
         for url, f in zip(inp.urls(), ident["files"], strict=True):
             size, name = f["size"], f["url"]  # a file's, or an archive's as a whole
             archived = archive_member(url)
             if archived is not None and (archived[2], archived[1]) in sizes:
                 _, name, archive = archived
                 size = min(sizes[archive, name], f["size"] * MAX_INFLATION)
-            total += size * (COMPRESSION_FACTOR if _COMPRESSED.search(name) else 1)
+            total += size * inflation * (COMPRESSION_FACTOR if _COMPRESSED.search(name) else 1)
     return total
 
 

@@ -46,10 +46,10 @@ from nmtpipe.transforms.beam.prepare_fns import (
     WriteRejectsFn,
 )
 from nmtpipe.transforms.beam.quality import FindNearDuplicates, LearnScores, learned_partial
+from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.formats.prepared import write_chars
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.commit import STAGING
-from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.storage.read_meter import Meter
 from nmtpipe.transforms.text.clean import CleanConfig
 

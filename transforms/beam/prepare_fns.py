@@ -24,15 +24,15 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from nmtpipe.transforms.beam.quality import learned_by_scorer, near_duplicates
+from nmtpipe.transforms.corpus import registry
+from nmtpipe.transforms.corpus.inputs import CorpusInput
+from nmtpipe.transforms.corpus.raw_corpus import RawChunk
+from nmtpipe.transforms.corpus.registry import Piece
 from nmtpipe.transforms.formats import batch_transport, pair_shards
-from nmtpipe.transforms.formats.corpus import chunks as corpus_chunks
-from nmtpipe.transforms.formats.corpus.chunks import Planned
 from nmtpipe.transforms.formats.shard_names import counts_path, pairs_path, rejects_path
 from nmtpipe.transforms.quality.judge import ChunkJudge, ShardJudge
 from nmtpipe.transforms.storage import fsio
-from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.storage.manifest import FileEntry, file_entry
-from nmtpipe.transforms.storage.raw_corpus import RawChunk
 from nmtpipe.transforms.storage.read_meter import Meter, ReadCount
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig, PairConfirmer
@@ -84,15 +84,16 @@ def ship_rejects(
 
 
 class PlanChunksFn(beam.DoFn):
-    """CorpusInput → chunks: references (byte ranges of plain local files, row groups of
-    Parquet files) or records read in one pass (`formats/corpus/chunks.py`)."""
+    """CorpusInput → its pieces (`corpus/registry.py`): references the cleaning workers
+    read (byte ranges of plain files, row groups, TMX fragments), or records read here
+    where the input cannot be split."""
 
     def __init__(self, chunk_lines: int) -> None:
         self.chunk_lines = chunk_lines
         self.chunks = Metrics.counter(NAMESPACE, "chunks")
 
     def process(self, inp: CorpusInput) -> Iterator[Any]:
-        for chunk in corpus_chunks.plan(inp, self.chunk_lines):
+        for chunk in registry.plan(inp, self.chunk_lines):
             self.chunks.inc()
             yield chunk
 
@@ -191,8 +192,8 @@ class CleanChunksFn(beam.DoFn):
             value = WindowedValue(tagged.value, MIN_TIMESTAMP, [GlobalWindow()])
             yield TaggedOutput(tagged.tag, value)
 
-    def process(self, planned: Planned) -> Iterator[Any]:
-        for chunk in corpus_chunks.load(planned):
+    def process(self, piece: Piece) -> Iterator[Any]:
+        for chunk in registry.load(piece):
             yield from self._clean_chunk(chunk)
 
     def _clean_chunk(self, chunk: RawChunk) -> Iterator[Any]:

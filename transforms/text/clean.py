@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from nmtpipe.transforms.corpus.raw_corpus import RawChunk
 from nmtpipe.transforms.storage.encodings import UTF8, UTF8_BOM_NAME, decoding_codec
-from nmtpipe.transforms.storage.raw_corpus import RawChunk
 from nmtpipe.transforms.text import filters
 from nmtpipe.transforms.text.filters import FilterConfig, Verdict
 from nmtpipe.transforms.text.langid import function_words

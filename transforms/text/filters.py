@@ -16,15 +16,15 @@ from typing import NamedTuple
 
 import numpy as np
 
+from nmtpipe.transforms.corpus import raw_corpus
 from nmtpipe.transforms.options import option, positive_int
-from nmtpipe.transforms.storage import raw_corpus
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.langid import scripts
 from nmtpipe.transforms.text.side_text import SideText
 
-INVALID_UTF8 = "invalid-utf8"
+INVALID_UTF8 = raw_corpus.INVALID_UTF8
 UNDECODABLE = "undecodable"  # not valid in its encoding, one other than UTF-8
-BAD_RECORD = "bad-record"  # a record its reader could take no pair from
+BAD_RECORD = raw_corpus.BAD_RECORD  # a record its reader could take no pair from
 EMPTY = "empty"
 TOO_LONG = raw_corpus.TOO_LONG  # also what a reader says of a line it does not read whole
 MAX_CHARS = raw_corpus.MAX_RECORD_BYTES // 4  # a line of as many 4-byte characters fits

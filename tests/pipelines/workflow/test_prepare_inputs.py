@@ -21,8 +21,8 @@ from nmtpipe.pipelines.cli.main import main
 from nmtpipe.pipelines.workflow import prepare_plan
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import FilePair, PrepareConfig, make_plan
+from nmtpipe.transforms.corpus.inputs import brace_pair
 from nmtpipe.transforms.errors import InputError
-from nmtpipe.transforms.storage.inputs import brace_pair
 from nmtpipe.transforms.text.zh_script import ScriptConverter
 from tests.helpers import (
     DEV_PAIR,
@@ -87,8 +87,8 @@ def test_the_t2t_enzh_recipe_reads_its_archives_as_downloaded(tmp_path, capsys, 
 
 def _every_layout(folder: Path) -> PrepareConfig:
     """One prepare over a file of each layout: Parquet with the translation struct, JSON
-    Lines, a TMX, a zip member pair (OPUS), a UTF-16 pair, a GB18030 pair with CRLF,
-    and an SGML validation set."""
+    Lines, a CSV (a line break and commas in quoted fields), a TMX, a zip member pair
+    (OPUS), a UTF-16 pair, a GB18030 pair with CRLF, and an SGML validation set."""
     folder.mkdir()
     part = iter(range(0, 3000, 200))
 
@@ -101,6 +101,9 @@ def _every_layout(folder: Path) -> PrepareConfig:
     datasets.Dataset.from_dict({"translation": rows}).to_parquet(str(folder / "hf.parquet"))
     en, zh = lines()
     datasets.Dataset.from_dict({"en": en, "zh": zh}).to_json(str(folder / "hf.jsonl"))
+    en, zh = lines()
+    en[0] = 'Two lines,\n"quoted", and commas.'
+    datasets.Dataset.from_dict({"en": en, "zh": zh}).to_csv(str(folder / "hf.csv"), index=False)
     en, zh = lines()
     units = "".join(
         f'<tu><tuv xml:lang="en-GB"><seg>{e}</seg></tuv><tuv xml:lang="zh-CN"><seg>{z}</seg>'
@@ -131,7 +134,7 @@ def _every_layout(folder: Path) -> PrepareConfig:
         "en",
         "zh",
         output="",
-        table=(f"{f}/hf.parquet", f"{f}/hf.jsonl", f"{f}/opus.tmx"),
+        table=(f"{f}/hf.parquet", f"{f}/hf.jsonl", f"{f}/hf.csv", f"{f}/opus.tmx"),
         train_pair=(
             FilePair(f"zip://Corpus.en-zh.en::{f}/en-zh.txt.zip", f"zip://Corpus.en-zh.zh::{f}/en-zh.txt.zip"),
             FilePair(f"{f}/u16.en", f"{f}/u16.zh"),
@@ -151,7 +154,7 @@ def test_every_layout_in_one_run_gives_the_same_bytes_on_every_runner(tmp_path):
         outcome = run_prepare(PrepareConfig(**{**config.__dict__, "output": out}), runner)
         digests[name] = {f["path"]: f["sha256"] for f in outcome.manifest["files"]}
         inputs = outcome.stats["inputs"]
-        assert len(inputs) == 7 and all(i["kept"] > 0.9 * i["read"] for i in inputs.values())
+        assert len(inputs) == 8 and all(i["kept"] > 0.9 * i["read"] for i in inputs.values())
         encodings = {o.rsplit("/", 1)[-1]: i["encoding"] for o, i in inputs.items()}
         assert encodings["u16.{en,zh}"] == {"src": "utf-16", "tgt": "utf-16"}
         assert encodings["cwmt_{en,cn}.txt"] == {"src": "utf-8", "tgt": "gb18030"}

@@ -30,6 +30,7 @@ from nmtpipe.transforms.beam.prepare_fns import (
     SHARDS_PER_JUDGE,
     STATS,
 )
+from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.formats.batch_transport import (
     Shipped,
     inline,
@@ -37,7 +38,6 @@ from nmtpipe.transforms.formats.batch_transport import (
     receive_table,
     rejects_table,
 )
-from nmtpipe.transforms.storage.inputs import CorpusInput
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import CleanConfig
 from nmtpipe.transforms.text.langid.identifier import LangIdConfig

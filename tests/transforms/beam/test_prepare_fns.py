@@ -8,13 +8,14 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from nmtpipe.transforms.beam.prepare_fns import COUNTS, REJECTS, STATS, CleanChunksFn, MergeCountsFn
+from nmtpipe.transforms.corpus.raw_corpus import RawChunk
+from nmtpipe.transforms.corpus.registry import Piece
 from nmtpipe.transforms.formats.batch_transport import (
     Shipped,
     pairs_table,
     receive_table,
     rejects_table,
 )
-from nmtpipe.transforms.storage.raw_corpus import RawChunk
 from nmtpipe.transforms.text import t2t_tokenizer
 from nmtpipe.transforms.text.clean import CleanConfig
 from nmtpipe.transforms.text.split import SplitConfig
@@ -30,10 +31,14 @@ KEPT_SRC, KEPT_TGT = (
 CONFIG = CleanConfig(split=SplitConfig(carve=(), shards=(("train", 2),)))
 
 
-def chunks(n: int = 3) -> list[RawChunk]:
-    """The same four lines in `n` chunks of different origins."""
+def chunks(n: int = 3) -> list[Piece]:
+    """The same four lines in `n` chunks of different origins, as a stream's pieces
+    (read where they were planned)."""
     return [
-        RawChunk(f"c{k}", "train", 1, "\n".join(SRC).encode(), "\n".join(TGT).encode(), (0, 1))
+        Piece(
+            "lines",
+            RawChunk(f"c{k}", "train", 1, "\n".join(SRC).encode(), "\n".join(TGT).encode(), (0, 1)),
+        )
         for k in range(n)
     ]
 

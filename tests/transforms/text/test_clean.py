@@ -6,7 +6,7 @@ from collections import Counter
 
 import pyarrow as pa
 
-from nmtpipe.transforms.storage.raw_corpus import RawChunk, Unread
+from nmtpipe.transforms.corpus.raw_corpus import RawChunk, Unread
 from nmtpipe.transforms.text.clean import ChunkCleaner, CleanConfig, PairConfirmer
 from nmtpipe.transforms.text.langid.identifier import LangIdConfig
 from nmtpipe.transforms.text.normalize import NormalizeConfig

@@ -1,4 +1,6 @@
-"""Raw lines of corpus files, in chunks, the two sides of a pair kept in step.
+"""Raw records of corpus files, in chunks, the two sides of a pair kept in step: the
+chunk every reader yields and the cleaner takes, and the streams every reader of text
+opens (compressed files, archive members, any filesystem).
 
 Lines are bytes split on `\\n` only: decoding and clean-up happen later, per line, so
 that one bad line is a reject rather than a crash, and so that characters Python's
@@ -6,12 +8,9 @@ that one bad line is a reject rather than a crash, and so that characters Python
 the other. A chunk carries many lines as one `\\n`-joined blob: per-element cost in a
 Beam pipeline is paid per chunk, not per line.
 
-Compressed files, archive members and files on filesystems that cannot read a byte
-range (HTTP) are streamed by one reader, both sides in lockstep (`read_chunks`). Plain
-files on disk or in an object store (`RANGED`) are only scanned for line ends
-(`plan_chunks`, at memory speed with numpy): the chunks travel as byte ranges
-(`ChunkRef`) and each worker reads its own, so no corpus text passes through a shuffle
-(the planner still reads each file once, for its line ends).
+A stream that cannot be read in parts (one gzip stream, an archive member, a file on a
+filesystem without byte ranges) is read by one reader, both sides in lockstep
+(`read_chunks`); `readers/lines.py` plans the plain files that can be.
 
 Each side's encoding is found as it is opened (`encodings.py`) and travels with its
 chunks; a side in UTF-16 or UTF-32 is transcoded to UTF-8 as it is read, since its lines
@@ -25,29 +24,25 @@ import contextlib
 import itertools
 import lzma
 import posixpath
-import sys
 import tarfile
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, Protocol
 
 import fsspec
-import numpy as np
 from fsspec.compression import compr
-from fsspec.implementations.local import LocalFileSystem
-from fsspec.utils import infer_compression
 
-from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
-from nmtpipe.transforms.storage import encodings
-from nmtpipe.transforms.storage.encodings import AUTO, UTF8
-from nmtpipe.transforms.storage.inputs import (
+from nmtpipe.transforms.corpus.inputs import (
     CorpusInput,
     compression_of,
     missing,
     nearest,
     split_archive_url,
 )
+from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
+from nmtpipe.transforms.storage import encodings
+from nmtpipe.transforms.storage.encodings import AUTO, UTF8
 
 BLOCK_SIZE = 1 << 20
 UTF8_BOM = codecs.BOM_UTF8
@@ -61,9 +56,10 @@ SHOWN_BYTES = 1 << 10
 # larger one. Lines are taken STEP at a time, so a side may pass it by STEP lines.
 CHUNK_BYTES = 1 << 24
 STEP = 256
+# Why a reader takes no pair from a record (the cleaner's reasons are `text/filters.py`).
 TOO_LONG = "too-long"
-# fsspec's protocols whose files are read by byte range, as plain local files are.
-RANGED = {"s3", "s3a", "gs", "gcs", "memory", "abfs", "az"}
+BAD_RECORD = "bad-record"  # a record its reader could take no pair from
+INVALID_UTF8 = "invalid-utf8"
 
 
 class Overlong(bytes):
@@ -166,7 +162,7 @@ def _not_a_file(info: tarfile.TarInfo) -> str:
     return "a folder, not a file" if info.isdir() else "not a regular file"
 
 
-def _read(f: BinaryIO, url: str, size: int) -> bytes:
+def read_block(f: BinaryIO, url: str, size: int) -> bytes:
     try:
         return f.read(size)
     except _READ_ERRORS as e:
@@ -175,14 +171,14 @@ def _read(f: BinaryIO, url: str, size: int) -> bytes:
 
 def read_blocks(f: BinaryIO, url: str, size: int = BLOCK_SIZE) -> Iterator[bytes]:
     """The bytes of `f` in blocks; a failing read is an InputError naming `url`."""
-    while block := _read(f, url, size):
+    while block := read_block(f, url, size):
         yield block
 
 
 def read_head(f: BinaryIO, url: str, size: int = encodings.SAMPLE_BYTES) -> bytes:
     """The first `size` bytes of `f` (fewer only at its end)."""
     head = b""
-    while len(head) < size and (block := _read(f, url, size - len(head))):
+    while len(head) < size and (block := read_block(f, url, size - len(head))):
         head += block
     return head
 
@@ -224,6 +220,14 @@ def too_long(index: int, src: bytes | None, tgt: bytes | None) -> Unread | None:
     detail = f"{name} has a line of {side.size:,} bytes (limit {MAX_RECORD_BYTES:,}): not read"
     plain = [None if side is None else bytes(side) for side in (src, tgt)]  # coders want bytes
     return Unread(index, TOO_LONG, detail, *plain)
+
+
+class Located(Protocol):
+    """Where a chunk's lines come from: an input, or a piece of one."""
+
+    origin: str
+    role: str
+    columns: tuple[int, int]
 
 
 class Side(NamedTuple):
@@ -281,7 +285,7 @@ def read_chunks(
         line = 1
         sides = [src.records] if tgt is None else [src.records, tgt.records]
         while True:
-            src_lines, *rest = _take(sides, chunk_lines, chunk_bytes)
+            src_lines, *rest = take_lines(sides, chunk_lines, chunk_bytes)
             tgt_lines = rest[0] if rest else None
             if tgt_lines is not None and len(src_lines) != len(tgt_lines):
                 assert tgt is not None and inp.tgt is not None
@@ -297,7 +301,7 @@ def read_chunks(
             line += len(src_lines)
 
 
-def _take(sides: list[Iterator[bytes]], most: int, budget: int) -> list[list[bytes]]:
+def take_lines(sides: list[Iterator[bytes]], most: int, budget: int) -> list[list[bytes]]:
     """The next lines of every side together: `most`, or fewer where a side's bytes reach
     `budget` or a side ends (then the sides may differ in length: the caller's to tell)."""
     taken: list[list[bytes]] = [[] for _ in sides]
@@ -314,7 +318,7 @@ def _take(sides: list[Iterator[bytes]], most: int, budget: int) -> list[list[byt
 
 
 def lines_chunk(
-    inp: CorpusInput | ChunkRef,
+    inp: Located,
     first_line: int,
     src: list[bytes],
     tgt: list[bytes] | None,
@@ -343,157 +347,3 @@ def lines_chunk(
 def _overlong_rows(*sides: list[bytes] | None) -> list[int]:
     rows = {i for side in sides if side for i, line in enumerate(side) if type(line) is Overlong}
     return sorted(rows)
-
-
-class ChunkRef(NamedTuple):
-    """A chunk of plain files as byte ranges `(url, start, end)`; see `load_chunks`."""
-
-    origin: str
-    role: str
-    first_line: int
-    src: tuple[str, int, int]
-    tgt: tuple[str, int, int] | None
-    columns: tuple[int, int]
-    encodings: tuple[str, str] = (UTF8, UTF8)
-
-
-def _is_ranged(url: str) -> bool:
-    """Whether `url` is a plain file on a filesystem that reads byte ranges (local disk,
-    an object store, memory), which workers can read a range of each."""
-    if split_archive_url(url) is not None or "::" in url or infer_compression(url) is not None:
-        return False
-    fs, _ = fsspec.core.url_to_fs(url)
-    protocols = {fs.protocol} if isinstance(fs.protocol, str) else set(fs.protocol)
-    return isinstance(fs, LocalFileSystem) or bool(protocols & RANGED)
-
-
-def _found_encoding(url: str, wanted: str) -> str:
-    with fsspec.open(url, "rb") as f:
-        head = read_head(f, url)
-    return found_encoding(url, wanted, head, len(head) < encodings.SAMPLE_BYTES)
-
-
-def _chunk_ends(url: str, chunk_lines: int) -> tuple[list[int], int]:
-    """Byte offsets just past every `chunk_lines`-th line (and the end), and the line count."""
-    ends: list[int] = []
-    lines = offset = 0
-    last = b"\n"
-    with fsspec.open(url, "rb") as f:
-        while block := f.read(BLOCK_SIZE * 4):
-            newlines = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == ord("\n"))
-            first = chunk_lines - lines % chunk_lines - 1  # index of the next chunk's end
-            ends.extend((newlines[first::chunk_lines] + offset + 1).tolist())
-            lines += newlines.size
-            offset += len(block)
-            last = block[-1:]
-    if last != b"\n":
-        lines += 1  # a last line without a newline is still a line
-    if offset and (not ends or ends[-1] != offset):
-        ends.append(offset)
-    return ends, lines
-
-
-def plan_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk | ChunkRef]:
-    """The chunks of `inp`: byte ranges for plain files (`_is_ranged`) whose lines split
-    on the byte `\n`, else the lines themselves.
-
-    Both sides of a pair are scanned before any chunk is emitted, so different line
-    counts are reported before any data moves.
-    """
-    if not all(_is_ranged(u) for u in inp.urls()):
-        yield from read_chunks(inp, chunk_lines)
-        return
-    try:
-        wanted = zip(inp.urls(), inp.encodings, strict=False)  # TSV: one file
-        found = tuple(_found_encoding(url, encoding) for url, encoding in wanted)
-        if any(encodings.transcodes(e) for e in found):
-            yield from read_chunks(inp, chunk_lines)
-            return
-        src_ends, n_src = _chunk_ends(inp.src, chunk_lines)
-        tgt_ends, n_tgt = (None, n_src) if inp.tgt is None else _chunk_ends(inp.tgt, chunk_lines)
-    except FileNotFoundError as e:
-        raise InputError(f"no such file: {e.filename}") from e
-    if n_src != n_tgt:
-        hint = encodings.alignment_hint(found)
-        raise CorpusAlignmentError(f"{inp.src} has {n_src} lines but {inp.tgt} has {n_tgt}{hint}")
-    src_start = tgt_start = 0
-    for k, src_end in enumerate(src_ends):
-        tgt = None
-        if tgt_ends is not None and inp.tgt is not None:
-            tgt = (inp.tgt, tgt_start, tgt_ends[k])
-            tgt_start = tgt_ends[k]
-        yield ChunkRef(
-            inp.origin,
-            inp.role,
-            1 + k * chunk_lines,
-            (inp.src, src_start, src_end),
-            tgt,
-            inp.columns,
-            (found[0], found[1] if len(found) > 1 else UTF8),
-        )
-        src_start = src_end
-
-
-def _read_blob(url: str, start: int, end: int, first: bool) -> bytes | None:
-    """Bytes `start` to `end` of `url` as one blob of lines, without its last newline;
-    None where a line is longer than MAX_RECORD_BYTES (it must be read past instead)."""
-    with fsspec.open(url, "rb") as f:
-        f.seek(start)
-        data = f.read(end - start)
-    if _has_overlong(data):
-        return None
-    data = data[:-1] if data.endswith(b"\n") else data
-    return data[len(UTF8_BOM) :] if first and data.startswith(UTF8_BOM) else data
-
-
-def _range_lines(url: str, start: int, end: int, first: bool) -> Iterator[bytes]:
-    """The lines of bytes `start` to `end` of `url`, streamed (`split_lines`)."""
-    with fsspec.open(url, "rb") as f:
-        f.seek(start)
-        lines = split_lines(_blocks_until(f, url, end - start))
-        head = next(lines, None)
-        if head is None:
-            return
-        bom = first and type(head) is bytes and head.startswith(UTF8_BOM)
-        yield head[len(UTF8_BOM) :] if bom else head
-        yield from lines
-
-
-def _has_overlong(data: bytes) -> bool:
-    """Whether a line of `data` is longer than MAX_RECORD_BYTES (a vectorised test)."""
-    if len(data) <= MAX_RECORD_BYTES:
-        return False
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
-    bounds = np.concatenate(([-1], ends, [len(data)]))
-    return bool((np.diff(bounds) - 1).max() > MAX_RECORD_BYTES)
-
-
-def _blocks_until(f: BinaryIO, url: str, size: int) -> Iterator[bytes]:
-    """The next `size` bytes of `f`, in blocks."""
-    while size > 0 and (block := _read(f, url, min(size, BLOCK_SIZE))):
-        size -= len(block)
-        yield block
-
-
-def load_chunks(ref: ChunkRef, chunk_bytes: int = CHUNK_BYTES) -> Iterator[RawChunk]:
-    """The lines a ChunkRef points at: one chunk read at once where each range is within
-    `chunk_bytes` and no line is too long, else streamed in chunks of about `chunk_bytes`
-    a side at most."""
-    first = ref.first_line == 1
-    ranges = [r for r in (ref.src, ref.tgt) if r is not None]
-    if all(end - start <= chunk_bytes for _, start, end in ranges):
-        blobs = [_read_blob(*r, first) for r in ranges]
-        if all(blob is not None for blob in blobs):
-            tgt = blobs[1] if ref.tgt is not None else None
-            yield RawChunk(
-                ref.origin, ref.role, ref.first_line, blobs[0], tgt, ref.columns, ref.encodings
-            )
-            return
-    sides = [_range_lines(*r, first) for r in ranges]
-    line = ref.first_line
-    while True:
-        src, *tgt = _take(sides, sys.maxsize, chunk_bytes)
-        if not src:
-            return
-        yield lines_chunk(ref, line, src, tgt[0] if tgt else None, ref.encodings)
-        line += len(src)

@@ -17,11 +17,13 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from nmtpipe.transforms.corpus.base import Reader
+from nmtpipe.transforms.corpus.fields import Tree
+from nmtpipe.transforms.corpus.inputs import CorpusInput
+from nmtpipe.transforms.corpus.raw_corpus import RawChunk
+from nmtpipe.transforms.corpus.records import schema_tree, table_chunk
 from nmtpipe.transforms.errors import InputError
-from nmtpipe.transforms.formats.corpus.records import schema_tree, table_chunk
 from nmtpipe.transforms.storage import fsio
-from nmtpipe.transforms.storage.inputs import PARQUET, CorpusInput
-from nmtpipe.transforms.storage.raw_corpus import RawChunk
 
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowIOError, OSError)
 
@@ -59,24 +61,10 @@ def _arrow_reader(url: str) -> Iterator[Any]:
         yield reader
 
 
-def schema_of(inp: CorpusInput) -> pa.Schema:
-    """The schema of a Parquet or Arrow table (its footer or first message only)."""
-    if inp.layout == PARQUET:
-        with _opened(inp.src) as f:
-            return pq.ParquetFile(f).schema_arrow
-    with _arrow_reader(inp.src) as reader:
-        return reader.schema
-
-
-def plan(inp: CorpusInput, chunk_rows: int) -> Iterator[TableRef | RawChunk]:
-    """The chunks of a Parquet or Arrow table: refs to consecutive row groups of about
-    `chunk_rows` rows each; the rows of a larger row group, or of an Arrow file, read
-    into chunks here (a ref to a part of a row group would decode all that precedes
-    it)."""
-    if inp.layout != PARQUET:
-        with _arrow_reader(inp.src) as reader:
-            yield from _stream_chunks(inp, _arrow_batches(reader), chunk_rows, 1)
-        return
+def _plan_parquet(inp: CorpusInput, chunk_rows: int) -> Iterator[TableRef | RawChunk]:
+    """Refs to consecutive row groups of about `chunk_rows` rows each; the rows of a
+    larger row group read into chunks here (a ref to a part of a row group would decode
+    all that precedes it)."""
     with _opened(inp.src) as f:
         parquet = pq.ParquetFile(f)
         meta = parquet.metadata
@@ -140,7 +128,7 @@ def _batches(reader: Any, url: str) -> Iterator[pa.RecordBatch]:
         raise InputError(f"cannot read {url}: {e}") from e
 
 
-def load(ref: TableRef) -> Iterator[RawChunk]:
+def _load_parquet(ref: TableRef) -> Iterator[RawChunk]:
     """The rows a TableRef names, `batch_rows` at a time."""
     inp = ref.inp
     assert inp.fields is not None
@@ -155,6 +143,41 @@ def load(ref: TableRef) -> Iterator[RawChunk]:
                 first += batch.num_rows
 
 
-def tree(inp: CorpusInput) -> dict:
-    """The table's schema as `fields.Tree`."""
-    return dict(schema_tree(schema_of(inp)))
+class ParquetReader(Reader):
+    """Parquet files, planned from their footers."""
+
+    NAME = "parquet"
+    TABLE = True
+    SUFFIXES = (".parquet", ".pq")
+    COMPRESSIBLE = False
+    INFLATION = 4  # its pages are compressed
+    SPLIT = "row groups of about a chunk's rows, read by the workers that clean them"
+
+    def fields(self, inp: CorpusInput) -> Tree:
+        with _opened(inp.src) as f:
+            return dict(schema_tree(pq.ParquetFile(f).schema_arrow))
+
+    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[TableRef | RawChunk]:
+        return _plan_parquet(inp, chunk_lines)
+
+    def load(self, piece: Any) -> Iterator[RawChunk]:
+        return _load_parquet(piece) if isinstance(piece, TableRef) else iter((piece,))
+
+
+class ArrowReader(Reader):
+    """Arrow IPC files and streams (`Dataset.save_to_disk`'s), read where they are
+    planned: a stream says how many rows its batches hold only by reading them."""
+
+    NAME = "arrow"
+    TABLE = True
+    SUFFIXES = (".arrow", ".feather")
+    COMPRESSIBLE = False
+    SPLIT = "streamed by one worker (record batches are counted by reading)"
+
+    def fields(self, inp: CorpusInput) -> Tree:
+        with _arrow_reader(inp.src) as reader:
+            return dict(schema_tree(reader.schema))
+
+    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk]:
+        with _arrow_reader(inp.src) as reader:
+            yield from _stream_chunks(inp, _arrow_batches(reader), chunk_lines, 1)

@@ -36,20 +36,22 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 from xml.parsers import expat
 
-from nmtpipe.transforms.errors import InputError
-from nmtpipe.transforms.formats.corpus import tmx_plain
-from nmtpipe.transforms.formats.corpus.fields import matches, pick_language
-from nmtpipe.transforms.storage import encodings
-from nmtpipe.transforms.storage.encodings import UTF8
-from nmtpipe.transforms.storage.inputs import CorpusInput
-from nmtpipe.transforms.storage.raw_corpus import (
+from nmtpipe.transforms.corpus.base import Reader
+from nmtpipe.transforms.corpus.fields import matches, pick_language
+from nmtpipe.transforms.corpus.inputs import CorpusInput
+from nmtpipe.transforms.corpus.raw_corpus import (
+    BAD_RECORD,
+    TOO_LONG,
     RawChunk,
     Unread,
     open_binary,
     read_blocks,
     read_head,
 )
-from nmtpipe.transforms.text.filters import BAD_RECORD, TOO_LONG
+from nmtpipe.transforms.corpus.readers import tmx_plain
+from nmtpipe.transforms.errors import InputError
+from nmtpipe.transforms.storage import encodings
+from nmtpipe.transforms.storage.encodings import UTF8
 
 # Read this many bytes at a time, where a TMX is cut into fragments.
 TMX_BLOCK = 1 << 20
@@ -400,3 +402,22 @@ def _chunk(fragment: TmxFragment, src: list[str], tgt: list[str], unread: list[U
     return RawChunk(
         inp.origin, inp.role, fragment.first_unit, *blobs, inp.columns, found, tuple(unread), True
     )
+
+
+class TmxReader(Reader):
+    """TMX files, cut into fragments of whole units where they are planned and parsed by
+    the workers that clean them."""
+
+    NAME = "tmx"
+    TABLE = True
+    SUFFIXES = (".tmx",)
+    SPLIT = "fragments of whole units, cut by one worker and parsed by the workers that clean them"
+
+    def fields(self, inp: CorpusInput) -> None:
+        return None  # a unit's variants are told by language
+
+    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[TmxFragment]:
+        return plan(inp, chunk_lines)
+
+    def load(self, piece: Any) -> Iterator[RawChunk]:
+        yield load(piece)

@@ -4,121 +4,24 @@ fairseq names a parallel corpus by a prefix (`train` for `train.en` + `train.zh`
 datasets come as members of `.tgz` archives, CWMT's and WMT's as pairs of files named
 each its own way (`casia2015_en.txt` + `casia2015_ch.txt`, `-src.en.sgm` +
 `-ref.zh.sgm`); OPUS's as members of `.zip` archives; Tatoeba-style data comes as TSV.
-They resolve here, on the driver, into `CorpusInput`s, so that a missing file is
-reported before any pipeline starts. Tables (Parquet, JSON Lines, Arrow, TMX) resolve in
-`transforms/formats/corpus/tables.py`, which reads their schemas.
+They resolve here, on the driver, into `CorpusInput`s naming their readers, so that a
+missing file is reported before any pipeline starts. Tables (Parquet, JSON Lines, Arrow,
+CSV, TMX) resolve in `tables.py`, which reads their schemas.
 """
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import zipfile
-from dataclasses import dataclass
 
-import fsspec
-from fsspec.utils import infer_compression
-
+from nmtpipe.transforms.corpus import registry
+from nmtpipe.transforms.corpus.inputs import TAR_PREFIX, CorpusInput, missing, split_archive_url
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.storage import encodings, fsio
 from nmtpipe.transforms.storage.encodings import AUTO
 
 COMPRESSION_SUFFIXES = ("", ".gz", ".bz2", ".xz", ".zst")
-TAR_PREFIX = "tar://"
-ARCHIVE_PREFIXES = (TAR_PREFIX, "zip://")
-# How an input holds its pairs: text lines (a pair of files, or one TSV file when it has
-# no `tgt`), or a table of records (`transforms/formats/corpus/`).
-LINES, PARQUET, JSONL, ARROW, TMX = "lines", "parquet", "jsonl", "arrow", "tmx"
-
-
-@dataclass(frozen=True)
-class CorpusInput:
-    """One unit of reading: a pair of line-aligned files, one TSV file, or one table.
-
-    `role` is the split the pairs go to; `train` input is also where valid and test
-    pairs are carved from when those splits have no input of their own. `fields`: a
-    table's two fields (dotted paths into structs) or a TMX's two languages.
-    `encodings`: each side's, as the user named it, or `auto`.
-    """
-
-    role: str
-    src: str
-    tgt: str | None = None
-    columns: tuple[int, int] = (0, 1)
-    # Where the user named it by a relative local path: the directory it was relative to
-    # (the planner's, recorded here: a worker's may be any other).
-    base: str | None = None
-    layout: str = LINES
-    fields: tuple[str, str] | None = None
-    encodings: tuple[str, str] = (AUTO, AUTO)
-
-    @property
-    def origin(self) -> str:
-        """The input as the user named it, for rejects, the `origin` column and errors:
-        `data/train.{en,zh}` (relative paths stay relative, so outputs neither depend
-        on nor reveal where the corpus was on the machine that prepared it)."""
-        src, tgt = (self._as_given(u) if u else u for u in (self.src, self.tgt))
-        return src if tgt is None else brace_pair(src, tgt)
-
-    def _as_given(self, url: str) -> str:
-        return os.path.relpath(url, self.base) if self.base else url
-
-    def urls(self) -> list[str]:
-        return [self.src] if self.tgt is None else [self.src, self.tgt]
-
-
-def brace_pair(a: str, b: str) -> str:
-    """`/d/train.{en,zh}.gz` for `/d/train.en.gz` and `/d/train.zh.gz`: common ends kept,
-    the braces around whole words."""
-    head = 0
-    while head < min(len(a), len(b)) and a[head] == b[head]:
-        head += 1
-    while 0 < head < min(len(a), len(b)) and a[head - 1].isalnum() and a[head].isalnum():
-        head -= 1  # whole words in the braces: Book1_{en,cn}.txt, not Book1_{e,c}n.txt
-    tail = 0
-    while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
-        tail += 1
-    while 0 < tail < min(len(a), len(b)) - head and a[-tail].isalnum() and a[-1 - tail].isalnum():
-        tail -= 1
-    end = len(a) - tail, len(b) - tail
-    return f"{a[:head]}{{{a[head : end[0]]},{b[head : end[1]]}}}{a[end[0] :]}"
-
-
-def split_archive_url(url: str) -> tuple[str, str] | None:
-    """(member, archive) for fsspec's `tar://MEMBER::ARCHIVE` chained URL, else None."""
-    if not url.startswith(TAR_PREFIX) or "::" not in url:
-        return None
-    member, archive = url[len(TAR_PREFIX) :].split("::", 1)
-    return member.lstrip("/"), archive
-
-
-def archive_member(url: str) -> tuple[str, str, str] | None:
-    """(protocol, member, archive) for `tar://MEMBER::ARCHIVE` and `zip://MEMBER::ARCHIVE`,
-    else None."""
-    for prefix in ARCHIVE_PREFIXES:
-        if url.startswith(prefix) and "::" in url:
-            member, archive = url[len(prefix) :].split("::", 1)
-            return prefix[: -len("://")], member.lstrip("/"), archive
-    return None
-
-
-def file_name(url: str) -> str:
-    """The name a file's format and compression are read from: an archive member's own
-    (`zip://a.en.gz::b.zip` → `a.en.gz`); the last file of another chain."""
-    member = archive_member(url)
-    return member[1] if member else url.rsplit("::", 1)[-1]
-
-
-def compression_of(url: str) -> str | None:
-    """fsspec's name of the compression `url`'s name says (`gzip` for `.gz`), or None."""
-    return infer_compression(file_name(url))
-
-
-def without_compression(name: str) -> str:
-    """`a.sgm` for `a.sgm.gz`."""
-    compression = infer_compression(name)
-    return name.rsplit(".", 1)[0] if compression else name
 
 
 def _side_url(prefix: str, lang: str, compression: str) -> str:
@@ -213,33 +116,6 @@ def resolve_pair_prefix(
     ]
 
 
-def nearest(member: str, names: list[str]) -> str:
-    """The members nearest a misspelled one, as a hint (several: a pair's other side is
-    often as near as the one meant)."""
-    near = difflib.get_close_matches(member, names, n=3)
-    return f" (did you mean {' or '.join(near)}?)" if near else ""
-
-
-def missing(url: str) -> str:
-    """What a missing `url` is, in one line: a member not in its zip archive (with the
-    nearest), a missing archive, or a missing file."""
-    archived = archive_member(url)
-    if archived is None:
-        return f"no such file: {url}"
-    protocol, member, archive = archived
-    try:
-        with fsspec.open(archive, "rb") as f:
-            if protocol != "zip":
-                return f"no such file: {url}"
-            with zipfile.ZipFile(f) as zipped:
-                names = zipped.namelist()
-    except FileNotFoundError:
-        return f"no such file: {archive}, the archive of {url}"
-    except (OSError, zipfile.BadZipFile) as e:
-        return f"cannot read {archive}: {e}"
-    return f"{archive} has no member {member}{nearest(member, names)}"
-
-
 def _check_exists(url: str, option: str) -> str:
     """`url` made canonical, or InputError if it is not there (named with the `option`
     that gave it where its bucket is missing). A tar member is not looked for: finding
@@ -263,14 +139,19 @@ def resolve_pair(
     src: str, tgt: str, role: str, wanted: tuple[str, str] = (AUTO, AUTO)
 ) -> CorpusInput:
     """An explicit pair of line-aligned files (any URL; `tar://` and `zip://` members;
-    SGML files by their `.sgm` suffix), each side in its `wanted` encoding or `auto`."""
+    SGML files by their `.sgm` suffix: `registry.pair_reader`), each side in its
+    `wanted` encoding or `auto`."""
     option = f"--{role}-pair"
     found = _check_exists(src, option), _check_exists(tgt, option)
     if found[0] == found[1]:
         raise ConfigError(f"{src} is both sides of a pair")
     rel = _is_relative(src) and _is_relative(tgt)
     return CorpusInput(
-        role, *found, base=base_of(rel), encodings=tuple(encodings.checked(e) for e in wanted)
+        role,
+        *found,
+        base=base_of(rel),
+        reader=registry.pair_reader(found),
+        encodings=tuple(encodings.checked(e) for e in wanted),
     )
 
 
@@ -305,6 +186,6 @@ def resolve_tsv(
     rel = _is_relative(pattern) and not split_archive_url(pattern)
     found = (encodings.checked(wanted), AUTO)
     return [
-        CorpusInput(role, url, None, columns, base_of(rel), encodings=found)
+        CorpusInput(role, url, None, columns, base_of(rel), reader="tsv", encodings=found)
         for url in resolve_files(pattern, "--tsv")
     ]

@@ -19,12 +19,20 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from nmtpipe.transforms.formats.corpus.records import table_chunk, tree_of_value
-from nmtpipe.transforms.storage import raw_corpus
+from nmtpipe.transforms.corpus.base import Reader
+from nmtpipe.transforms.corpus.fields import Tree
+from nmtpipe.transforms.corpus.inputs import CorpusInput
+from nmtpipe.transforms.corpus.raw_corpus import (
+    BAD_RECORD,
+    INVALID_UTF8,
+    RawChunk,
+    Unread,
+    open_lines,
+)
+from nmtpipe.transforms.corpus.readers.lines import ChunkRef, LinesReader, load_chunks, plan_chunks
+from nmtpipe.transforms.corpus.records import table_chunk, tree_of_value
+from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.storage.encodings import UTF8
-from nmtpipe.transforms.storage.inputs import CorpusInput
-from nmtpipe.transforms.storage.raw_corpus import ChunkRef, RawChunk, Unread, open_lines
-from nmtpipe.transforms.text.filters import BAD_RECORD, INVALID_UTF8
 
 
 class JsonLinesRef(NamedTuple):
@@ -48,19 +56,31 @@ def first_object(inp: CorpusInput, looked_at: int = 100) -> dict:
     return {}
 
 
-def plan(inp: CorpusInput, chunk_lines: int) -> Iterator[JsonLinesRef | RawChunk]:
-    """The chunks of a JSON Lines file: byte ranges of a plain one, parsed where
-    they are loaded, else its lines read and parsed here."""
-    for chunk in raw_corpus.plan_chunks(inp, chunk_lines):
-        if isinstance(chunk, ChunkRef):
-            yield JsonLinesRef(chunk, inp)
-        else:
-            yield parse(chunk, inp)
+class JsonLinesReader(Reader):
+    """JSON Lines files, planned as the lines of a TSV file are and parsed where the
+    lines are loaded."""
 
+    NAME = "jsonl"
+    TABLE = True
+    SUFFIXES = (".jsonl", ".json", ".ndjson")
+    SPLIT = LinesReader.SPLIT
 
-def load(ref: JsonLinesRef) -> Iterator[RawChunk]:
-    for chunk in raw_corpus.load_chunks(ref.ref):
-        yield parse(chunk, ref.inp)
+    def fields(self, inp: CorpusInput) -> Tree:
+        tree = first_object(inp)
+        if not tree:
+            raise InputError(f"{inp.src}: its first line is not a JSON object")
+        return tree
+
+    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[JsonLinesRef | RawChunk]:
+        for chunk in plan_chunks(inp, chunk_lines):
+            yield JsonLinesRef(chunk, inp) if isinstance(chunk, ChunkRef) else parse(chunk, inp)
+
+    def load(self, piece: Any) -> Iterator[RawChunk]:
+        if not isinstance(piece, JsonLinesRef):
+            yield piece
+            return
+        for chunk in load_chunks(piece.ref):
+            yield parse(chunk, piece.inp)
 
 
 def _schema(fields: tuple[str, str]) -> pa.Schema:

@@ -9,13 +9,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from nmtpipe.transforms.corpus import registry
+from nmtpipe.transforms.corpus.fields import default_fields, matches, parse_fields
+from nmtpipe.transforms.corpus.raw_corpus import RawChunk
+from nmtpipe.transforms.corpus.readers.arrow_files import TableRef
+from nmtpipe.transforms.corpus.readers.jsonl import JsonLinesRef
+from nmtpipe.transforms.corpus.tables import resolve_tables
 from nmtpipe.transforms.errors import ConfigError, InputError
-from nmtpipe.transforms.formats.corpus import chunks
-from nmtpipe.transforms.formats.corpus.arrow_files import TableRef
-from nmtpipe.transforms.formats.corpus.fields import default_fields, matches, parse_fields
-from nmtpipe.transforms.formats.corpus.jsonl import JsonLinesRef
-from nmtpipe.transforms.formats.corpus.tables import resolve_tables
-from nmtpipe.transforms.storage.raw_corpus import RawChunk
 from tests.helpers import shared_lines
 
 datasets = pytest.importorskip("datasets")
@@ -34,8 +34,8 @@ def pairs_of(url: str, chunk_lines: int = 7, **how) -> list[tuple[int, str, str]
     """(record, src, tgt) of every record of the tables at `url`, through plan and load."""
     out = []
     for inp in resolve_tables(url, "train", LANGS, **how):
-        for planned in chunks.plan(inp, chunk_lines):
-            for chunk in chunks.load(planned):
+        for planned in registry.plan(inp, chunk_lines):
+            for chunk in registry.load(planned):
                 sides = chunk.src.decode().split("\n"), chunk.tgt.decode().split("\n")
                 out += [(chunk.first_line + i, *p) for i, p in enumerate(zip(*sides, strict=True))]
     return out
@@ -50,11 +50,11 @@ def test_parquet_arrow_and_json_lines_as_datasets_writes_them(tmp_path: Path):
     ds.to_json(str(tmp_path / "t.jsonl"))
     ds.save_to_disk(str(tmp_path / "saved"))
     (inp,) = resolve_tables(str(tmp_path / "t.parquet"), "train", LANGS)
-    assert (inp.layout, inp.fields) == ("parquet", ("translation.en", "translation.zh"))
+    assert (inp.reader, inp.fields) == ("parquet", ("translation.en", "translation.zh"))
     for url in ("t.parquet", "t.jsonl", "saved"):
         assert pairs_of(str(tmp_path / url)) == EXPECTED, url
     (saved,) = resolve_tables(str(tmp_path / "saved"), "train", LANGS)
-    assert saved.src == f"{tmp_path}/saved/data-00000-of-00001.arrow" and saved.layout == "arrow"
+    assert saved.src == f"{tmp_path}/saved/data-00000-of-00001.arrow" and saved.reader == "arrow"
 
 
 def test_flat_columns_named_as_the_languages_and_named_fields(tmp_path: Path):
@@ -74,16 +74,16 @@ def test_parquet_is_planned_by_row_groups_and_loaded_a_chunk_at_a_time(tmp_path:
     pq.write_table(table, tmp_path / "g.parquet", row_group_size=4)
     (inp,) = resolve_tables(str(tmp_path / "g.parquet"), "train", LANGS)
     assert inp.fields == ("pair.en", "pair.zh")  # the only struct with both languages
-    planned = list(chunks.plan(inp, 10))
-    assert all(isinstance(p, TableRef) for p in planned)
-    assert [p.parts for p in planned][:2] == [(0, 3), (3, 6)]  # 12 rows: 3 groups of 4
+    planned = list(registry.plan(inp, 10))
+    assert all(isinstance(p.part, TableRef) for p in planned)
+    assert [p.part.parts for p in planned][:2] == [(0, 3), (3, 6)]  # 12 rows: 3 groups of 4
     assert pairs_of(str(tmp_path / "g.parquet"), chunk_lines=10) == EXPECTED
-    loaded = list(chunks.load(planned[0]))
+    loaded = list(registry.load(planned[0]))
     assert [c.first_line for c in loaded] == [1, 11]  # 12 rows read 10 at a time
     pq.write_table(table, tmp_path / "big.parquet", row_group_size=len(EN))  # one group
     (big,) = resolve_tables(str(tmp_path / "big.parquet"), "train", LANGS)
-    streamed = list(chunks.plan(big, 10))  # read where planned: a ref would decode it all
-    assert all(isinstance(p, RawChunk) for p in streamed) and len(streamed) == 5
+    streamed = list(registry.plan(big, 10))  # read where planned: a ref would decode it all
+    assert all(isinstance(p.part, RawChunk) for p in streamed) and len(streamed) == 5
     assert pairs_of(str(tmp_path / "big.parquet"), chunk_lines=10) == EXPECTED
 
 
@@ -105,9 +105,9 @@ def test_json_lines_it_cannot_read_are_bad_records(tmp_path: Path):
     data = "\n".join(lines).encode() + b"\n" + b'{"translation": {"en": "x\xff", "zh": "y"}}\n'
     (tmp_path / "b.jsonl").write_bytes(data)
     (inp,) = resolve_tables(str(tmp_path / "b.jsonl"), "train", LANGS)
-    (planned,) = chunks.plan(inp, 100)
-    assert isinstance(planned, JsonLinesRef)  # a plain local file: byte ranges
-    (chunk,) = chunks.load(planned)
+    (planned,) = registry.plan(inp, 100)
+    assert isinstance(planned.part, JsonLinesRef)  # a plain local file: byte ranges
+    (chunk,) = registry.load(planned)
     assert chunk.src.decode("utf-8", "replace").split("\n")[::5] == ["Hi.", "Bye."]
     assert [(u.index, u.reason, u.detail[:24]) for u in chunk.unread] == [
         (1, "bad-record", "not JSON: Expecting prop"),
@@ -123,9 +123,9 @@ def test_what_the_driver_refuses(tmp_path: Path):
     datasets.DatasetDict({"train": ds, "validation": ds}).save_to_disk(str(tmp_path / "dd"))
     with pytest.raises(ConfigError, match=r"holds the splits train, validation: give one"):
         resolve_tables(str(tmp_path / "dd"), "train", LANGS)
-    (tmp_path / "t.csv").write_text("en,zh\n")
-    with pytest.raises(ConfigError, match=r"t\.csv: cannot tell a table's format"):
-        resolve_tables(str(tmp_path / "t.csv"), "train", LANGS)
+    (tmp_path / "t.xlsx").write_text("en,zh\n")
+    with pytest.raises(ConfigError, match=r"t\.xlsx: cannot tell a table's format"):
+        resolve_tables(str(tmp_path / "t.xlsx"), "train", LANGS)
     ds.to_parquet(str(tmp_path / "t.parquet"))
     with pytest.raises(InputError, match=r"no field translation\.de \(it has id, "
                        r"translation\.\{en,zh\}\)"):  # fmt: skip
@@ -158,7 +158,7 @@ def test_json_nested_past_the_parser_s_depth_is_a_bad_record_first_or_later(tmp_
         (4, "Hi.", "嗨。"),
     ]
     (inp,) = resolve_tables(str(tmp_path / "d.jsonl"), "train", LANGS)
-    (chunk,) = chunks.load(next(chunks.plan(inp, 100)))
+    (chunk,) = registry.load(next(registry.plan(inp, 100)))
     assert {(u.index, u.reason) for u in chunk.unread} == {(0, "bad-record"), (2, "bad-record")}
     assert chunk.unread[0].detail == "not JSON this reader takes: nested too deep"
 

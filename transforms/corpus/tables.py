@@ -12,53 +12,21 @@ so that a table without them is refused before any pipeline starts.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
+from nmtpipe.transforms.corpus import registry
+from nmtpipe.transforms.corpus.fields import checked_fields
+from nmtpipe.transforms.corpus.inputs import CorpusInput, compression_of
+from nmtpipe.transforms.corpus.registry import AUTO
+from nmtpipe.transforms.corpus.resolve import base_of, resolve_files
 from nmtpipe.transforms.errors import ConfigError, InputError
-from nmtpipe.transforms.formats.corpus import arrow_files, jsonl
-from nmtpipe.transforms.formats.corpus.fields import checked_fields
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.encodings import UTF8
-from nmtpipe.transforms.storage.inputs import (
-    ARROW,
-    JSONL,
-    PARQUET,
-    TMX,
-    CorpusInput,
-    base_of,
-    compression_of,
-    file_name,
-    resolve_files,
-    without_compression,
-)
 
-AUTO = "auto"
-FORMATS = (AUTO, PARQUET, JSONL, ARROW, TMX)
-SUFFIXES = {
-    ".parquet": PARQUET, ".pq": PARQUET,
-    ".jsonl": JSONL, ".json": JSONL, ".ndjson": JSONL,
-    ".arrow": ARROW, ".feather": ARROW,
-    ".tmx": TMX,
-}  # fmt: skip
-_SEEKED = (PARQUET, ARROW)  # read in parts: no compression around them
 _SAVED_STATE = "state.json"  # in a folder `Dataset.save_to_disk` wrote
 _SAVED_SPLITS = "dataset_dict.json"  # in one `DatasetDict.save_to_disk` wrote
-
-
-def format_of(url: str, named: str = AUTO) -> str:
-    """The table format of `url`: `named`, else its suffix's."""
-    if named != AUTO:
-        return named
-    name = without_compression(file_name(url)).lower()
-    found = SUFFIXES.get(os.path.splitext(name)[1])
-    if found is None:
-        known = ", ".join(SUFFIXES)
-        raise ConfigError(
-            f"{url}: cannot tell a table's format from its name (known: {known}); "
-            "name it with --table-format"
-        )
-    return found
 
 
 def _saved_dataset(url: str) -> list[str] | None:
@@ -100,35 +68,18 @@ def resolve_tables(
     named_format: str = AUTO,
     fields: tuple[str, str] | None = None,
 ) -> list[CorpusInput]:
-    """The tables a `--table` URL, glob or saved folder names, each with its format and
+    """The tables a `--table` URL, glob or saved folder names, each with its reader and
     its two fields (for a TMX, its two languages)."""
     base = base_of("://" not in pattern and not os.path.isabs(pattern))
     urls = _saved_dataset(pattern) if "::" not in pattern else None
     inputs = []
     for url in urls if urls is not None else resolve_files(pattern, _option(role)):
-        fmt = format_of(url, named_format if urls is None else ARROW)
-        if fmt in _SEEKED and compression_of(url) is not None:
-            raise ConfigError(f"{url}: a compressed {fmt} file cannot be read in parts; unpack it")
-        inp = CorpusInput(role, url, None, base=base, layout=fmt, encodings=(UTF8, UTF8))
-        inputs.append(_with_fields(inp, fields, langs))
+        name = registry.table_format(url, named_format if urls is None else "arrow")
+        reader = registry.reader(name)
+        if not reader.COMPRESSIBLE and compression_of(url) is not None:
+            raise ConfigError(f"{url}: a compressed {name} file cannot be read in parts; unpack it")
+        inp = CorpusInput(role, url, None, base=base, reader=name, encodings=(UTF8, UTF8))
+        tree = reader.fields(inp)
+        chosen = (fields or langs) if tree is None else checked_fields(tree, fields, langs, url)
+        inputs.append(dataclasses.replace(inp, fields=chosen))
     return inputs
-
-
-def _with_fields(
-    inp: CorpusInput, given: tuple[str, str] | None, langs: tuple[str, str]
-) -> CorpusInput:
-    if inp.layout == TMX:
-        return _replace(inp, given or langs)
-    if inp.layout == JSONL:
-        tree = jsonl.first_object(inp)
-        if not tree:
-            raise InputError(f"{inp.src}: its first line is not a JSON object")
-    else:
-        tree = arrow_files.tree(inp)
-    return _replace(inp, checked_fields(tree, given, langs, inp.src))
-
-
-def _replace(inp: CorpusInput, fields: tuple[str, str]) -> CorpusInput:
-    return CorpusInput(
-        inp.role, inp.src, None, inp.columns, inp.base, inp.layout, fields, inp.encodings
-    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import re
 from collections.abc import Iterator
@@ -9,19 +10,22 @@ from pathlib import Path
 
 import pytest
 
+from nmtpipe.transforms.corpus import registry
+from nmtpipe.transforms.corpus.inputs import CorpusInput
+from nmtpipe.transforms.corpus.readers import sgml
+from nmtpipe.transforms.corpus.readers.sgml import is_sgml, segment_texts, unescape
 from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
-from nmtpipe.transforms.formats.corpus import chunks, sgml
-from nmtpipe.transforms.formats.corpus.sgml import is_sgml, segment_texts, unescape
-from nmtpipe.transforms.storage.inputs import CorpusInput
 from tests.helpers import sgml_set, shared_lines, write_tgz
+
+SgmlPair = functools.partial(CorpusInput, reader="sgml")
 
 DOCS = ["d1", "d1", "d2"]
 
 
 def records(inp: CorpusInput, chunk_lines: int = 2) -> list[tuple[int, bytes, bytes]]:
     out = []
-    for planned in chunks.plan(inp, chunk_lines):
-        for chunk in chunks.load(planned):
+    for planned in registry.plan(inp, chunk_lines):
+        for chunk in registry.load(planned):
             pairs = zip(chunk.src.split(b"\n"), chunk.tgt.split(b"\n"), strict=True)
             out += [(chunk.first_line + i, s, t) for i, (s, t) in enumerate(pairs)]
     return out
@@ -33,7 +37,7 @@ def test_segments_in_order_unescaped_as_wmt_writes_them(tmp_path: Path):
     (tmp_path / "dev-src.en.sgm").write_bytes(sgml_set(en, DOCS, "en", ref=False))
     (tmp_path / "dev-ref.zh.sgm").write_bytes(sgml_set(zh, DOCS, "zh", ref=True))
     assert b"&quot;no&quot; &amp; left" in (tmp_path / "dev-src.en.sgm").read_bytes()
-    inp = CorpusInput("valid", str(tmp_path / "dev-src.en.sgm"), str(tmp_path / "dev-ref.zh.sgm"))
+    inp = SgmlPair("valid", str(tmp_path / "dev-src.en.sgm"), str(tmp_path / "dev-ref.zh.sgm"))
     got = records(inp)
     assert [(n, s.decode(), t.decode()) for n, s, t in got] == [
         (1, en[0], zh[0]),
@@ -80,12 +84,12 @@ def test_gzipped_sgml_inside_an_archive_and_plain_text_against_sgml(tmp_path: Pa
         },
     )
     assert is_sgml(f"tar://dev/a-src.en.sgm.gz::{archive}")
-    inp = CorpusInput(
+    inp = SgmlPair(
         "valid", f"tar://dev/a-src.en.sgm.gz::{archive}", f"tar://dev/a-ref.zh.sgm::{archive}"
     )
     assert [s.decode() for _, s, _ in records(inp)] == en
     (tmp_path / "ref.zh").write_text("\n".join(zh) + "\n", encoding="utf-8")
-    mixed = CorpusInput("valid", f"tar://dev/a-src.en.sgm.gz::{archive}", str(tmp_path / "ref.zh"))
+    mixed = SgmlPair("valid", f"tar://dev/a-src.en.sgm.gz::{archive}", str(tmp_path / "ref.zh"))
     assert [t.decode() for _, _, t in records(mixed)] == zh
 
 
@@ -97,8 +101,8 @@ def test_a_gb18030_sgml_file_is_found_and_kept_in_its_encoding(tmp_path: Path):
     (tmp_path / "r.zh.sgm").write_bytes(
         sgml_set(zh, docs, "zh", ref=True).decode().encode("gb18030")
     )
-    inp = CorpusInput("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
-    (first,) = [c for p in chunks.plan(inp, 1000) for c in chunks.load(p)]
+    inp = SgmlPair("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
+    (first,) = [c for p in registry.plan(inp, 1000) for c in registry.load(p)]
     assert first.encodings == ("utf-8", "gb18030")
     assert first.tgt.decode("gb18030").split("\n") == zh
 
@@ -116,20 +120,20 @@ def test_pairs_whose_segments_differ_are_refused_naming_both(
 ):
     (tmp_path / "s.en.sgm").write_bytes(sgml_set(["a", "b", "c"], DOCS, "en", ref=False))
     (tmp_path / "r.zh.sgm").write_bytes(sgml_set(["x"] * ref_lines, ref_docs, "zh", ref=True))
-    inp = CorpusInput("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
+    inp = SgmlPair("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
     with pytest.raises(CorpusAlignmentError, match=message):
-        list(chunks.plan(inp, 10))
+        list(registry.plan(inp, 10))
 
 
 def test_files_without_segments_are_refused(tmp_path: Path):
     (tmp_path / "s.en.sgm").write_bytes(b"just text\n")
     (tmp_path / "r.zh.sgm").write_bytes(sgml_set(["x"], ["d"], "zh", ref=True))
-    inp = CorpusInput("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
+    inp = SgmlPair("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
     with pytest.raises(CorpusAlignmentError, match=r"s\.en\.sgm has 0 segments but .* has 1"):
-        list(chunks.plan(inp, 10))
+        list(registry.plan(inp, 10))
     (tmp_path / "r.zh.sgm").write_bytes(b"also text\n")
     with pytest.raises(InputError, match=r"s\.en\.sgm: no <seg> elements"):
-        list(chunks.plan(inp, 10))
+        list(registry.plan(inp, 10))
 
 
 @pytest.mark.parametrize(
@@ -199,7 +203,7 @@ def test_a_pair_missing_the_same_close_is_refused_not_merged(tmp_path: Path):
     zh = sgml_set(["w", "x", "y", "z"], ["d"] * 4, "zh", ref=True)
     (tmp_path / "s.en.sgm").write_bytes(_without_close(en, 2))
     (tmp_path / "r.zh.sgm").write_bytes(_without_close(zh, 2))
-    inp = CorpusInput("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
+    inp = SgmlPair("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
     message = r"s\.en\.sgm: line 5: <seg id=2> has no </seg> before the <seg id=3> on line 6$"
     with pytest.raises(InputError, match=message):
         records(inp)

@@ -13,18 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
-from nmtpipe.transforms.storage.inputs import CorpusInput
-from nmtpipe.transforms.storage.raw_corpus import (
+from nmtpipe.transforms.corpus.inputs import CorpusInput
+from nmtpipe.transforms.corpus.raw_corpus import (
     MAX_RECORD_BYTES,
     SHOWN_BYTES,
-    ChunkRef,
     Overlong,
-    load_chunks,
-    plan_chunks,
     read_chunks,
     split_lines,
 )
+from nmtpipe.transforms.corpus.readers.lines import ChunkRef, load_chunks, plan_chunks
+from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
 
 COMPRESSORS = {"": lambda b: b, ".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
 

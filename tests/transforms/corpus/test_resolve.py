@@ -1,4 +1,5 @@
-"""Resolving fairseq-style prefixes, globs, archives and TSV inputs."""
+"""Resolving fairseq-style prefixes, globs, archives and TSV inputs, and the names of
+files in archives."""
 
 from __future__ import annotations
 
@@ -8,19 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from nmtpipe.transforms.errors import ConfigError, InputError
-from nmtpipe.transforms.storage.inputs import (
+from nmtpipe.transforms.corpus.inputs import (
     CorpusInput,
     archive_member,
     brace_pair,
     compression_of,
     file_name,
+    without_compression,
+)
+from nmtpipe.transforms.corpus.resolve import (
     parse_columns,
     resolve_pair,
     resolve_pair_prefix,
     resolve_tsv,
-    without_compression,
 )
+from nmtpipe.transforms.errors import ConfigError, InputError
 
 
 def test_prefix_finds_compression_suffixes_by_itself(tmp_path: Path):

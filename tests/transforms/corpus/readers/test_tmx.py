@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from nmtpipe.transforms.corpus import registry
+from nmtpipe.transforms.corpus.readers import tmx
+from nmtpipe.transforms.corpus.tables import resolve_tables
 from nmtpipe.transforms.errors import InputError
-from nmtpipe.transforms.formats.corpus import chunks, tmx
-from nmtpipe.transforms.formats.corpus.tables import resolve_tables
 
 LANGS = ("en", "zh")
 HEAD = (
@@ -34,7 +35,7 @@ def unit(en: str, zh: str, zh_code: str = "zh") -> str:
 
 def read(path: Path, chunk_units: int = 2, **how):
     (inp,) = resolve_tables(str(path), "train", LANGS, **how)
-    return [c for p in chunks.plan(inp, chunk_units) for c in chunks.load(p)]
+    return [c for p in registry.plan(inp, chunk_units) for c in registry.load(p)]
 
 
 def pairs(found) -> list[tuple[int, str, str]]:

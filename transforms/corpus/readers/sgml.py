@@ -28,10 +28,9 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
-from nmtpipe.transforms.storage import encodings
-from nmtpipe.transforms.storage.inputs import CorpusInput, file_name, without_compression
-from nmtpipe.transforms.storage.raw_corpus import (
+from nmtpipe.transforms.corpus.base import Reader
+from nmtpipe.transforms.corpus.inputs import CorpusInput, file_name, without_compression
+from nmtpipe.transforms.corpus.raw_corpus import (
     RawChunk,
     Side,
     open_binary,
@@ -39,6 +38,8 @@ from nmtpipe.transforms.storage.raw_corpus import (
     read_chunks,
     text_blocks,
 )
+from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
+from nmtpipe.transforms.storage import encodings
 
 SUFFIXES = (".sgm", ".sgml")
 # Bytes a segment may hold: a thousand times the longest line the filters keep by
@@ -238,9 +239,16 @@ def _pair_chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk]:
             first += len(got[0])
 
 
-def chunks(inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk]:
-    """The pairs of a file pair of which one side or both are SGML."""
-    if inp.tgt is not None and is_sgml(inp.src) and is_sgml(inp.tgt):
-        yield from _pair_chunks(inp, chunk_lines)
-    else:
-        yield from read_chunks(inp, chunk_lines, open_side)
+class SgmlReader(Reader):
+    """A pair of files of which one side or both are SGML. Read where it is planned: a
+    segment's number is known only by reading the segments before it."""
+
+    NAME = "sgml"
+    PAIRED = True
+    SUFFIXES = SUFFIXES
+    SPLIT = "streamed by one worker (segments are numbered by reading)"
+
+    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk]:
+        if inp.tgt is not None and is_sgml(inp.src) and is_sgml(inp.tgt):
+            return _pair_chunks(inp, chunk_lines)
+        return read_chunks(inp, chunk_lines, open_side)

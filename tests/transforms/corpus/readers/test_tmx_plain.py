@@ -7,8 +7,8 @@ from xml.parsers import expat
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nmtpipe.transforms.formats.corpus import tmx_plain
-from nmtpipe.transforms.formats.corpus.tmx import _parse
+from nmtpipe.transforms.corpus.readers import tmx_plain
+from nmtpipe.transforms.corpus.readers.tmx import _parse
 
 # Pieces of text: plain ones, and each thing that makes a text other than plain or no XML.
 PLAIN = [

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nmtpipe.transforms.formats.corpus.fields import Tree
+from nmtpipe.transforms.corpus.fields import Tree
+from nmtpipe.transforms.corpus.inputs import CorpusInput
+from nmtpipe.transforms.corpus.raw_corpus import RawChunk, Unread
 from nmtpipe.transforms.storage.encodings import UTF8
-from nmtpipe.transforms.storage.inputs import CorpusInput
-from nmtpipe.transforms.storage.raw_corpus import RawChunk, Unread
 
 
 def schema_tree(schema: pa.Schema | pa.StructType) -> Tree:

@@ -1,0 +1,56 @@
+"""What a corpus reader is: one class that knows its name, the file names it reads, how
+an input it reads is completed on the driver, how the input is cut into pieces there,
+and how a worker loads one piece into chunks of raw records.
+
+`nmtpipe prepare` resolves every input to a reader by name (`registry.py`): the
+prefixes and pairs of line-aligned files to `lines` (or `sgml` by a file's suffix),
+`--tsv` to `tsv`, `--table` to the reader its suffix or `--table-format` names. The
+shape is Beam's `FileBasedSource` (a source says how it splits and reads a range) and
+HF datasets' packaged modules (one module a format); a new format is a module in
+`readers/` and a `register` line in `registry.py`.
+
+A piece is anything picklable a reader's `plan` yields: a reference its `load` opens on
+a worker (a byte range, a row group, a TMX fragment), or a chunk already read where the
+input cannot be split (one gzip stream, a tar member), which `load` passes on.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from nmtpipe.transforms.corpus.fields import Tree
+from nmtpipe.transforms.corpus.inputs import CorpusInput
+from nmtpipe.transforms.corpus.raw_corpus import RawChunk
+
+
+class Reader(ABC):
+    """A corpus format. Readers hold no state: one instance serves every input."""
+
+    NAME: ClassVar[str]  # what `CorpusInput.reader` and `--table-format` say
+    SUFFIXES: ClassVar[tuple[str, ...]] = ()  # file names it reads (before compression)
+    # Given with `--table`: records whose two fields are chosen on the driver (`fields`),
+    # their encoding the format's; else lines of text in an encoding found or named.
+    TABLE: ClassVar[bool] = False
+    PAIRED: ClassVar[bool] = False  # reads a pair of files, one side each (`pair_reader`)
+    COMPRESSIBLE: ClassVar[bool] = True  # False: read in parts, so never compressed
+    INFLATION: ClassVar[int] = 1  # text bytes a stored byte holds (its own compression)
+    # How it is spread over workers, for the docs' table of readers and the plan's log.
+    SPLIT: ClassVar[str]
+
+    def fields(self, inp: CorpusInput) -> Tree | None:
+        """The shape of a table's records (its fields' types), read on the driver, that
+        the pair's two fields are chosen from; None where they are the pair's
+        languages (a TMX's `xml:lang`)."""
+        raise NotImplementedError(f"{self.NAME} is not a table")
+
+    @abstractmethod
+    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[Any]:
+        """The pieces of `inp`, about `chunk_lines` records each, on the worker that
+        lists it."""
+
+    def load(self, piece: Any) -> Iterator[RawChunk]:
+        """The raw chunks of one piece, on the worker that cleans them (by default the
+        piece is a chunk read where it was planned)."""
+        yield piece
