@@ -28,6 +28,7 @@ from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep
 from nmtpipe.pipelines.workflow.steps.protocol import Log, Written
 from nmtpipe.pipelines.workflow.steps.runner import run_step
 from nmtpipe.transforms.beam.prepare import PrepareCorpus
+from nmtpipe.transforms.corpus import registry
 from nmtpipe.transforms.errors import InputError, OutputError
 from nmtpipe.transforms.formats.dataset_card import dataset_card, split_shards
 from nmtpipe.transforms.formats.pair_shards import write_rejects
@@ -214,6 +215,7 @@ def check_consistent(files: list[dict[str, Any]], stats: dict[str, Any]) -> None
         )
 
 
+_NAMED_WHOLE = 3  # inputs read whole the plan's line names (and counts the rest)
 OURS = re.compile(
     r"^((train|valid|test)-\d{5}-of-\d{5}\.parquet|counts/.*\.parquet|rejects/.*\.parquet)$"
 )
@@ -254,10 +256,20 @@ class PrepareStep(BeamStep):
     def announce(self, runner: str, options: PipelineOptions) -> str:
         plan = self.plan
         shards = ", ".join(f"{n} {split}" for split, n in plan.clean.split.shards)
-        return (
+        line = (
             f"preparing {len(plan.inputs)} input(s) into {self.output} ({shards} shard(s)) "
             f"on {runner}"
         )
+        whole = [
+            f"{inp.origin} ({why})"
+            for inp in plan.inputs
+            if (why := registry.reader(inp.reader).whole(inp)) is not None
+        ]
+        if whole:
+            shown = ", ".join(whole[:_NAMED_WHOLE])
+            more = f" and {len(whole) - _NAMED_WHOLE} more" if len(whole) > _NAMED_WHOLE else ""
+            line += f"; read by one worker each, as they cannot be split: {shown}{more}"
+        return line
 
     def graph(self, options: PipelineOptions, meter: Meter | None = None) -> PrepareCorpus:
         check_named_encodings(self.plan.inputs)  # before any work

@@ -44,6 +44,8 @@ from nmtpipe.transforms.beam.prepare_fns import (
     WriteCountsFn,
     WritePairShardsFn,
     WriteRejectsFn,
+    measure_part,
+    survey_input,
 )
 from nmtpipe.transforms.beam.quality import FindNearDuplicates, LearnScores, learned_partial
 from nmtpipe.transforms.corpus.inputs import CorpusInput
@@ -80,7 +82,13 @@ class PrepareSpec:
 class CleanChunks(beam.PTransform):
     """CorpusInputs → their pair batches keyed by (split, shard) (main output `pairs`),
     with the `rejects`, partial token `counts`, `stats`, `protected` keys and `pending`
-    pairs of every chunk tagged."""
+    pairs of every chunk tagged.
+
+    An input is read in up to three stages (`corpus/base.py`), each spread over the
+    workers: its parts measured (a plain file's spans, their line ends counted), the
+    measures gathered by input and cut into pieces, and the pieces read and cleaned
+    where they land; only the measures and the pieces, never the text of a file that
+    can be split, pass through the shuffles."""
 
     def __init__(
         self, spec: PrepareSpec, spill_dir: str | None, meter: Meter | None = None
@@ -101,6 +109,10 @@ class CleanChunks(beam.PTransform):
         )
         return (
             inputs
+            | "Survey" >> beam.FlatMap(survey_input)
+            | "SpreadParts" >> beam.Reshuffle()
+            | "Measure" >> beam.Map(measure_part)
+            | "GatherParts" >> beam.GroupByKey()
             | "PlanChunks" >> beam.ParDo(PlanChunksFn(s.chunk_lines))
             | "Redistribute" >> beam.Reshuffle()
             | "Clean"

@@ -83,17 +83,36 @@ def ship_rejects(
         yield TaggedOutput(REJECTS, item)
 
 
+Measured = tuple[CorpusInput, Any, Any]  # an input, a part of it, what the part holds
+
+
+def survey_input(inp: CorpusInput) -> Iterator[tuple[str, tuple[CorpusInput, Any]]]:
+    """An input's parts to measure (`Reader.survey`), keyed by the input (its first
+    file: no two inputs share one); one empty part where it has none, so that it is
+    planned all the same."""
+    for part in registry.survey(inp) or [None]:
+        yield inp.src, (inp, part)
+
+
+def measure_part(keyed: tuple[str, tuple[CorpusInput, Any]]) -> tuple[str, Measured]:
+    """What one part of an input holds that its plan needs (`Reader.measure`)."""
+    key, (inp, part) = keyed
+    return key, (inp, part, None if part is None else registry.measure(inp, part))
+
+
 class PlanChunksFn(beam.DoFn):
-    """CorpusInput → its pieces (`corpus/registry.py`): references the cleaning workers
-    read (byte ranges of plain files, row groups, TMX fragments), or records read here
-    where the input cannot be split."""
+    """An input's measured parts → its pieces (`corpus/registry.py`): references the
+    cleaning workers read (lines of plain files, row groups, TMX fragments), or records
+    read here where the input cannot be split."""
 
     def __init__(self, chunk_lines: int) -> None:
         self.chunk_lines = chunk_lines
         self.chunks = Metrics.counter(NAMESPACE, "chunks")
 
-    def process(self, inp: CorpusInput) -> Iterator[Any]:
-        for chunk in registry.plan(inp, self.chunk_lines):
+    def process(self, grouped: tuple[str, Iterable[Measured]]) -> Iterator[Any]:
+        found = list(grouped[1])
+        measured = [(part, what) for _, part, what in found if part is not None]
+        for chunk in registry.plan(found[0][0], self.chunk_lines, measured):
             self.chunks.inc()
             yield chunk
 

@@ -9,15 +9,19 @@ shape is Beam's `FileBasedSource` (a source says how it splits and reads a range
 HF datasets' packaged modules (one module a format); a new format is a module in
 `readers/` and a `register` line in `registry.py`.
 
-A piece is anything picklable a reader's `plan` yields: a reference its `load` opens on
-a worker (a byte range, a row group, a TMX fragment), or a chunk already read where the
-input cannot be split (one gzip stream, a tar member), which `load` passes on.
+Planning has up to three stages, each on whatever worker the runner picks: `survey` lists
+parts of an input (byte spans of a plain file), `measure` finds what planning needs in
+each (its line ends), in parallel, and `plan` cuts the input into pieces from what was
+measured. A piece is anything picklable `plan` yields: a reference its `load` opens on
+the worker that cleans it (lines of a plain file, row groups, a TMX fragment), or a
+chunk already read where the input cannot be split (one gzip stream, a tar member),
+which `load` passes on.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from nmtpipe.transforms.corpus.fields import Tree
@@ -39,16 +43,34 @@ class Reader(ABC):
     # How it is spread over workers, for the docs' table of readers and the plan's log.
     SPLIT: ClassVar[str]
 
+    def whole(self, inp: CorpusInput) -> str | None:
+        """Why one worker reads all of `inp` (a stream that cannot be split), for the
+        plan's line; None where many share its pieces."""
+        return None
+
     def fields(self, inp: CorpusInput) -> Tree | None:
         """The shape of a table's records (its fields' types), read on the driver, that
         the pair's two fields are chosen from; None where they are the pair's
         languages (a TMX's `xml:lang`)."""
         raise NotImplementedError(f"{self.NAME} is not a table")
 
+    def survey(self, inp: CorpusInput) -> list[Any]:
+        """Parts of `inp` that workers `measure` in parallel before it is planned (spans
+        of a plain file, whose line ends are counted); none where what planning needs is
+        read by the planner (a footer, a header) or the input is read where planned."""
+        return []
+
+    def measure(self, inp: CorpusInput, part: Any) -> Any:
+        """What a worker finds in one surveyed part, for `plan` (small: it crosses a
+        shuffle)."""
+        raise NotImplementedError(f"{self.NAME} surveys nothing")
+
     @abstractmethod
-    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[Any]:
+    def plan(
+        self, inp: CorpusInput, chunk_lines: int, measured: Sequence[tuple[Any, Any]]
+    ) -> Iterator[Any]:
         """The pieces of `inp`, about `chunk_lines` records each, on the worker that
-        lists it."""
+        plans it, from its surveyed parts and what was measured in each (in no order)."""
 
     def load(self, piece: Any) -> Iterator[RawChunk]:
         """The raw chunks of one piece, on the worker that cleans them (by default the

@@ -2,14 +2,15 @@
 `register` line here, which also gives `--table-format` its choices, the docs their
 table of readers and the plan its size estimate.
 
-`plan` runs on the worker that lists an input, `load` on the worker that cleans a
-piece; a piece travels with its reader's name, so a worker needs nothing else to open it.
+`survey`, `measure` and `plan` run on the workers that plan an input (`Reader`), `load`
+on the worker that cleans a piece; a piece travels with its reader's name, so a worker
+needs nothing else to open it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from nmtpipe.transforms.corpus.base import Reader
@@ -101,9 +102,25 @@ class Piece(NamedTuple):
     part: Any
 
 
-def plan(inp: CorpusInput, chunk_lines: int) -> Iterator[Piece]:
-    """The pieces of `inp`, each about `chunk_lines` records."""
-    for part in reader(inp.reader).plan(inp, chunk_lines):
+def survey(inp: CorpusInput) -> list[Any]:
+    """The parts of `inp` to measure before it is planned (`Reader.survey`)."""
+    return reader(inp.reader).survey(inp)
+
+
+def measure(inp: CorpusInput, part: Any) -> Any:
+    """What one surveyed part of `inp` holds that its plan needs (`Reader.measure`)."""
+    return reader(inp.reader).measure(inp, part)
+
+
+def plan(
+    inp: CorpusInput, chunk_lines: int, measured: Sequence[tuple[Any, Any]] | None = None
+) -> Iterator[Piece]:
+    """The pieces of `inp`, each about `chunk_lines` records, from its parts `measured`
+    (surveyed and measured here where None: one process's whole plan)."""
+    found = reader(inp.reader)
+    if measured is None:
+        measured = [(part, found.measure(inp, part)) for part in found.survey(inp)]
+    for part in found.plan(inp, chunk_lines, measured):
         yield Piece(inp.reader, part)
 
 

@@ -10,8 +10,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.corpus.raw_corpus import (
@@ -21,8 +19,7 @@ from nmtpipe.transforms.corpus.raw_corpus import (
     read_chunks,
     split_lines,
 )
-from nmtpipe.transforms.corpus.readers.lines import ChunkRef, load_chunks, plan_chunks
-from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
+from nmtpipe.transforms.errors import InputError
 
 COMPRESSORS = {"": lambda b: b, ".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}
 
@@ -61,18 +58,6 @@ def test_bom_is_stripped_and_crlf_and_unicode_separators_kept_for_later(tmp_path
     got = lines_of(CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh")))
     # Only "\n" ends a line: U+2028 stays inside line 2, CR is the cleaner's job.
     assert [s for _, s, _ in got] == [b"a\r", b"b\xe2\x80\xa8c\r"]
-
-
-@pytest.mark.parametrize("chunk_lines", [1, 2, 1000])
-def test_different_line_counts_name_both_files_and_counts(tmp_path: Path, chunk_lines: int):
-    (tmp_path / "c.en").write_bytes(b"a\nb\nc\n")
-    (tmp_path / "c.zh").write_bytes(b"x\ny\n")
-    inp = CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh"))
-    expected = f"{tmp_path}/c.en has 3 lines but {tmp_path}/c.zh has 2"
-    with pytest.raises(CorpusAlignmentError, match=expected):
-        list(read_chunks(inp, chunk_lines))
-    with pytest.raises(CorpusAlignmentError, match=expected):
-        list(plan_chunks(inp, chunk_lines))
 
 
 def test_members_of_a_tgz_archive(tmp_path: Path):
@@ -134,55 +119,6 @@ def test_corrupt_compressed_file_is_an_input_error(tmp_path: Path):
         list(read_chunks(inp, 10))
 
 
-@settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    lines=st.lists(st.binary(max_size=6).map(lambda b: b.replace(b"\n", b"")), max_size=12),
-    final_newline=st.booleans(),
-    chunk_lines=st.integers(1, 5),
-)
-def test_byte_range_chunks_equal_streamed_chunks(tmp_path: Path, lines, final_newline, chunk_lines):
-    data = b"\n".join(lines) + (b"\n" if final_newline and lines else b"")
-    (tmp_path / "h.en").write_bytes(data)
-    (tmp_path / "h.zh").write_bytes(data)
-    # Named UTF-8: random bytes may look like UTF-16 to the detector, which reads it whole.
-    utf8 = ("utf-8", "utf-8")
-    inp = CorpusInput("train", str(tmp_path / "h.en"), str(tmp_path / "h.zh"), encodings=utf8)
-    streamed = list(read_chunks(inp, chunk_lines))
-    ranged = [c for ref in plan_chunks(inp, chunk_lines) for c in load_chunks(ref)]
-    assert ranged == streamed
-
-
-def test_compressed_and_remote_inputs_are_streamed_not_ranged(tmp_path: Path):
-    (tmp_path / "c.en.gz").write_bytes(gzip.compress(b"a\n"))
-    (tmp_path / "c.zh.gz").write_bytes(gzip.compress(b"b\n"))
-    inp = CorpusInput("train", str(tmp_path / "c.en.gz"), str(tmp_path / "c.zh.gz"))
-    (chunk,) = plan_chunks(inp, 10)
-    assert chunk.src == b"a"  # the lines themselves, not a byte range
-
-
-def test_a_gb18030_side_with_crlf_is_planned_as_byte_ranges_with_its_encoding(tmp_path: Path):
-    zh = ["你好。", "再见。"] * 200
-    (tmp_path / "c.en").write_bytes(b"hi\r\nbye\r\n" * 200)
-    (tmp_path / "c.zh").write_bytes(("\r\n".join(zh) + "\r\n").encode("gb18030"))
-    inp = CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh"))
-    refs = list(plan_chunks(inp, 150))
-    assert all(ref.encodings == ("utf-8", "gb18030") for ref in refs)
-    (chunk,) = load_chunks(refs[0])
-    assert chunk.tgt.decode("gb18030").split("\r\n")[:2] == zh[:2]
-    assert [c.tgt for c in read_chunks(inp, 150)] == [c.tgt for r in refs for c in load_chunks(r)]
-
-
-def test_utf16_is_transcoded_as_it_streams(tmp_path: Path):
-    (tmp_path / "c.en").write_bytes("one\r\ntwo\r\n".encode("utf-16"))
-    (tmp_path / "c.zh").write_bytes("一\n二\n".encode("utf-16-be"))  # no mark: told by NULs
-    inp = CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh"))
-    (chunk,) = plan_chunks(inp, 10)  # not byte ranges: lines are not split on b"\n" there
-    assert (chunk.src, chunk.tgt) == (b"one\r\ntwo\r", "一\n二".encode())
-    assert chunk.encodings == ("utf-16", "utf-16-be")
-
-
 def test_zip_members_and_compressed_tar_members(tmp_path: Path):
     import zipfile
 
@@ -215,91 +151,3 @@ def test_lines_around_an_overlong_one_are_read_as_they_are():
     lines = list(split_lines(blocks))
     assert lines == [b"a", b"bb", long[:SHOWN_BYTES], b"ccc", b"d" * MAX_RECORD_BYTES]
     assert [type(line) for line in lines][2] is Overlong and lines[2].size == len(long)
-
-
-@pytest.mark.parametrize("suffix", ["", ".gz"])
-def test_a_pair_with_an_overlong_line_is_a_too_long_reject_in_both_readers(tmp_path, suffix):
-    """Ranged (plain) and streamed (.gz) chunks: the pair is unread, the rest as read."""
-    long = b"w" * (3 * MAX_RECORD_BYTES)
-    src = b"one\n" + long + b"\nthree\n"
-    tgt = "一\n二\n三\n".encode()
-    for lang, data in (("en", src), ("zh", tgt)):
-        (tmp_path / f"c.{lang}{suffix}").write_bytes(COMPRESSORS[suffix](data))
-    inp = CorpusInput("train", str(tmp_path / f"c.en{suffix}"), str(tmp_path / f"c.zh{suffix}"))
-    (planned,) = plan_chunks(inp, 10)
-    (chunk,) = [planned] if suffix else load_chunks(planned)
-    assert chunk.src == b"one\n\nthree" and chunk.tgt == "一\n\n三".encode()
-    (unread,) = chunk.unread
-    assert (unread.index, unread.reason, unread.tgt) == (1, "too-long", "二".encode())
-    assert unread.src == long[:SHOWN_BYTES]
-    assert unread.detail == f"src has a line of {len(long):,} bytes (limit 65,536): not read"
-
-
-def _records(chunks) -> list[tuple[int, bytes, bytes]]:
-    """(line number, src, tgt) of every line of `chunks`."""
-    return [
-        (c.first_line + i, s, t)
-        for c in chunks
-        for i, (s, t) in enumerate(zip(c.src.split(b"\n"), c.tgt.split(b"\n"), strict=True))
-    ]
-
-
-@pytest.mark.parametrize("suffix", ["", ".gz"])
-def test_many_long_lines_make_more_chunks_not_a_larger_one(tmp_path: Path, suffix: str):
-    """A side's bytes end a chunk before `chunk_lines` do, both sides at the same line,
-    byte ranges (plain) and streams (.gz) alike; the lines are those of one big chunk."""
-    src = b"".join(b"%d " % i + b"e" * (i % 700) + b"\n" for i in range(2000))
-    tgt = b"".join(b"%d " % i + b"z" * 10 + b"\n" for i in range(2000))
-    for lang, data in (("en", src), ("zh", tgt)):
-        (tmp_path / f"c.{lang}{suffix}").write_bytes(COMPRESSORS[suffix](data))
-    inp = CorpusInput("train", str(tmp_path / f"c.en{suffix}"), str(tmp_path / f"c.zh{suffix}"))
-    whole = list(read_chunks(inp, 5000))
-    cut = list(read_chunks(inp, 5000, chunk_bytes=100_000))
-    (planned,) = plan_chunks(inp, 5000)
-    loaded = [planned] if suffix else list(load_chunks(planned, chunk_bytes=100_000))
-    assert len(whole) == 1 and len(cut) == 5 and _records(cut) == _records(whole)
-    assert suffix or (len(loaded) == 5 and _records(loaded) == _records(whole))
-    bounded = cut if suffix else cut + loaded
-    assert max(len(c.src) for c in bounded) < 100_000 + 256 * 700
-
-
-def test_a_range_streamed_in_chunks_keeps_its_mark_dropped_and_its_overlong_lines_unread(
-    tmp_path: Path,
-):
-    long = b"w" * (MAX_RECORD_BYTES + 1)
-    (tmp_path / "c.en").write_bytes(b"\xef\xbb\xbfone\n" + b"two\n" * 600 + long + b"\nend\n")
-    (tmp_path / "c.zh").write_bytes(b"x\n" * 602 + b"y\n")
-    inp = CorpusInput(
-        "train", str(tmp_path / "c.en"), str(tmp_path / "c.zh"), encodings=("utf-8",) * 2
-    )
-    (ref,) = plan_chunks(inp, 1000)
-    chunks = list(load_chunks(ref, chunk_bytes=1000))
-    assert [c.first_line for c in chunks] == [1, 513]  # 256 lines at a time
-    records = _records(chunks)
-    assert records[0] == (1, b"one", b"x") and records[-1] == (603, b"end", b"y")
-    (unread,) = chunks[-1].unread
-    assert (chunks[-1].first_line + unread.index, unread.reason) == (602, "too-long")
-
-
-@pytest.mark.parametrize("store", ["memory", "s3"])
-def test_plain_files_in_an_object_store_are_read_by_range_as_local_ones_are(
-    tmp_path: Path, store: str, request
-):
-    """Planned as byte ranges (no text through the shuffle), loaded as local files are."""
-    import fsspec
-
-    root = "memory://ranged" if store == "memory" else request.getfixturevalue("s3")
-    fs, _ = fsspec.core.url_to_fs(root)
-    sides = {"en": b"".join(b"line %d\n" % i for i in range(300)), "zh": "行\n".encode() * 300}
-    for lang, data in sides.items():
-        fs.pipe(f"{root}/c.{lang}", data)
-        (tmp_path / f"c.{lang}").write_bytes(data)
-    stored = CorpusInput("train", f"{root}/c.en", f"{root}/c.zh")
-    local = CorpusInput("train", str(tmp_path / "c.en"), str(tmp_path / "c.zh"))
-
-    def loaded(inp: CorpusInput) -> list[tuple[int, bytes, bytes | None]]:
-        refs = list(plan_chunks(inp, 100))
-        assert all(isinstance(ref, ChunkRef) for ref in refs) and len(refs) == 3
-        return [(c.first_line, c.src, c.tgt) for ref in refs for c in load_chunks(ref)]
-
-    assert loaded(stored) == loaded(local)

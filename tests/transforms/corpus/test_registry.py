@@ -5,7 +5,7 @@ suffix and prepared end to end."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -43,9 +43,15 @@ class ToyReader(Reader):
     def fields(self, inp: CorpusInput) -> dict:
         return {"source": "string", "target": "string"}
 
-    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[ToyRange]:
+    def survey(self, inp: CorpusInput) -> list[str]:
+        return ["lines"]  # one part, measured by some worker: how many lines the file has
+
+    def measure(self, inp: CorpusInput, part: str) -> int:
         with open(inp.src, encoding="utf-8") as f:
-            total = sum(1 for _ in f)
+            return sum(1 for _ in f)
+
+    def plan(self, inp: CorpusInput, chunk_lines: int, measured: Sequence) -> Iterator[ToyRange]:
+        ((_, total),) = measured
         for first in range(1, total + 1, chunk_lines):
             yield ToyRange(inp, first, min(chunk_lines, total - first + 1))
 

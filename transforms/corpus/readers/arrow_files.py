@@ -1,17 +1,17 @@
 """Parquet and Arrow files of pairs, read a row group or a record batch at a time.
 
 Parquet files are planned by their footers: a `TableRef` names consecutive row groups of
-about a chunk's rows, and the worker that cleans it reads just those, in batches of a
-chunk's rows, so that no corpus text passes through a shuffle. A row group larger than a
-chunk (`datasets` writes 100 MB of rows to one) is read where it is planned, into chunks,
-as is an Arrow file (`save_to_disk` writes IPC streams, which say how many rows their
-batches hold only by reading them).
+about a chunk's rows (a larger row group, as `datasets` writes 100 MB of rows to one, on
+its own), and the worker that cleans it reads just those, in batches of a chunk's rows,
+so that no corpus text passes through a shuffle. An Arrow file is read where it is
+planned: `save_to_disk` writes IPC streams, which say how many rows their batches hold
+only by reading them.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -61,32 +61,22 @@ def _arrow_reader(url: str) -> Iterator[Any]:
         yield reader
 
 
-def _plan_parquet(inp: CorpusInput, chunk_rows: int) -> Iterator[TableRef | RawChunk]:
-    """Refs to consecutive row groups of about `chunk_rows` rows each; the rows of a
-    larger row group read into chunks here (a ref to a part of a row group would decode
-    all that precedes it)."""
+def _plan_parquet(inp: CorpusInput, chunk_rows: int) -> Iterator[TableRef]:
+    """Refs to consecutive row groups of about `chunk_rows` rows each, from the footer; a
+    larger row group is a ref of its own (a ref to a part of one would decode all that
+    precedes it), read `chunk_rows` at a time by the worker that loads it."""
     with _opened(inp.src) as f:
-        parquet = pq.ParquetFile(f)
-        meta = parquet.metadata
+        meta = pq.ParquetFile(f).metadata
         sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
-        start, first, rows = 0, 1, 0
-        for k, size in enumerate(sizes):
-            if size > chunk_rows:
-                if rows:
-                    yield TableRef(inp, (start, k), first, chunk_rows)
-                    first += rows
-                batches = parquet.iter_batches(
-                    batch_size=chunk_rows, row_groups=[k], columns=_columns(inp)
-                )
-                yield from _stream_chunks(inp, batches, chunk_rows, first)
-                first += size
-                start, rows = k + 1, 0
-                continue
-            rows += size
-            if rows >= chunk_rows or k == len(sizes) - 1:
-                yield TableRef(inp, (start, k + 1), first, chunk_rows)
-                first += rows
-                start, rows = k + 1, 0
+    start, first, rows = 0, 1, 0
+    for k, size in enumerate(sizes):
+        if size > chunk_rows and rows:
+            yield TableRef(inp, (start, k), first, chunk_rows)
+            start, first, rows = k, first + rows, 0
+        rows += size
+        if rows >= chunk_rows or k == len(sizes) - 1:
+            yield TableRef(inp, (start, k + 1), first, chunk_rows)
+            start, first, rows = k + 1, first + rows, 0
 
 
 def _arrow_batches(reader: Any) -> Iterator[pa.RecordBatch]:
@@ -157,11 +147,13 @@ class ParquetReader(Reader):
         with _opened(inp.src) as f:
             return dict(schema_tree(pq.ParquetFile(f).schema_arrow))
 
-    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[TableRef | RawChunk]:
+    def plan(
+        self, inp: CorpusInput, chunk_lines: int, measured: Sequence[tuple[Any, Any]]
+    ) -> Iterator[TableRef]:
         return _plan_parquet(inp, chunk_lines)
 
     def load(self, piece: Any) -> Iterator[RawChunk]:
-        return _load_parquet(piece) if isinstance(piece, TableRef) else iter((piece,))
+        return _load_parquet(piece)
 
 
 class ArrowReader(Reader):
@@ -174,10 +166,15 @@ class ArrowReader(Reader):
     COMPRESSIBLE = False
     SPLIT = "streamed by one worker (record batches are counted by reading)"
 
+    def whole(self, inp: CorpusInput) -> str:
+        return "an Arrow stream's batches are counted by reading"
+
     def fields(self, inp: CorpusInput) -> Tree:
         with _arrow_reader(inp.src) as reader:
             return dict(schema_tree(reader.schema))
 
-    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk]:
+    def plan(
+        self, inp: CorpusInput, chunk_lines: int, measured: Sequence[tuple[Any, Any]]
+    ) -> Iterator[RawChunk]:
         with _arrow_reader(inp.src) as reader:
             yield from _stream_chunks(inp, _arrow_batches(reader), chunk_lines, 1)

@@ -18,7 +18,8 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from nmtpipe.transforms.corpus.base import Reader
 from nmtpipe.transforms.corpus.fields import Tree
@@ -111,8 +112,13 @@ class CsvReader(Reader):
     SUFFIXES = (".csv",)
     SPLIT = "streamed by one worker (a quoted field may hold line breaks)"
 
+    def whole(self, inp: CorpusInput) -> str:
+        return "a quoted CSV field may hold line breaks"
+
     def fields(self, inp: CorpusInput) -> Tree:
         return dict.fromkeys(_header(inp), "string")
 
-    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk]:
+    def plan(
+        self, inp: CorpusInput, chunk_lines: int, measured: Sequence[tuple[Any, Any]]
+    ) -> Iterator[RawChunk]:
         return _chunks(inp, chunk_lines)

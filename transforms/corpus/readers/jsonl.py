@@ -13,13 +13,12 @@ from __future__ import annotations
 import io
 import itertools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.json as pa_json
 
-from nmtpipe.transforms.corpus.base import Reader
 from nmtpipe.transforms.corpus.fields import Tree
 from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.corpus.raw_corpus import (
@@ -56,14 +55,14 @@ def first_object(inp: CorpusInput, looked_at: int = 100) -> dict:
     return {}
 
 
-class JsonLinesReader(Reader):
-    """JSON Lines files, planned as the lines of a TSV file are and parsed where the
-    lines are loaded."""
+class JsonLinesReader(LinesReader):
+    """JSON Lines files, surveyed and planned as the lines of a TSV file are and parsed
+    where the lines are loaded."""
 
     NAME = "jsonl"
     TABLE = True
+    PAIRED = False
     SUFFIXES = (".jsonl", ".json", ".ndjson")
-    SPLIT = LinesReader.SPLIT
 
     def fields(self, inp: CorpusInput) -> Tree:
         tree = first_object(inp)
@@ -71,8 +70,10 @@ class JsonLinesReader(Reader):
             raise InputError(f"{inp.src}: its first line is not a JSON object")
         return tree
 
-    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[JsonLinesRef | RawChunk]:
-        for chunk in plan_chunks(inp, chunk_lines):
+    def plan(
+        self, inp: CorpusInput, chunk_lines: int, measured: Sequence[tuple[Any, Any]]
+    ) -> Iterator[JsonLinesRef | RawChunk]:
+        for chunk in plan_chunks(inp, chunk_lines, measured):
             yield JsonLinesRef(chunk, inp) if isinstance(chunk, ChunkRef) else parse(chunk, inp)
 
     def load(self, piece: Any) -> Iterator[RawChunk]:

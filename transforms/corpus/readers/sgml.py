@@ -25,7 +25,7 @@ import contextlib
 import html
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from nmtpipe.transforms.corpus.base import Reader
@@ -248,7 +248,12 @@ class SgmlReader(Reader):
     SUFFIXES = SUFFIXES
     SPLIT = "streamed by one worker (segments are numbered by reading)"
 
-    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[RawChunk]:
+    def whole(self, inp: CorpusInput) -> str:
+        return "SGML segments are numbered by reading"
+
+    def plan(
+        self, inp: CorpusInput, chunk_lines: int, measured: Sequence[tuple[Any, Any]]
+    ) -> Iterator[RawChunk]:
         if inp.tgt is not None and is_sgml(inp.src) and is_sgml(inp.tgt):
             return _pair_chunks(inp, chunk_lines)
         return read_chunks(inp, chunk_lines, open_side)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import codecs
 import itertools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 from xml.parsers import expat
 
@@ -49,6 +49,15 @@ from nmtpipe.transforms.corpus.raw_corpus import (
     read_head,
 )
 from nmtpipe.transforms.corpus.readers import tmx_plain
+from nmtpipe.transforms.corpus.readers.lines import (
+    REQUEST_BYTES,
+    MarkIndex,
+    Span,
+    blocks_until,
+    opened,
+    survey,
+    unranged,
+)
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.storage import encodings
 from nmtpipe.transforms.storage.encodings import UTF8
@@ -59,6 +68,9 @@ TMX_BLOCK = 1 << 20
 # by default (1,024 characters; 4 bytes a character at most) in each of 24 languages (as
 # DGT-TM's units have), with markup; a larger unit is a `too-long` reject, not buffered.
 MAX_UNIT = 1 << 18
+# A span's measure records where every MARK_EVERY-th unit starts, so that a piece's
+# reader finds its first unit past fewer others.
+MARK_EVERY = 1 << 8
 _UNIT_START = re.compile(rb"<tu[\s>/]")
 _START = len(b"<tu ")
 _UNIT_END = re.compile(rb"</tu\s*>")
@@ -227,6 +239,98 @@ def _fragments(
         yield TmxFragment(inp, first, count, b"".join(parts), encoding, tuple(too_long))
 
 
+class UnitsMeasured(NamedTuple):
+    """What a worker found in a span of a TMX: how many units start in it, where its
+    first and every `every`-th after it start, and (in the file's first span) the
+    encoding the file declares."""
+
+    units: int
+    marks: tuple[int, ...]
+    every: int
+    encoding: str | None
+
+
+class TmxPiece(NamedTuple):
+    """Units `first_unit` to `first_unit + units - 1` of a plain UTF-8 TMX, found by
+    reading from byte `start` (a unit's start, or the file's) past `skip` units."""
+
+    inp: CorpusInput
+    first_unit: int
+    units: int
+    start: int
+    skip: int
+
+
+def measure(inp: CorpusInput, span: Span, every: int = MARK_EVERY) -> UnitsMeasured:
+    """The units that start in a span (their `<` in it: the span is read a tag's start
+    past its end), and every `every`-th's offset."""
+    with opened(inp.src) as f:
+        encoding = (
+            encoding_of(read_head(f, inp.src, TMX_BLOCK), inp.src) if not span.start else None
+        )
+        f.seek(span.start)
+        count, marks, carry, at = 0, [], b"", span.start  # at: where `carry` starts
+        for block in blocks_until(f, inp.src, span.end - span.start + _START - 1, REQUEST_BYTES):
+            data = carry + block
+            for found in _UNIT_START.finditer(data):
+                if at + found.start() >= span.end:
+                    break
+                if count % every == 0:
+                    marks.append(at + found.start())
+                count += 1
+            keep = min(len(data), _START - 1)  # where a unit's start may be cut
+            carry, at = data[len(data) - keep :], at + len(data) - keep
+    return UnitsMeasured(count, tuple(marks), every, encoding)
+
+
+def _plan_pieces(
+    inp: CorpusInput, chunk_units: int, measured: list[tuple[Span, UnitsMeasured]]
+) -> Iterator[TmxPiece]:
+    index = MarkIndex(((m.units, m.marks, m.every) for _, m in measured), 0)
+    for first in range(0, index.counted, chunk_units):
+        units = min(chunk_units, index.counted - first)
+        yield TmxPiece(inp, first + 1, units, *index.locate(first))
+
+
+def _load_piece(piece: TmxPiece) -> RawChunk:
+    """A piece's units cut from the file as the planner of a stream cuts them, and
+    parsed; the first piece's languages checked."""
+    url = piece.inp.src
+    with opened(url) as f:
+        f.seek(piece.start)
+        cut = _cut(read_blocks(f, url, TMX_BLOCK), url, piece.first_unit - piece.skip)
+        fragment = _taken(piece, cut)
+    if piece.first_unit == 1 and fragment.units > len(fragment.too_long):
+        _check_languages(fragment)
+    return load(fragment)
+
+
+def _taken(piece: TmxPiece, pieces: Iterable[tuple[bytes, int] | int]) -> TmxFragment:
+    """The fragment of a piece's units, from the runs and long units `_cut` gives past
+    its start (a run split between units where the piece starts or ends in it)."""
+    skip, wanted = piece.skip, piece.units
+    parts, too_long, count = [], [], 0
+    for cut in pieces:
+        if isinstance(cut, int):
+            if skip:
+                skip -= 1
+                continue
+            too_long.append((piece.first_unit + count, cut))
+            count += 1
+        else:
+            run, units = cut
+            starts = [found.start() for found in _UNIT_START.finditer(run)]
+            begin = starts[skip] if skip < units else len(run)
+            take = min(units - min(skip, units), wanted - count)
+            end = starts[skip + take] if skip + take < units else len(run)
+            skip = max(0, skip - units)
+            parts.append(run[begin:end])
+            count += take
+        if count == wanted:
+            break
+    return TmxFragment(piece.inp, piece.first_unit, count, b"".join(parts), UTF8, tuple(too_long))
+
+
 def _check_languages(fragment: TmxFragment) -> None:
     """Refuse a TMX whose fragment has no variant in one of the pair's languages, in one
     line naming the codes it has: such a TMX has other languages (its units have the
@@ -244,11 +348,11 @@ def _check_languages(fragment: TmxFragment) -> None:
         )
 
 
-def _cut(blocks: Iterable[bytes], url: str) -> Iterator[tuple[bytes, int] | int]:
-    """The units of a TMX's body in order: runs of whole units (their bytes, and how many
-    start in them), and for each unit of more than MAX_UNIT bytes, its size, the unit
-    skipped as it streams. Each block is scanned once, at most MAX_UNIT bytes of an
-    unfinished unit carried to the next."""
+def _cut(blocks: Iterable[bytes], url: str, first: int = 1) -> Iterator[tuple[bytes, int] | int]:
+    """The units of a TMX's body in order, the first numbered `first` (in messages):
+    runs of whole units (their bytes, and how many start in them), and for each unit of
+    more than MAX_UNIT bytes, its size, the unit skipped as it streams. Each block is
+    scanned once, at most MAX_UNIT bytes of an unfinished unit carried to the next."""
     pending, started, skipped, units = b"", False, None, 0  # skipped: a long unit's bytes
     for block in blocks:
         data = pending + block
@@ -262,7 +366,9 @@ def _cut(blocks: Iterable[bytes], url: str) -> Iterator[tuple[bytes, int] | int]
             if skipped is not None:  # inside a unit too long to keep
                 end = _UNIT_END.search(data)
                 if _UNIT_START.search(data, 0, end.start() if end else len(data)):
-                    raise InputError(f"{url}: tu {units + 1} is not closed before tu {units + 2}")
+                    raise InputError(
+                        f"{url}: tu {first + units} is not closed before tu {first + units + 1}"
+                    )
                 if end is None:
                     pending = data[-_CUT_END:]
                     skipped += len(data) - len(pending)
@@ -283,7 +389,7 @@ def _cut(blocks: Iterable[bytes], url: str) -> Iterator[tuple[bytes, int] | int]
                 pending = data[-_CUT_END:]  # where a unit's start may be cut
             break
     if skipped is not None or _UNIT_START.search(pending):
-        raise InputError(f"{url}: tu {units + 1} is not closed: the file is cut short")
+        raise InputError(f"{url}: tu {first + units} is not closed: the file is cut short")
 
 
 def _runs(whole: bytes) -> Iterator[tuple[bytes, int] | int]:
@@ -405,19 +511,39 @@ def _chunk(fragment: TmxFragment, src: list[str], tgt: list[str], unread: list[U
 
 
 class TmxReader(Reader):
-    """TMX files, cut into fragments of whole units where they are planned and parsed by
-    the workers that clean them."""
+    """TMX files: a plain UTF-8 one surveyed in spans whose units workers count, then
+    read in pieces of whole units by the workers that clean them; another (compressed,
+    archived, in another encoding) cut into fragments of whole units by one worker and
+    parsed by the workers that clean them."""
 
     NAME = "tmx"
     TABLE = True
     SUFFIXES = (".tmx",)
-    SPLIT = "fragments of whole units, cut by one worker and parsed by the workers that clean them"
+    SPLIT = (
+        "plain UTF-8 files: spans whose units workers count, then pieces of whole units "
+        "read by the workers that clean them; compressed or archived: cut into fragments by "
+        "one worker, parsed by the workers that clean them"
+    )
 
     def fields(self, inp: CorpusInput) -> None:
         return None  # a unit's variants are told by language
 
-    def plan(self, inp: CorpusInput, chunk_lines: int) -> Iterator[TmxFragment]:
-        return plan(inp, chunk_lines)
+    def whole(self, inp: CorpusInput) -> str | None:
+        return unranged(inp.src)
+
+    def survey(self, inp: CorpusInput) -> list[Span]:
+        return survey(inp)
+
+    def measure(self, inp: CorpusInput, part: Any) -> UnitsMeasured:
+        return measure(inp, part)
+
+    def plan(
+        self, inp: CorpusInput, chunk_lines: int, measured: Sequence[tuple[Any, Any]]
+    ) -> Iterator[TmxPiece | TmxFragment]:
+        ordered = sorted(measured)
+        if not ordered or ordered[0][1].encoding != UTF8:  # a stream, or to transcode
+            return plan(inp, chunk_lines)
+        return _plan_pieces(inp, chunk_lines, ordered)
 
     def load(self, piece: Any) -> Iterator[RawChunk]:
-        yield load(piece)
+        yield _load_piece(piece) if isinstance(piece, TmxPiece) else load(piece)

@@ -11,6 +11,7 @@ import pytest
 
 from nmtpipe.transforms.corpus import registry
 from nmtpipe.transforms.corpus.readers import tmx
+from nmtpipe.transforms.corpus.readers.lines import survey
 from nmtpipe.transforms.corpus.tables import resolve_tables
 from nmtpipe.transforms.errors import InputError
 
@@ -218,3 +219,25 @@ def test_cutting_is_linear_whatever_the_markup(tmp_path: Path):
     peak, error = _peak_cutting(tmp_path / "open.tmx", text.encode())
     assert peak < 8 * tmx.TMX_BLOCK
     assert str(error) == f"{tmp_path / 'open.tmx'}: tu 2 is not closed: the file is cut short"
+
+
+@pytest.mark.parametrize(("span_bytes", "every"), [(1, 1), (97, 2), (1000, 3), (1 << 25, 256)])
+def test_pieces_of_measured_spans_read_what_the_stream_cuts(tmp_path: Path, span_bytes, every):
+    """A plain TMX read in pieces by many workers, wherever its spans cut its units
+    (inside a tag's `<tu`, inside a unit too long to keep), gives the records, numbers
+    and rejects of the same TMX cut by one worker."""
+    long = unit("y" * tmx.MAX_UNIT, "二。")
+    units = [unit(f"Line {i} &amp; <hi>more</hi>.", f"第{i}行。") for i in range(40)]
+    units[7:8] = [long, "<!-- a comment -->", unit("Odd.", "奇。", zh_code="de")]
+    path = tmp_path / "s.tmx"
+    path.write_text(tmx_text(units), encoding="utf-8")
+    (inp,) = resolve_tables(str(path), "train", LANGS)
+    streamed = [tmx.load(f) for f in tmx.plan(inp, 5)]
+    spans = survey(inp, span_bytes)
+    measured = [(s, tmx.measure(inp, s, every)) for s in spans]
+    pieces = list(registry.plan(inp, 5, measured))
+    assert all(isinstance(p.part, tmx.TmxPiece) and p.part.skip < every for p in pieces)
+    loaded = [c for p in pieces for c in registry.load(p)]
+    assert pairs(loaded) == pairs(streamed) and len(pairs(loaded)) == 41
+    rejects = [(c.first_line + u.index, u.reason) for c in loaded for u in c.unread]
+    assert rejects == [(8, "too-long"), (9, "bad-record")]
