@@ -5,10 +5,14 @@ from __future__ import annotations
 import functools
 import gzip
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from unittest import mock
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nmtpipe.transforms.corpus import registry
 from nmtpipe.transforms.corpus.inputs import CorpusInput
@@ -29,6 +33,11 @@ def records(inp: CorpusInput, chunk_lines: int = 2) -> list[tuple[int, bytes, by
             pairs = zip(chunk.src.split(b"\n"), chunk.tgt.split(b"\n"), strict=True)
             out += [(chunk.first_line + i, s, t) for i, (s, t) in enumerate(pairs)]
     return out
+
+
+def segments(blocks: Iterable[bytes], url: str = "x.sgm") -> list[tuple[bytes, bytes, bytes]]:
+    """(document id, segment id, text) of each segment `sgml._batches` reads."""
+    return [seg for batch in sgml._batches(blocks, url) for seg in zip(*batch, strict=True)]
 
 
 def test_segments_in_order_unescaped_as_wmt_writes_them(tmp_path: Path):
@@ -61,7 +70,7 @@ def test_fake_sgml_as_wmt_ships_it():
     text = b"\n".join(lines)
     blocks = [text[i : i + 5] for i in range(0, len(text), 5)]  # cut anywhere
     got = list(segment_texts(blocks, "utf-8", "x.sgm"))
-    ids = [(doc, seg) for doc, seg, _ in sgml._segments(blocks, "x.sgm")]
+    ids = [(doc, seg) for doc, seg, _ in segments(blocks)]
     assert ids == [(b"a-document-id-long-enough-to-be-cut", str(n).encode()) for n in range(1, 6)]
     assert got == ["AT&T 中文 é &bogus;".encode(), b"two", b"three", b"split here", b""]
 
@@ -154,7 +163,7 @@ def test_a_segment_without_its_close_is_refused_naming_file_line_and_reason(data
     for size in (1, 4, len(data)):  # cut anywhere
         blocks = [data[i : i + size] for i in range(0, len(data), size)]
         with pytest.raises(InputError) as refused:
-            list(sgml._segments(blocks, "x.sgm"))
+            segments(blocks)
         assert str(refused.value) == f"x.sgm: {message}"
 
 
@@ -172,12 +181,26 @@ class _Counting:
     def __init__(self, pattern: re.Pattern[bytes]) -> None:
         self.pattern, self.scanned = pattern, 0
 
-    def finditer(self, data: bytes) -> Iterator[re.Match[bytes]]:
+    def finditer(
+        self, data: bytes, pos: int = 0, endpos: int = sys.maxsize
+    ) -> Iterator[re.Match[bytes]]:
+        self.scanned += min(endpos, len(data)) - pos
+        return self.pattern.finditer(data, pos, endpos)
+
+    def split(self, data: bytes) -> list[bytes]:
         self.scanned += len(data)
-        return self.pattern.finditer(data)
+        return self.pattern.split(data)
 
     def match(self, data: bytes, pos: int) -> re.Match[bytes] | None:
         return self.pattern.match(data, pos)
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> tuple[_Counting, _Counting]:
+    """The split on plain segments (`_SEG`) and the scan by tags (`_ITEM`), counting."""
+    found = _Counting(sgml._SEG), _Counting(sgml._ITEM)
+    monkeypatch.setattr(sgml, "_SEG", found[0])
+    monkeypatch.setattr(sgml, "_ITEM", found[1])
+    return found
 
 
 def test_five_thousand_unclosed_segments_are_refused_at_the_first(monkeypatch):
@@ -185,15 +208,14 @@ def test_five_thousand_unclosed_segments_are_refused_at_the_first(monkeypatch):
     lines = [f"Sentence number {i} of a test set without its closing tags." for i in range(5000)]
     data = _without_close(sgml_set(lines, ["d"] * 5000, "en", ref=False))
     assert len(data) > 228_000 and data.count(b"<seg") == 5000
-    counting = _Counting(sgml._ITEM)
-    monkeypatch.setattr(sgml, "_ITEM", counting)
+    split, by_tags = _counting(monkeypatch)
     blocks = [data[i : i + 65536] for i in range(0, len(data), 65536)]
     with pytest.raises(InputError) as refused:
-        list(sgml._segments(blocks, "s.en.sgm"))
+        segments(blocks, "s.en.sgm")
     assert str(refused.value) == (
         "s.en.sgm: line 4: <seg id=1> has no </seg> before the <seg id=2> on line 5"
     )
-    assert counting.scanned == 65536  # the first block only
+    assert split.scanned == by_tags.scanned == 65536  # the first block only
 
 
 def test_a_pair_missing_the_same_close_is_refused_not_merged(tmp_path: Path):
@@ -209,29 +231,123 @@ def test_a_pair_missing_the_same_close_is_refused_not_merged(tmp_path: Path):
         records(inp)
 
 
+@pytest.mark.parametrize("tag", [b'<seg id="1">', b"<seg id=1>"])  # split, or read by tags
 @pytest.mark.parametrize(
     ("head", "refused"),
     [
         # segments of 600 KB, each carried over a block's end at most once: 28 read
         (b"", None),
         # a segment that never ends: refused once it holds more than MAX_SEGMENT bytes
-        (b'<seg id="1">', "line 1: <seg id=1> holds more than 1,048,576 bytes"),
+        (b"<seg>", "line 1: <seg id=1> holds more than 1,048,576 bytes"),
         (b'<doc docid="d" ', "line 1: <doc has no '>'"),  # a tag that never ends
     ],
 )
-def test_reading_is_linear_whatever_the_markup(monkeypatch, head, refused):
-    """16 MiB read in 1 MiB blocks: each byte scanned at most twice (once more where a
-    segment spans a block's end), where a quadratic reading went over the file again
-    with each block."""
+def test_reading_is_linear_whatever_the_markup(monkeypatch, tag, head, refused):
+    """16 MiB read in 1 MiB blocks: each byte scanned at most twice by each pattern (once
+    more where a segment spans a block's end), where a quadratic reading went over the
+    file again with each block."""
     words = b"word " * ((16 << 20) // 5)  # 16 MiB
-    segment = b'<seg id="1">' + words[:600_000] + b"</seg>\n"
-    data = head + words if head else b"<doc docid='d'><p>\n" + segment * 28
-    counting = _Counting(sgml._ITEM)
-    monkeypatch.setattr(sgml, "_ITEM", counting)
+    segment = tag + words[:600_000] + b"</seg>\n"
+    data = head.replace(b"<seg>", tag) + words if head else b"<doc docid='d'><p>\n" + segment * 28
+    counted = _counting(monkeypatch)
     blocks = (data[i : i + (1 << 20)] for i in range(0, len(data), 1 << 20))
     if refused is None:
-        assert len(list(sgml._segments(blocks, "x.sgm"))) == 28
+        assert len(segments(blocks)) == 28
     else:
         with pytest.raises(InputError, match=rf"^x\.sgm: {refused}"):
-            list(sgml._segments(blocks, "x.sgm"))
-    assert counting.scanned <= 2 * len(data)
+            segments(blocks)
+    assert all(pattern.scanned <= 2 * len(data) for pattern in counted)
+
+
+def test_a_segment_too_long_is_refused_whole_or_cut():
+    """A whole segment of MAX_SEGMENT bytes is read; of one more, refused."""
+    for size in (sgml.MAX_SEGMENT, sgml.MAX_SEGMENT + 1):
+        data = b'<p>\n<seg id="1">a</seg>\n<seg id="2">' + b"x" * size + b"</seg>\n</p>\n"
+        for block in (1 << 16, 1 << 20, len(data)):
+            blocks = [data[i : i + block] for i in range(0, len(data), block)]
+            if size == sgml.MAX_SEGMENT:
+                assert [len(text) for _, _, text in segments(blocks)] == [1, size]
+                continue
+            with pytest.raises(InputError, match=r"^x\.sgm: line 3: <seg id=2> holds more"):
+                segments(blocks)
+
+
+# Pieces of a set: its structure, segments in WMT's form or other ones (the texts below
+# inside), and each thing that breaks a set or that its form does not allow.
+STRUCTURE = ['<srcset setid="x">', '<doc docid="d1" sysid="s">', "<doc docid='d2'>",
+             "<DOC docid=d3>", "<doc>", "<p>", "</p>", "</doc>", "<hl>", "</hl>", "<!-- c -->",
+             "stray text", "<b>", "</seg>", '<doc docid="x"', "<p"]  # fmt: skip
+OPENS = ['<seg id="{}">', "<seg id={}>", '<SEG ID="{}">', '<seg id="{}" >', "<seg>",
+         "<seg\nid='{}'>", '<seg  id="{}">', '<seg xid="{}">']  # fmt: skip
+IDS = ["1", "2", "10", "a b", "", "x'y", "<", "1\n"]
+CLOSES = ["</seg>", "</seg>", "</SEG>", "</seg >", "", "</seg", "</se"]
+TEXTS = ["Tea", " ", "中文", "&amp;", "&#10;", "&bogus;", "&", "'", '"', ">", "\t", "\n",
+         " \n\t ", "\r", "<b>x</b>", "a < b", "<p>", "<", "</seg", "<seg", "<segment>",
+         "</SEG >", "</p"]  # fmt: skip
+GAPS = ["", "\n", " ", "\n\n"]
+
+
+@st.composite
+def sgml_sets(draw) -> tuple[bytes, int]:
+    """A set's bytes, mostly segments in WMT's form, and a size to cut it in blocks of."""
+    parts = []
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.integers(0, 3))
+        if kind == 0:
+            parts.append(draw(st.sampled_from(STRUCTURE)))
+        elif kind == 1:  # WMT's form (of other texts too, above)
+            text = "".join(draw(st.lists(st.sampled_from(["Tea", " ", "&amp;", "中文"]))))
+            parts.append(f'<seg id="{draw(st.sampled_from(IDS[:3]))}">{text}</seg>')
+        else:
+            open_ = draw(st.sampled_from(OPENS)).format(draw(st.sampled_from(IDS)))
+            text = "".join(draw(st.lists(st.sampled_from(TEXTS), max_size=4)))
+            parts.append(open_ + text + draw(st.sampled_from(CLOSES)))
+        parts.append(draw(st.sampled_from(GAPS)))
+    data = "".join(parts).encode()
+    return data, draw(st.integers(1, max(1, len(data))))
+
+
+def _read_until_refused(data: bytes, size: int) -> tuple[list, str | None]:
+    """The segments read from `data` in blocks of `size` bytes, and the message that
+    refused it (None: read to its end)."""
+    got: list[tuple[bytes, bytes, bytes]] = []
+    try:
+        for batch in sgml._batches([data[i : i + size] for i in range(0, len(data), size)], "x"):
+            got += zip(*batch, strict=True)
+    except InputError as refused:
+        return got, str(refused)
+    return got, None
+
+
+@settings(max_examples=400, deadline=None)
+@given(sgml_sets())
+def test_what_is_read_by_splits_is_what_is_read_tag_by_tag(found: tuple[bytes, int]):
+    """The same segments, the same refusal after them, as the tags alone read (`_SEG`
+    never matching: the whole file read by `_scan`, as every file was before)."""
+    split = _read_until_refused(*found)
+    with mock.patch.object(sgml, "_SEG", re.compile(rb"(?!)()()")):
+        assert split == _read_until_refused(*found)
+
+
+def test_a_set_in_wmts_form_is_read_by_splits(monkeypatch):
+    """Only what lies between the segments (a `<doc>`, a `<p>`) is read tag by tag."""
+    en = shared_lines("ntrex128-enzh", "en")[:200]
+    docs = [f"d{i // 20}" for i in range(200)]
+    data = sgml_set(en, docs, "en", ref=False)
+    split, by_tags = _counting(monkeypatch)
+    blocks = [data[i : i + 4096] for i in range(0, len(data), 4096)]
+    texts = [unescape(text, "utf-8").decode() for _, _, text in segments(blocks)]
+    assert texts == [line.strip() for line in en]
+    assert split.scanned < 1.1 * len(data) and by_tags.scanned < 0.1 * len(data)
+
+
+def test_ids_are_compared_in_order_whatever_repeats_them(tmp_path: Path):
+    """A pair that differs first at segment 5, in its second chunk, where an earlier
+    segment has the ids the other file's segment 5 has."""
+    docs = ["d1", "d1", "d1", "d2", "d1"]
+    (tmp_path / "s.en.sgm").write_bytes(sgml_set(list("abcde"), docs, "en", ref=False))
+    (tmp_path / "r.zh.sgm").write_bytes(sgml_set(list("vwxyz"), [*docs[:4], "d2"], "zh", True))
+    inp = SgmlPair("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
+    message = "differ at segment 5: document d1 segment 1 in one, document d2 segment 2 in"
+    with pytest.raises(CorpusAlignmentError, match=message):
+        records(inp, chunk_lines=3)
