@@ -63,29 +63,19 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> dict[str, str]:
-    """A transformer_tiny trained 30 updates on 1 in 12 example pairs (a joined T2T
-    vocabulary of 1,000): its prepared and encoded data, its best checkpoint and folders."""
-    from nmtpipe.pipelines.cli.main import main
-    from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
-    from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
-    from nmtpipe.trainers.runtime import run_files
-    from tests.helpers import IN_MEMORY, prepare_example
+    """A transformer_tiny trained 30 updates on 1 in 12 example pairs, en→zh
+    (`helpers.train_tiny_model`)."""
+    from tests.helpers import train_tiny_model
 
-    folder = tmp_path_factory.mktemp("tiny-model")
-    prepared = prepare_example(folder, 12, valid_fraction=0.02, test_fraction=0.01)
-    vocab, encoded = str(folder / "vocab"), str(folder / "encoded")
-    run_vocab(VocabConfig(prepared, vocab, vocab_size=1000, joined=True), IN_MEMORY)
-    run_encode(EncodeConfig(prepared, vocab, encoded), IN_MEMORY)
-    save_dir = folder / "ckpt"
-    code = main([
-        "train", "--data", encoded, "--save-dir", str(save_dir), "--arch", "transformer_tiny",
-        "--max-tokens", "1024", "--max-update", "30", "--lr", "3e-3", "--warmup-updates", "6",
-        "--validate-interval-updates", "30", "--save-interval-updates", "30",
-    ])  # fmt: skip
-    assert code == 0
-    ckpt = str(save_dir / run_files.BEST)
-    return {"prepared": prepared, "vocab": vocab, "encoded": encoded, "checkpoint": ckpt,
-            "save_dir": str(save_dir), "folder": str(folder)}  # fmt: skip
+    return train_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+@pytest.fixture(scope="session")
+def tiny_backward_model(tmp_path_factory) -> dict[str, str]:
+    """The same trained zh→en (a model score's backward model)."""
+    from tests.helpers import train_tiny_model
+
+    return train_tiny_model(tmp_path_factory.mktemp("tiny-backward"), ("zh", "en"))
 
 
 @pytest.fixture

@@ -88,9 +88,12 @@ def write_pair(prefix: Path, src: list[str] | bytes, tgt: list[str] | bytes, lan
     return prefix
 
 
-def prepare_example(folder: Path, every: int, **options) -> str:
+def prepare_example(
+    folder: Path, every: int, langs: tuple[str, str] = ("en", "zh"), **options
+) -> str:
     """Every `every`-th pair of the bundled example corpus, prepared in-process into
-    `folder/prepared` (PrepareConfig `options` as given); the output's path."""
+    `folder/prepared` (PrepareConfig `options` as given; `langs`: source and target);
+    the output's path."""
     from nmtpipe.pipelines.workflow.prepare import run_prepare
     from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 
@@ -100,8 +103,33 @@ def prepare_example(folder: Path, every: int, **options) -> str:
         example_lines("tatoeba-cmn", "zh")[::every],
     )
     out = str(folder / "prepared")
-    run_prepare(PrepareConfig("en", "zh", out, trainpref=(str(corpus),), **options), IN_MEMORY)
+    run_prepare(PrepareConfig(*langs, out, trainpref=(str(corpus),), **options), IN_MEMORY)
     return out
+
+
+def train_tiny_model(folder: Path, langs: tuple[str, str] = ("en", "zh")) -> dict[str, str]:
+    """A transformer_tiny trained 30 updates on 1 in 12 example pairs (a joined T2T
+    vocabulary of 1,000) in the direction `langs`: its prepared and encoded data, its
+    best checkpoint and folders."""
+    from nmtpipe.pipelines.cli.main import main
+    from nmtpipe.pipelines.workflow.encode import EncodeConfig, run_encode
+    from nmtpipe.pipelines.workflow.vocab import VocabConfig, run_vocab
+    from nmtpipe.trainers.runtime import run_files
+
+    prepared = prepare_example(folder, 12, langs, valid_fraction=0.02, test_fraction=0.01)
+    vocab, encoded = str(folder / "vocab"), str(folder / "encoded")
+    run_vocab(VocabConfig(prepared, vocab, vocab_size=1000, joined=True), IN_MEMORY)
+    run_encode(EncodeConfig(prepared, vocab, encoded), IN_MEMORY)
+    save_dir = folder / "ckpt"
+    code = main([
+        "train", "--data", encoded, "--save-dir", str(save_dir), "--arch", "transformer_tiny",
+        "--max-tokens", "1024", "--max-update", "30", "--lr", "3e-3", "--warmup-updates", "6",
+        "--validate-interval-updates", "30", "--save-interval-updates", "30",
+    ])  # fmt: skip
+    assert code == 0
+    ckpt = str(save_dir / run_files.BEST)
+    return {"prepared": prepared, "vocab": vocab, "encoded": encoded, "checkpoint": ckpt,
+            "save_dir": str(save_dir), "folder": str(folder)}  # fmt: skip
 
 
 def encode_example(folder: Path) -> str:

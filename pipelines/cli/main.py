@@ -29,7 +29,7 @@ COMMANDS = {
         "raw corpora -> clean, deduplicated, split, sharded Parquet + token counts",
     ),
     "rethreshold": (
-        "nmtpipe.pipelines.cli.commands.rethreshold",
+        "nmtpipe.pipelines.cli.commands.quality.rethreshold",
         "a prepared dataset -> the same judged by other score thresholds, without the corpus",
     ),
     "vocab": (
@@ -47,6 +47,10 @@ COMMANDS = {
     "decode": (
         "nmtpipe.pipelines.cli.commands.decode",
         "a checkpoint + a split or text -> translations (beam search), BLEU/chrF",
+    ),
+    "score": (
+        "nmtpipe.pipelines.cli.commands.quality.score",
+        "a prepared dataset + forward and backward models -> each train pair's DCCE score",
     ),
     "average": (
         "nmtpipe.pipelines.cli.commands.average",

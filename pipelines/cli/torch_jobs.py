@@ -1,6 +1,6 @@
-"""What `nmtpipe train` and `nmtpipe decode` share on the command line: the job on
+"""What `nmtpipe train`, `decode` and `score` share on the command line: the job on
 `--nproc` processes (or on this torchrun rank), its result shown once; and what the
-commands given a checkpoint share (decode, translate, export): a folder for it."""
+commands given a checkpoint share (decode, translate, export, score): a folder for it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 
 from nmtpipe.pipelines.cli import logs
 from nmtpipe.pipelines.cli.rank import RANK_MODULE
-from nmtpipe.trainers.runtime.run_files import checkpoint_file
+from nmtpipe.trainers.runtime.run_files import BEST, checkpoint_file
 from nmtpipe.trainers.train.launch import Job, finish, is_main_rank, run_job
+from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.commit import StepOutcome
 
 C = TypeVar("C")
@@ -28,6 +29,20 @@ def with_checkpoint_file(config: C) -> C:
     if found != given:
         logs.progress(f"--checkpoint {given} is a folder: using {found}")
     return dataclasses.replace(config, checkpoint=found)  # type: ignore[type-var]
+
+
+def run_checkpoint(url: str, option: str) -> str:
+    """The checkpoint a --forward or --backward names: a file, a --save-dir (its best
+    checkpoint) or the root of `nmtpipe run` (its `checkpoints/`), said in a line when
+    it is a folder."""
+    found = url
+    if fsio.is_folder(url) and not fsio.exists(fsio.join(url, BEST)):
+        under = fsio.join(url, "checkpoints")
+        found = under if fsio.is_folder(under) else url
+    found = checkpoint_file(found, option)
+    if found != url:
+        logs.progress(f"{option} {url} is a folder: using {found}")
+    return found
 
 
 def add_nproc(group: argparse._ArgumentGroup) -> None:

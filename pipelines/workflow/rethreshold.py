@@ -8,11 +8,20 @@ rejects) and to the fingerprint: the options recorded are the source's with the 
 thresholds, and later steps reuse it as they would that one. Options that change what
 a scorer learns or scores (which scorers, `--lexical-bits`, the rules) need the corpus:
 `prepare` again.
+
+The model score (`transforms/quality/models/dcce.py`) joins here, not in `prepare`:
+given the files `nmtpipe score` wrote for this very dataset (`--dcce-scores`), its train
+pairs below `--dcce-min` are rejected as `dcce`, their scores kept as every scorer's
+are, and what the scores came from (the two checkpoints, by digest) is recorded in the
+options, so in the fingerprint and the manifest.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
+import json
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -32,11 +41,13 @@ from nmtpipe.pipelines.workflow.prepare import (
 from nmtpipe.pipelines.workflow.steps.beam_steps import BeamStep
 from nmtpipe.pipelines.workflow.steps.protocol import Log, Written, read_stats
 from nmtpipe.pipelines.workflow.steps.runner import run_step
+from nmtpipe.trainers.runtime.run_files import SCORE_SUMMARY
 from nmtpipe.transforms.beam.rethreshold import Rethreshold, RethresholdSpec
 from nmtpipe.transforms.errors import ConfigError, InputError
 from nmtpipe.transforms.formats.prepared import KIND
 from nmtpipe.transforms.quality.base import LearnedScorer
 from nmtpipe.transforms.quality.judge import NEAR_DUPLICATE, PREFIX, Thresholds
+from nmtpipe.transforms.quality.models import dcce
 from nmtpipe.transforms.quality.registry import KINDS
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import StepOutcome
@@ -82,6 +93,27 @@ def _learned_scorers(
             options = {**quality[name], **{k: v for k, v in changes.items() if owners[k] == name}}
             scorers.append(kind(kind.Config(**options)))
     return scorers
+
+
+def model_scores(scores: str, dcce_min: float, doc: Mapping[str, Any]) -> dcce.DcceScorer:
+    """The DCCE scorer of the scores `nmtpipe score` committed at `scores` for the
+    prepared dataset whose manifest is `doc`: refused if they are of another dataset."""
+    scores = fsio.canonical_url(scores)
+    try:
+        summary = json.loads(fsio.read_bytes(fsio.join(scores, SCORE_SUMMARY)))
+    except FileNotFoundError:
+        raise InputError(
+            f"--dcce-scores {scores}: no finished scores ({SCORE_SUMMARY} is written last); "
+            "run (or finish) nmtpipe score"
+        ) from None
+    if summary["prepared"]["fingerprint"] != doc["fingerprint"]:
+        raise InputError(
+            f"--dcce-scores {scores}: scored {summary['prepared']['url']}, not this dataset "
+            "(another fingerprint); run nmtpipe score on it"
+        )
+    return dcce.DcceScorer(
+        dcce.DcceThreshold(dcce_min, scores, summary["forward"], summary["backward"])
+    )
 
 
 def _split(options: Mapping[str, Any]) -> SplitConfig:
@@ -133,16 +165,30 @@ class RethresholdStep(BeamStep):
     command = "rethreshold"
     dataset_report = True
 
-    def __init__(self, source: str, output: str, changes: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        source: str,
+        output: str,
+        changes: Mapping[str, Any],
+        dcce_scores: tuple[str, float] | None = None,
+    ) -> None:
         source, output = fsio.canonical_url(source), fsio.canonical_url(output)
         if source == output:
             raise ConfigError("--output: a new folder (the source is read while it is written)")
         _, doc = manifest.open_committed(source, KIND, "prepare")
         self.source_stats = read_stats(source, doc)
         options = copy.deepcopy(doc["options"])
-        scorers = _learned_scorers(options["quality"], changes, source)
+        scorers: list[LearnedScorer | dcce.DcceScorer] = []
+        scorers += _learned_scorers(options["quality"], changes, source)
+        options["quality"].pop(dcce.NAME, None)  # (a source judged by DCCE: not again unless asked)
+        if dcce_scores is not None:
+            model = model_scores(*dcce_scores, doc)
+            scorers.append(model)
+            options["quality"][dcce.NAME] = dataclasses.asdict(model.config)
         if not scorers:
-            raise ConfigError(f"{source} has no learned scores to judge again")
+            raise ConfigError(
+                f"{source} has no learned scores to judge again (nor --dcce-scores given)"
+            )
         learned = self.source_stats.get("learned")
         if learned is None:
             raise InputError(
@@ -187,8 +233,10 @@ class RethresholdStep(BeamStep):
                 scorers, {s.NAME: learned.get(s.NAME, 0) for s in scorers}, exempt
             ),
             columns=columns,
+            dcce_scores=options["quality"].get(dcce.NAME, {}).get("scores"),
         )
-        self.judged = {NEAR_DUPLICATE} | {r for s in scorers for r in s.REASONS}
+        # (a source's DCCE rejects are judged again whether or not its scores are given)
+        self.judged = {NEAR_DUPLICATE, dcce.NAME} | {r for s in scorers for r in s.REASONS}
         self.output, self.fingerprint = output, fingerprint
         self.code_version = doc["code_version"]  # the source's, as its fingerprint holds
         self.input_bytes = sum(f.get("size", 0) for f in doc["files"])
@@ -231,8 +279,15 @@ class RethresholdStep(BeamStep):
 
 
 def run_rethreshold(
-    source: str, output: str, changes: Mapping[str, Any], beam_args: list[str], **how: Any
+    source: str,
+    output: str,
+    changes: Mapping[str, Any],
+    beam_args: list[str],
+    dcce_scores: tuple[str, float] | None = None,
+    **how: Any,
 ) -> StepOutcome:
     """Judge the prepared dataset `source` again with `changes` (threshold option →
-    value) into `output`; `how`: `run_steps`' force, replace, log and quiet."""
-    return run_step(lambda: RethresholdStep(source, output, changes), beam_args, **how)
+    value) into `output`, and by DCCE where `dcce_scores` = (the folder of `nmtpipe
+    score`, the least score kept); `how`: `run_steps`' force, replace, log and quiet."""
+    step = functools.partial(RethresholdStep, source, output, changes, dcce_scores)
+    return run_step(step, beam_args, **how)

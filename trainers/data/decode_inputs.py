@@ -64,10 +64,16 @@ class TextCodec:
         self._encoders = {lang: vocab.encoder(lang) for lang in {self.src_lang, self.tgt_lang}}
 
     def encode_sources(self, lines: list[str]) -> list[np.ndarray]:
+        """Raw source lines as training saw them: normalised, converted, encoded."""
         lines = self._normalizer.batch(lines)
         if self._convert is not None:
             lines, _ = self._convert(lines)
-        flat, lengths = self._encoders[self.src_lang].encode_batch(lines)
+        return self.encode(self.src_lang, lines)
+
+    def encode(self, lang: str, lines: list[str]) -> list[np.ndarray]:
+        """Lines of `lang` already prepared (a prepared shard's) as the model's ids, each
+        ending in EOS."""
+        flat, lengths = self._encoders[lang].encode_batch(lines)
         if self._fairseq_ids:
             flat = id_layout.to_fairseq(self._layout, flat)
         return np.split(flat.astype(np.int64), np.cumsum(lengths)[:-1])

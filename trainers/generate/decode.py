@@ -90,10 +90,11 @@ class _Outputs:
 
 class Shown:
     """What the first rank shows of the job: a line per stage of its start, then a bar
-    over the sentences once their count is known; nothing on the other ranks."""
+    over the sentences (or what else it counts: `unit`) once their count is known;
+    nothing on the other ranks."""
 
-    def __init__(self, main: bool) -> None:
-        self.main = main
+    def __init__(self, main: bool, what: str = "decode", unit: str = "sentence") -> None:
+        self.main, self.what, self.unit = main, what, unit
         self._bar: display.Progress | None = None
 
     def say(self, text: str) -> None:
@@ -101,9 +102,9 @@ class Shown:
             display.note(text)
 
     def start(self, total: int | None) -> None:
-        """The bar, over `total` sentences (None: unknown)."""
+        """The bar, over `total` of its units (None: unknown)."""
         if self.main and self._bar is None:
-            self._bar = display.Progress("decode", total, "sentence")
+            self._bar = display.Progress(self.what, total, self.unit)
 
     def update(self, n: int) -> None:
         if self._bar is not None and n:

@@ -1,5 +1,5 @@
-"""What the torch jobs leave, by name: training's `--save-dir` (fairseq's names) and
-decoding's `--output`, and which checkpoint a folder given for one means.
+"""What the torch jobs leave, by name: training's `--save-dir` (fairseq's names),
+decoding's and scoring's `--output`, and which checkpoint a folder given for one means.
 
 No torch here: the workflow reads these files to report and to chain steps.
 """
@@ -18,6 +18,7 @@ LOG = "train_log.jsonl"  # every record training logged, as of its last checkpoi
 CURVES_SVG, CURVES_JSON = "learning_curve.svg", "learning_curve.json"  # and their points
 HYPOTHESES, NBEST = "hypotheses.txt", "nbest.jsonl"  # decoding's translations
 SCORES = "scores.json"  # decoding's scores and counts; written last, its commit mark
+SCORE_SUMMARY = "score_summary.json"  # what `nmtpipe score` scored, from what; written last
 NUMBERED = re.compile(r"^checkpoint(\d+)_(\d+)\.pt$")
 
 

@@ -10,7 +10,9 @@ learned scorers, from its score columns and its rejects, without reading the cor
 A rejected pair that the scorers or the near-duplicate groups judged keeps its id, its
 normalised text and its scores (`quality/judge.py`): its split and shard come again from
 its text (`text/split.py`, its id checked), and each shard's pairs and judged rejects
-are judged as one `prepare` with the new thresholds would judge them. The token counts
+are judged as one `prepare` with the new thresholds would judge them, with the model
+score beside them where `nmtpipe score`'s files are given (`quality/models/dcce.py`;
+the train shards' pairs only: others have none, and are kept by it). The token counts
 are the dataset's own plus what the pairs kept again add and less what the pairs now
 rejected take back: no pair of the corpus is tokenized again but those.
 """
@@ -41,7 +43,8 @@ from nmtpipe.transforms.beam.prepare_fns import (
 from nmtpipe.transforms.formats import batch_transport
 from nmtpipe.transforms.formats.pair_shards import split_stats
 from nmtpipe.transforms.formats.shard_names import counts_path, pairs_path
-from nmtpipe.transforms.quality.judge import Thresholds, rejudge
+from nmtpipe.transforms.quality.judge import PREFIX, Thresholds, rejudge
+from nmtpipe.transforms.quality.models import dcce
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.manifest import file_entry
 from nmtpipe.transforms.text import t2t_tokenizer
@@ -66,6 +69,7 @@ class RethresholdSpec:
     reject_files: tuple[str, ...]  # the source's, relative to it
     thresholds: Thresholds
     columns: tuple[str, ...]  # the score columns, in the shards' order
+    dcce_scores: str | None = None  # the files of `nmtpipe score`, if judged by them
 
     @property
     def shard_counts(self) -> dict[str, int]:
@@ -126,6 +130,8 @@ class RejudgeShardFn(beam.DoFn):
         s = self.spec
         path = pairs_path(split, shard, s.shard_counts[split])
         before = fsio.read_parquet(fsio.join(s.source, path))
+        if s.dcce_scores is not None:
+            before = _with_dcce(before, s.dcce_scores, path, split)
         judged = batch_transport.rejects_table(found.get(JUDGED, ()))
         kept, rejects, scores = rejudge(before, judged, list(s.columns), s.thresholds)
         written = fsio.write_parquet(fsio.join(s.output, path), kept)
@@ -143,6 +149,19 @@ class RejudgeShardFn(beam.DoFn):
             deltas = _token_deltas(kept.filter(pc.invert(was_kept)), rejects.filter(now_rejected))
             spill = batch_transport.spill_url(self.spill_dir, f"counts {split} {shard}")
             yield from ship_counts(dict(zip(s.langs, deltas, strict=True)), s.count_buckets, spill)
+
+
+def _with_dcce(table: pa.Table, scores: str, path: str, split: str) -> pa.Table:
+    """A shard's pairs with their DCCE column (NaN outside the train split), in place of
+    any the source had."""
+    column = PREFIX + dcce.NAME
+    if column in table.column_names:
+        table = table.drop_columns([column])
+    if split == "train":
+        values = dcce.scores_for(scores, path, table["id"].to_numpy())
+    else:
+        values = np.full(table.num_rows, np.nan, dtype=np.float32)
+    return table.append_column(column, pa.array(values, pa.float32()))
 
 
 def _token_deltas(back: pa.Table, gone: pa.Table) -> list[pa.Table]:

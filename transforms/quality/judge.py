@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nmtpipe.transforms.quality.base import LearnedScorer, Pairs, PairScorer
+from nmtpipe.transforms.quality.models.dcce import DcceScorer
 from nmtpipe.transforms.text.filters import Verdict
 from nmtpipe.transforms.text.records import (
     PAIRS_SCHEMA,
@@ -96,10 +97,10 @@ class ShardJudge:
 @dataclass(frozen=True)
 class Thresholds:
     """What decides a scored pair's fate: the learned `scorers` by their thresholds,
-    each having learned from `learned[NAME]` train pairs; `exempt` origins never
-    rejected."""
+    each having learned from `learned[NAME]` train pairs (and the model score, which
+    learns nothing, by its own: `models/dcce.py`); `exempt` origins never rejected."""
 
-    scorers: list[LearnedScorer]
+    scorers: list[LearnedScorer | DcceScorer]
     learned: Mapping[str, int]
     exempt: frozenset[str] = frozenset()
 

@@ -157,6 +157,7 @@ def test_a_command_imports_no_other_commands_module():
 NO_BEAM_RUNS = {
     "train": ["--data", "{tmp}/encoded", "--save-dir", "{tmp}/checkpoints"],
     "decode": ["--checkpoint", "{tmp}/c.pt", "--data", "{tmp}/encoded", "--output", "{tmp}/o"],
+    "score": ["--prepared", "{tmp}/p", "--forward", "{tmp}/f.pt", "--backward", "{tmp}/b.pt"],
     "translate": ["--checkpoint", "{tmp}/c.pt"],
     "export": ["--checkpoint", "{tmp}/c.pt", "--output", "{tmp}/exported"],
     "average": ["--checkpoints", "{tmp}/a.pt", "{tmp}/b.pt", "--output", "{tmp}/avg.pt"],

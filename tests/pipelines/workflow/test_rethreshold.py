@@ -9,6 +9,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
@@ -144,3 +146,64 @@ def _rehash(root: Path, name: str) -> None:
         if entry["path"] == name:
             entry["size"], entry["sha256"] = len(data), hashlib.sha256(data).hexdigest()
     (root / "manifest.json").write_text(json.dumps(doc))
+
+
+def _model_scores(prepared: str, folder: Path, low_every: int = 4) -> Path:
+    """Score files as `nmtpipe score` writes them (its models stood in for): every
+    `low_every`-th train pair of each shard scored 0.01, the others 0.5."""
+    from nmtpipe.trainers.runtime.run_files import SCORE_SUMMARY
+    from nmtpipe.transforms.quality.models import dcce
+
+    doc = json.loads((Path(prepared) / "manifest.json").read_text())
+    folder.mkdir()
+    for path in doc["splits"]["train"]["files"]:
+        ids = pq.read_table(Path(prepared) / path, columns=["id"])["id"]
+        low = np.arange(len(ids)) % low_every == 0
+        h = np.where(low, 4.0, 0.5).astype(np.float32)
+        values = [ids, pa.array(h), pa.array(h), pa.array(dcce.dcce(h, h), pa.float32())]
+        pq.write_table(pa.Table.from_arrays(values, schema=dcce.SCHEMA), folder / path)
+    model = {"url": "seed/checkpoint_best.pt", "sha256": "ab" * 32}
+    summary = {"prepared": {"url": prepared, "fingerprint": doc["fingerprint"]},
+               "forward": model, "backward": {**model, "sha256": "cd" * 32}}  # fmt: skip
+    (folder / SCORE_SUMMARY).write_text(json.dumps(summary))
+    return folder
+
+
+def test_model_scores_reject_the_train_pairs_below_dcce_min(prepared, tmp_path):
+    source = prepared["loose"]
+    scores = _model_scores(source.output, tmp_path / "scores")
+    out = tmp_path / "out"
+    outcome = run_rethreshold(source.output, str(out), {}, IN_MEMORY, (str(scores), 0.05))
+    low = sum(-(-f["rows"] // 4) for f in source.manifest["files"]
+              if f.get("kind") == "pairs" and f["split"] == "train")  # fmt: skip
+    assert outcome.stats["rejects"]["dcce"] == low
+    assert outcome.stats["splits"]["train"] == source.stats["splits"]["train"] - low
+    assert outcome.stats["splits"]["valid"] == source.stats["splits"]["valid"]
+    # The kept pairs carry the score; the rejects keep it with their reason.
+    kept = pq.read_table(out / "train-00000-of-00002.parquet")
+    assert (kept["score_dcce"].to_numpy() >= 0.05).all()
+    rejects = _judged_rejects(str(out)).filter(pc.equal(pc.field("reason"), "dcce"))
+    assert rejects.num_rows == low
+    assert all(dict(m)["dcce"] < 0.05 for m in rejects["scores"].to_pylist())
+    # The histogram, the threshold and the models are the dataset's.
+    hist = outcome.stats["scores"]["dcce"]
+    assert sum(hist["rejected"].values()) == low and hist["kept"]
+    recorded = outcome.manifest["options"]["quality"]["dcce"]
+    assert recorded["dcce_min"] == 0.05 and recorded["backward"]["sha256"] == "cd" * 32
+    assert outcome.manifest["fingerprint"] != source.manifest["fingerprint"]
+    # Judged again without the model scores, the pairs come back: the source's dataset.
+    back = run_rethreshold(str(out), str(tmp_path / "back"), {}, IN_MEMORY)
+    assert back.manifest["fingerprint"] == source.manifest["fingerprint"]
+    assert data_files(back) == data_files(source)
+
+
+def test_model_scores_of_another_dataset_are_refused(prepared, tmp_path):
+    scores = _model_scores(prepared["strict"].output, tmp_path / "scores")
+    with pytest.raises(InputError, match="not this dataset"):
+        run_rethreshold(
+            prepared["loose"].output, str(tmp_path / "out"), {}, IN_MEMORY, (str(scores), 0.05)
+        )
+    with pytest.raises(InputError, match="no finished scores"):
+        run_rethreshold(
+            prepared["loose"].output, str(tmp_path / "o"), {}, IN_MEMORY, (str(tmp_path), 0.05)
+        )

@@ -9,7 +9,9 @@ from typing import Any
 from nmtpipe.pipelines.cli import flags, logs
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 from nmtpipe.pipelines.workflow.rethreshold import run_rethreshold, thresholds_of
+from nmtpipe.transforms.errors import ConfigError
 from nmtpipe.transforms.options import options
+from nmtpipe.transforms.quality.models import dcce
 from nmtpipe.transforms.quality.registry import KINDS
 from nmtpipe.transforms.storage.commit import StepOutcome
 
@@ -21,12 +23,19 @@ shards, rejects and token counts alone: the raw corpora are not read. The result
 dataset `nmtpipe prepare` with those thresholds would commit, byte for byte, with the
 fingerprint it would have; only the pairs whose fate changes are tokenized again.
 Options that change what a scorer learns need the corpus: run prepare again.
+
+With --dcce-scores (the folder `nmtpipe score` wrote for this dataset) and --dcce-min,
+the train pairs whose model score (dual conditional cross-entropy) is below it are
+rejected too, as `dcce`, their scores beside them; the two models' checkpoints go into
+the new dataset's manifest.
 """
 EPILOG = """\
 examples:
   nmtpipe report runs/example/prepared        # each score's histogram and proposal
   nmtpipe rethreshold runs/example/prepared --output runs/strict/prepared \\
       --lexical-min 0.5 --length-max-deviation 3
+  nmtpipe rethreshold runs/example/prepared --output runs/dcce/prepared \\
+      --dcce-scores runs/example/dcce --dcce-min 0.02
 """
 
 
@@ -44,6 +53,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 type=option.parse,
                 help=option.spec.help,
             )
+    model = parser.add_argument_group("model score (nmtpipe score)")
+    model.add_argument(
+        "--dcce-scores", metavar="URL", help="the scores nmtpipe score wrote for SOURCE"
+    )
+    model.add_argument(
+        "--dcce-min",
+        type=float,
+        metavar="X",
+        help="reject train pairs whose dcce is below X (in (0, 1]; higher is better)",
+    )
     flags.add_rebuild_flags(parser.add_argument_group("output"))
 
 
@@ -76,15 +95,27 @@ def report(outcome: StepOutcome, source: str) -> str:
 
 def _scored_reasons(stats: dict[str, Any]) -> list[str]:
     """The reasons the pair scorers give (the rules', the learned scores', near-duplicate)."""
-    reasons = set()
+    reasons = {dcce.NAME}
     for kind in KINDS.values():
         reasons |= set(getattr(kind, "REASONS", ())) | {getattr(kind, "REASON", "")}
     return [r for r in stats["rejects"] if r in reasons and stats["rejects"][r]]
 
 
+def dcce_of(args: argparse.Namespace) -> tuple[str, float] | None:
+    """(--dcce-scores, --dcce-min), given together or not at all."""
+    if (args.dcce_scores is None) != (args.dcce_min is None):
+        raise ConfigError("--dcce-scores and --dcce-min go together")
+    return None if args.dcce_scores is None else (args.dcce_scores, args.dcce_min)
+
+
 def run(args: argparse.Namespace, beam_args: list[str]) -> int:
     outcome = run_rethreshold(
-        args.source, args.output, changes_of(args), beam_args, **logs.step_options(args)
+        args.source,
+        args.output,
+        changes_of(args),
+        beam_args,
+        dcce_of(args),
+        **logs.step_options(args),
     )
     logs.show(args, logs.Shown(logs.outcome_result(outcome), report(outcome, args.source)))
     return 0
