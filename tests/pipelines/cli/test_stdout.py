@@ -42,9 +42,10 @@ def nmtpipe(*args: str | Path, stdout: io.StringIO | None = None) -> Printed:
     return Printed(code, out.getvalue(), err.getvalue())
 
 
-def commands(folder: Path) -> dict[str, list[str | Path]]:
+def commands(folder: Path, backward: str) -> dict[str, list[str | Path]]:
     """Every command on a tiny corpus, in an order that gives each its input: the steps
-    one by one under a workflow root, then `run` over them and `refresh` of the root."""
+    one by one under a workflow root, then `run` over them and `refresh` of the root;
+    `score` with a zh→en model at `backward`."""
     corpus = write_pair(folder / "train", example_lines("tatoeba-cmn", "en")[::20],
                         example_lines("tatoeba-cmn", "zh")[::20])  # fmt: skip
     (folder / "src.en").write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
@@ -76,6 +77,8 @@ def commands(folder: Path) -> dict[str, list[str | Path]]:
                   "--save-interval-updates", "1"],
         "average": ["average", "--save-dir", root / "checkpoints", "--last", "2"],
         "decode": ["decode", "--checkpoint", checkpoint, "--output", root / "decoded", *SHORT],
+        "score": ["score", "--prepared", root / "prepared", "--forward", checkpoint,
+                  "--backward", backward, "--output", folder / "scores"],
         "translate": ["translate", "--checkpoint", checkpoint, "--input", folder / "src.en",
                       *SHORT],
         "export": ["export", "--checkpoint", checkpoint, "--output", folder / "hf"],
@@ -91,9 +94,10 @@ def folder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def printed(folder) -> dict[str, Printed]:
+def printed(folder, tiny_backward_model) -> dict[str, Printed]:
     """What every command printed (a KeyError for a command this module does not run)."""
-    return {name: nmtpipe(*args) for name, args in commands(folder).items()}
+    backward = tiny_backward_model["checkpoint"]
+    return {name: nmtpipe(*args) for name, args in commands(folder, backward).items()}
 
 
 @pytest.mark.slow
