@@ -149,16 +149,20 @@ def measure(inp: CorpusInput, span: Span, every: int = MARK_EVERY) -> Measured:
     """A span's line ends, counted at memory speed with numpy, and every `every`-th's
     offset; the side's encoding from its first bytes where the span is its first."""
     url = inp.urls()[span.side]
-    encoding = None
+    encoding, size = None, span.end - span.start
     with opened(url) as f:
-        if span.start == 0:
+        f.seek(span.start)
+        if span.start == 0:  # the side's first bytes tell its encoding, then are counted
             head = read_head(f, url)
             whole = len(head) < encodings.SAMPLE_BYTES
             encoding = found_encoding(url, inp.encodings[span.side], head, whole)
-        f.seek(span.start)
+            rest = blocks_until(f, url, size - len(head), REQUEST_BYTES)
+            blocks = itertools.chain([head[:size]] if head else [], rest)
+        else:
+            blocks = blocks_until(f, url, size, REQUEST_BYTES)
         count, offset, marks, last = 0, span.start, [], b"\n"
-        for block in blocks_until(f, url, span.end - span.start, REQUEST_BYTES):
-            newlines = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == ord("\n"))
+        for block in blocks:
+            newlines = _line_ends(block)
             first = -count % every  # the block's first line end whose span index is a mark's
             marks += (newlines[first::every] + offset + 1).tolist()
             count += newlines.size
@@ -239,28 +243,36 @@ def _read_lines(
 ) -> bytes | None:
     """`count` lines from the `skip`-th line after byte `start` of `url` as one blob,
     without its last newline; None where they, with the lines skipped, pass `budget`
-    bytes or a line is longer than MAX_RECORD_BYTES (they must be streamed instead)."""
+    bytes or a line is longer than MAX_RECORD_BYTES (they must be streamed instead).
+    Each byte is looked at once, for the line ends that cut the blob and measure its
+    lines."""
     url, start, skip, expected = side
-    held, newlines, data = 0, 0, []
+    held, newlines, data, ends = 0, 0, [], []
     with opened(url) as f:
         f.seek(start)
         sizes = itertools.chain([min(expected, budget + 1)], itertools.repeat(BLOCK_SIZE))
         while block := read_block(f, url, next(sizes)):
             data.append(block)
+            ends.append(_line_ends(block) + held)
             held += len(block)
-            newlines += block.count(b"\n")
+            newlines += ends[-1].size
             if newlines >= skip + count:
                 break
             if held > budget:
                 return None
-    whole = b"".join(data)
-    ends = np.flatnonzero(np.frombuffer(whole, dtype=np.uint8) == ord("\n"))
-    begin = int(ends[skip - 1]) + 1 if skip else 0
-    end = int(ends[skip + count - 1]) if len(ends) >= skip + count else len(whole)
-    blob = whole[begin:end]
-    if len(blob) > budget or _has_overlong(blob):
+    whole, at = b"".join(data), np.concatenate(ends)
+    begin = int(at[skip - 1]) + 1 if skip else 0
+    end = int(at[skip + count - 1]) if len(at) >= skip + count else len(whole)
+    bounds = np.concatenate(([begin - 1], at[skip : skip + count - 1], [end]))
+    if end - begin > budget or int((np.diff(bounds) - 1).max()) > MAX_RECORD_BYTES:
         return None
+    blob = whole[begin:end]
     return blob[len(UTF8_BOM) :] if first and blob.startswith(UTF8_BOM) else blob
+
+
+def _line_ends(block: bytes) -> np.ndarray:
+    """The offsets of `block`'s line ends, at memory speed."""
+    return np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == ord("\n"))
 
 
 def _stream_lines(side: tuple[str, int, int, int], count: int, first: bool) -> Iterator[bytes]:
@@ -275,15 +287,6 @@ def _stream_lines(side: tuple[str, int, int, int], count: int, first: bool) -> I
         bom = first and type(head) is bytes and head.startswith(UTF8_BOM)
         yield head[len(UTF8_BOM) :] if bom else head
         yield from lines
-
-
-def _has_overlong(data: bytes) -> bool:
-    """Whether a line of `data` is longer than MAX_RECORD_BYTES (a vectorised test)."""
-    if len(data) <= MAX_RECORD_BYTES:
-        return False
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n"))
-    bounds = np.concatenate(([-1], ends, [len(data)]))
-    return bool((np.diff(bounds) - 1).max() > MAX_RECORD_BYTES)
 
 
 def blocks_until(f: BinaryIO, url: str, size: int, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
