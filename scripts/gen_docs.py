@@ -53,6 +53,7 @@ from nmtpipe.pipelines.cli.main import (  # noqa: E402
     takes_beam,
 )
 from nmtpipe.pipelines.workflow.run_config import STEPS, WIRING, RefreshSettings  # noqa: E402
+from nmtpipe.transforms.corpus.base import TableReader  # noqa: E402
 from nmtpipe.transforms.corpus.registry import READERS  # noqa: E402
 from nmtpipe.transforms.options import Option, options  # noqa: E402
 
@@ -402,7 +403,7 @@ def readers_page() -> str:
     """The corpus readers as registered: how each is given, told and spread over workers."""
     rows = []
     for reader in READERS.values():
-        given = "`--table`" if reader.TABLE else "`--trainpref`, `--train-pair`"
+        given = "`--table`" if isinstance(reader, TableReader) else "`--trainpref`, `--train-pair`"
         given = "`--tsv`" if reader.NAME == "tsv" else given
         suffixes = ", ".join(f"`{s}`" for s in reader.SUFFIXES) or "any"
         compressed = "yes" if reader.COMPRESSIBLE else "no"

@@ -7,6 +7,8 @@ The same generated pairs (`corpora.py`, long-tail text) in the layouts users bri
   `Dataset.to_parquet` (`--table`);
 - parquet-groups: the same table in row groups of 10,000 rows, as pyarrow's writers or
   a Hub export may cut it, planned as row-group references;
+- jsonl: the same records as JSON Lines, as `Dataset.to_json` writes them (`--table`);
+- arrow: the same table as the Arrow stream `Dataset.save_to_disk` writes (`--table`);
 - tmx: one TMX, as OPUS serves it (`--table`);
 - sgml: a WMT-style pair of `.sgm` files (`--train-pair`).
 
@@ -39,7 +41,7 @@ sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
 import corpora  # noqa: E402
 from bench_prepare import watch  # noqa: E402
 
-LAYOUTS = ("plain", "parquet", "parquet-groups", "tmx", "sgml")
+LAYOUTS = ("plain", "parquet", "parquet-groups", "jsonl", "arrow", "tmx", "sgml")
 BATCH = 100_000  # pairs written at a time
 
 
@@ -62,6 +64,8 @@ def write_layouts(prefix: Path) -> dict[str, Path]:
     names = {
         "parquet": f"{prefix}.parquet",
         "parquet-groups": f"{prefix}.groups.parquet",
+        "jsonl": f"{prefix}.jsonl",
+        "arrow": f"{prefix}.saved/data-00000-of-00001.arrow",
         "tmx": f"{prefix}.tmx",
         "sgml": f"{prefix}-src.en.sgm",
     }
@@ -80,7 +84,10 @@ def write_layouts(prefix: Path) -> dict[str, Path]:
         for s, t in _batches(prefix)
     ]  # fmt: skip
     whole = pa.concat_tables(tables)
-    datasets.Dataset(whole).to_parquet(names["parquet"])
+    dataset = datasets.Dataset(whole)
+    dataset.to_parquet(names["parquet"])
+    dataset.to_json(names["jsonl"], force_ascii=False)
+    dataset.save_to_disk(Path(names["arrow"]).parent)
     pq.write_table(whole, names["parquet-groups"], row_group_size=10_000)
     with open(names["tmx"], "w", encoding="utf-8") as tmx:
         tmx.write('<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4">\n<header '

@@ -463,7 +463,7 @@ def check_named_encodings(inputs: Iterable[CorpusInput]) -> None:
     named for it (`encodings.trusted`): read anyway, it would be kept as mojibake or
     mostly rejected, and the run would succeed."""
     for inp in inputs:
-        if registry.reader(inp.reader).TABLE:
+        if registry.is_table(inp.reader):
             continue  # a table's encoding is its format's
         flags = ("--src-encoding", "--tgt-encoding")
         for url, named, flag in zip(inp.urls(), inp.encodings, flags, strict=False):
@@ -494,7 +494,7 @@ def identity(inp: CorpusInput, checksum: bool = False) -> dict[str, Any]:
             where = f"{archived[2]}, the archive of {url}" if archived else url
             raise InputError(f"no such file: {where}") from None
     found: dict[str, Any] = {"role": inp.role, "origin": inp.origin, "columns": list(inp.columns)}
-    if registry.reader(inp.reader).TABLE:  # keys only where they say more, so that older
+    if registry.is_table(inp.reader):  # keys only where they say more, so that older
         found |= {"layout": inp.reader, "fields": list(inp.fields or ())}  # fingerprints hold
     elif inp.encodings != (AUTO, AUTO):
         found["encodings"] = list(inp.encodings)

@@ -34,9 +34,6 @@ class Reader(ABC):
 
     NAME: ClassVar[str]  # what `CorpusInput.reader` and `--table-format` say
     SUFFIXES: ClassVar[tuple[str, ...]] = ()  # file names it reads (before compression)
-    # Given with `--table`: records whose two fields are chosen on the driver (`fields`),
-    # their encoding the format's; else lines of text in an encoding found or named.
-    TABLE: ClassVar[bool] = False
     PAIRED: ClassVar[bool] = False  # reads a pair of files, one side each (`pair_reader`)
     COMPRESSIBLE: ClassVar[bool] = True  # False: read in parts, so never compressed
     INFLATION: ClassVar[int] = 1  # text bytes a stored byte holds (its own compression)
@@ -47,12 +44,6 @@ class Reader(ABC):
         """Why one worker reads all of `inp` (a stream that cannot be split), for the
         plan's line; None where many share its pieces."""
         return None
-
-    def fields(self, inp: CorpusInput) -> Tree | None:
-        """The shape of a table's records (its fields' types), read on the driver, that
-        the pair's two fields are chosen from; None where they are the pair's
-        languages (a TMX's `xml:lang`)."""
-        raise NotImplementedError(f"{self.NAME} is not a table")
 
     def survey(self, inp: CorpusInput) -> list[Any]:
         """Parts of `inp` that workers `measure` in parallel before it is planned (spans
@@ -76,3 +67,15 @@ class Reader(ABC):
         """The raw chunks of one piece, on the worker that cleans them (by default the
         piece is a chunk read where it was planned)."""
         yield piece
+
+
+class TableReader(Reader):
+    """A format given with `--table`: records whose two fields are chosen on the driver,
+    their encoding the format's (where other readers read lines of text in an encoding
+    found or named)."""
+
+    @abstractmethod
+    def fields(self, inp: CorpusInput) -> Tree | None:
+        """The shape of a table's records (its fields' types), read on the driver, that
+        the pair's two fields are chosen from; None where they are the pair's
+        languages (a TMX's `xml:lang`)."""

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from nmtpipe.transforms.corpus.base import Reader
+from nmtpipe.transforms.corpus.base import Reader, TableReader
 from nmtpipe.transforms.corpus.inputs import CorpusInput, file_name, without_compression
 from nmtpipe.transforms.corpus.raw_corpus import RawChunk
 from nmtpipe.transforms.corpus.readers.arrow_files import ArrowReader, ParquetReader
@@ -50,12 +50,12 @@ AUTO = "auto"
 
 def table_formats() -> tuple[str, ...]:
     """`--table-format`'s choices: `auto` and every table reader's name."""
-    return (AUTO, *(name for name, reader in READERS.items() if reader.TABLE))
+    return (AUTO, *(name for name, reader in READERS.items() if isinstance(reader, TableReader)))
 
 
 def table_suffixes() -> str:
     """The file names the table readers are told by, for the help and messages."""
-    return ", ".join(s for r in READERS.values() if r.TABLE for s in r.SUFFIXES)
+    return ", ".join(s for r in READERS.values() if isinstance(r, TableReader) for s in r.SUFFIXES)
 
 
 def reader(name: str) -> Reader:
@@ -64,6 +64,19 @@ def reader(name: str) -> Reader:
         return READERS[name]
     except KeyError:
         raise ValueError(f"no corpus reader {name!r}; the readers: {', '.join(READERS)}") from None
+
+
+def is_table(name: str) -> bool:
+    """Whether the reader `name` reads tables (`--table`)."""
+    return isinstance(reader(name), TableReader)
+
+
+def table_reader(name: str) -> TableReader:
+    """The table reader registered as `name` (`--table-format`'s choices)."""
+    found = reader(name)
+    if not isinstance(found, TableReader):
+        raise ValueError(f"{name} is not a table reader; they are: {table_formats()[1:]}")
+    return found
 
 
 def _suffix(url: str) -> str:
@@ -77,7 +90,7 @@ def table_format(url: str, named: str = AUTO) -> str:
     if named != AUTO:
         return named
     for found in READERS.values():
-        if found.TABLE and _suffix(url) in found.SUFFIXES:
+        if isinstance(found, TableReader) and _suffix(url) in found.SUFFIXES:
             return found.NAME
     raise ConfigError(
         f"{url}: cannot tell a table's format from its name (known: {table_suffixes()}); "

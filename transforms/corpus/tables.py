@@ -75,7 +75,7 @@ def resolve_tables(
     inputs = []
     for url in urls if urls is not None else resolve_files(pattern, _option(role)):
         name = registry.table_format(url, named_format if urls is None else "arrow")
-        reader = registry.reader(name)
+        reader = registry.table_reader(name)
         if not reader.COMPRESSIBLE and compression_of(url) is not None:
             raise ConfigError(f"{url}: a compressed {name} file cannot be read in parts; unpack it")
         inp = CorpusInput(role, url, None, base=base, reader=name, encodings=(UTF8, UTF8))

@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import fsspec
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from fsspec.implementations.dirfs import DirFileSystem
@@ -102,6 +103,11 @@ def _every_layout(folder: Path) -> PrepareConfig:
     en, zh = lines()
     datasets.Dataset.from_dict({"en": en, "zh": zh}).to_json(str(folder / "hf.jsonl"))
     en, zh = lines()
+    table = pa.table({"en": en, "zh": zh})
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    with pa.ipc.new_stream(str(folder / "batches.arrow"), table.schema, options=options) as w:
+        w.write_table(table, max_chunksize=25)  # planned as ranges of record batches
+    en, zh = lines()
     en[0] = 'Two lines,\n"quoted", and commas.'
     datasets.Dataset.from_dict({"en": en, "zh": zh}).to_csv(str(folder / "hf.csv"), index=False)
     en, zh = lines()
@@ -134,7 +140,8 @@ def _every_layout(folder: Path) -> PrepareConfig:
         "en",
         "zh",
         output="",
-        table=(f"{f}/hf.parquet", f"{f}/hf.jsonl", f"{f}/hf.csv", f"{f}/opus.tmx"),
+        table=tuple(f"{f}/{name}" for name in ("hf.parquet", "hf.jsonl", "batches.arrow",
+                                               "hf.csv", "opus.tmx")),
         train_pair=(
             FilePair(f"zip://Corpus.en-zh.en::{f}/en-zh.txt.zip", f"zip://Corpus.en-zh.zh::{f}/en-zh.txt.zip"),
             FilePair(f"{f}/u16.en", f"{f}/u16.zh"),
@@ -154,7 +161,7 @@ def test_every_layout_in_one_run_gives_the_same_bytes_on_every_runner(tmp_path):
         outcome = run_prepare(PrepareConfig(**{**config.__dict__, "output": out}), runner)
         digests[name] = {f["path"]: f["sha256"] for f in outcome.manifest["files"]}
         inputs = outcome.stats["inputs"]
-        assert len(inputs) == 8 and all(i["kept"] > 0.9 * i["read"] for i in inputs.values())
+        assert len(inputs) == 9 and all(i["kept"] > 0.9 * i["read"] for i in inputs.values())
         encodings = {o.rsplit("/", 1)[-1]: i["encoding"] for o, i in inputs.items()}
         assert encodings["u16.{en,zh}"] == {"src": "utf-16", "tgt": "utf-16"}
         assert encodings["cwmt_{en,cn}.txt"] == {"src": "utf-8", "tgt": "gb18030"}

@@ -3,9 +3,11 @@
 Parquet files are planned by their footers: a `TableRef` names consecutive row groups of
 about a chunk's rows (a larger row group, as `datasets` writes 100 MB of rows to one, on
 its own), and the worker that cleans it reads just those, in batches of a chunk's rows,
-so that no corpus text passes through a shuffle. An Arrow file is read where it is
-planned: `save_to_disk` writes IPC streams, which say how many rows their batches hold
-only by reading them.
+so that no corpus text passes through a shuffle. Arrow IPC streams and files
+(`save_to_disk` writes streams) are planned from their messages' headers
+(`arrow_messages.py`) as byte ranges of whole record batches, each read by the worker
+that cleans it; one with dictionary-encoded columns is streamed where it is planned, as a
+range of it would need the dictionaries before it.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from nmtpipe.transforms.corpus.base import Reader
+from nmtpipe.transforms.corpus.base import TableReader
 from nmtpipe.transforms.corpus.fields import Tree
 from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.corpus.raw_corpus import RawChunk
+from nmtpipe.transforms.corpus.readers import arrow_messages
+from nmtpipe.transforms.corpus.readers.lines import opened
 from nmtpipe.transforms.corpus.records import schema_tree, table_chunk
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.storage import fsio
@@ -34,6 +38,17 @@ class TableRef(NamedTuple):
 
     inp: CorpusInput
     parts: tuple[int, int]
+    first_row: int
+    batch_rows: int
+
+
+class ArrowRef(NamedTuple):
+    """Record batches `batches` of the Arrow file `inp`, whose schema message is at bytes
+    `schema` and whose first row is record `first_row`, read `batch_rows` at a time."""
+
+    inp: CorpusInput
+    schema: tuple[int, int]
+    batches: arrow_messages.Batches
     first_row: int
     batch_rows: int
 
@@ -133,11 +148,10 @@ def _load_parquet(ref: TableRef) -> Iterator[RawChunk]:
                 first += batch.num_rows
 
 
-class ParquetReader(Reader):
+class ParquetReader(TableReader):
     """Parquet files, planned from their footers."""
 
     NAME = "parquet"
-    TABLE = True
     SUFFIXES = (".parquet", ".pq")
     COMPRESSIBLE = False
     INFLATION = 4  # its pages are compressed
@@ -156,18 +170,53 @@ class ParquetReader(Reader):
         return _load_parquet(piece)
 
 
-class ArrowReader(Reader):
-    """Arrow IPC files and streams (`Dataset.save_to_disk`'s), read where they are
-    planned: a stream says how many rows its batches hold only by reading them."""
+def _plan_arrow(inp: CorpusInput, chunk_rows: int) -> Iterator[ArrowRef]:
+    """Refs to runs of whole record batches of about `chunk_rows` rows, from the headers."""
+    with opened(inp.src) as f:
+        found = arrow_messages.messages(f, fsio.size(inp.src), inp.src)
+        schema = arrow_messages.schema_range(found, inp.src)
+        first = 1
+        for run in arrow_messages.batch_runs(found, chunk_rows, inp.src):
+            yield ArrowRef(inp, schema, run, first, chunk_rows)
+            first += run.rows
+
+
+def _load_arrow(ref: ArrowRef) -> Iterator[RawChunk]:
+    """The rows an ArrowRef names: its schema, its batches and an end, as one stream."""
+    (schema_start, schema_end), (start, end, _) = ref.schema, ref.batches
+    with opened(ref.inp.src) as f:
+        f.seek(schema_start)
+        schema = f.read(schema_end - schema_start)
+        f.seek(start)
+        batches = f.read(end - start)
+    stream = pa.py_buffer(b"".join((schema, batches, arrow_messages.END_OF_STREAM)))
+    try:
+        reader = pa.ipc.open_stream(stream)
+    except _ARROW_ERRORS as e:
+        raise InputError(f"cannot read {ref.inp.src}: {e}") from e
+    yield from _stream_chunks(ref.inp, reader, ref.batch_rows, ref.first_row)
+
+
+def _dictionaries(schema: pa.Schema) -> list[str]:
+    return [field.name for field in schema if pa.types.is_dictionary(field.type)]
+
+
+class ArrowReader(TableReader):
+    """Arrow IPC files and streams (`Dataset.save_to_disk`'s), planned from their
+    messages' headers."""
 
     NAME = "arrow"
-    TABLE = True
     SUFFIXES = (".arrow", ".feather")
     COMPRESSIBLE = False
-    SPLIT = "streamed by one worker (record batches are counted by reading)"
+    SPLIT = (
+        "runs of whole record batches, found from their headers, read by the workers that "
+        "clean them; streamed by one where a column is dictionary-encoded"
+    )
 
-    def whole(self, inp: CorpusInput) -> str:
-        return "an Arrow stream's batches are counted by reading"
+    def whole(self, inp: CorpusInput) -> str | None:
+        with _arrow_reader(inp.src) as reader:
+            names = _dictionaries(reader.schema)
+        return f"dictionary-encoded columns ({', '.join(names)})" if names else None
 
     def fields(self, inp: CorpusInput) -> Tree:
         with _arrow_reader(inp.src) as reader:
@@ -175,6 +224,12 @@ class ArrowReader(Reader):
 
     def plan(
         self, inp: CorpusInput, chunk_lines: int, measured: Sequence[tuple[Any, Any]]
-    ) -> Iterator[RawChunk]:
+    ) -> Iterator[ArrowRef | RawChunk]:
+        if not self.whole(inp):
+            yield from _plan_arrow(inp, chunk_lines)
+            return
         with _arrow_reader(inp.src) as reader:
             yield from _stream_chunks(inp, _arrow_batches(reader), chunk_lines, 1)
+
+    def load(self, piece: Any) -> Iterator[RawChunk]:
+        return _load_arrow(piece) if isinstance(piece, ArrowRef) else iter((piece,))

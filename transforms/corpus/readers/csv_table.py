@@ -21,7 +21,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from nmtpipe.transforms.corpus.base import Reader
+from nmtpipe.transforms.corpus.base import TableReader
 from nmtpipe.transforms.corpus.fields import Tree
 from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.corpus.raw_corpus import (
@@ -104,11 +104,10 @@ def _chunks(inp: CorpusInput, chunk_rows: int) -> Iterator[RawChunk]:
             first += len(batch)
 
 
-class CsvReader(Reader):
+class CsvReader(TableReader):
     """CSV files with a header row; the pair's columns are chosen by their names."""
 
     NAME = "csv"
-    TABLE = True
     SUFFIXES = (".csv",)
     SPLIT = "streamed by one worker (a quoted field may hold line breaks)"
 

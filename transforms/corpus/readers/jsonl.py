@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import pyarrow as pa
 import pyarrow.json as pa_json
 
+from nmtpipe.transforms.corpus.base import TableReader
 from nmtpipe.transforms.corpus.fields import Tree
 from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.corpus.raw_corpus import (
@@ -55,12 +56,11 @@ def first_object(inp: CorpusInput, looked_at: int = 100) -> dict:
     return {}
 
 
-class JsonLinesReader(LinesReader):
+class JsonLinesReader(LinesReader, TableReader):
     """JSON Lines files, surveyed and planned as the lines of a TSV file are and parsed
     where the lines are loaded."""
 
     NAME = "jsonl"
-    TABLE = True
     PAIRED = False
     SUFFIXES = (".jsonl", ".json", ".ndjson")
 

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 from xml.parsers import expat
 
-from nmtpipe.transforms.corpus.base import Reader
+from nmtpipe.transforms.corpus.base import TableReader
 from nmtpipe.transforms.corpus.fields import matches, pick_language
 from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.corpus.raw_corpus import (
@@ -510,14 +510,13 @@ def _chunk(fragment: TmxFragment, src: list[str], tgt: list[str], unread: list[U
     )
 
 
-class TmxReader(Reader):
+class TmxReader(TableReader):
     """TMX files: a plain UTF-8 one surveyed in spans whose units workers count, then
     read in pieces of whole units by the workers that clean them; another (compressed,
     archived, in another encoding) cut into fragments of whole units by one worker and
     parsed by the workers that clean them."""
 
     NAME = "tmx"
-    TABLE = True
     SUFFIXES = (".tmx",)
     SPLIT = (
         "plain UTF-8 files: spans whose units workers count, then pieces of whole units "
