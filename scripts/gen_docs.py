@@ -407,7 +407,12 @@ def readers_page() -> str:
         given = "`--tsv`" if reader.NAME == "tsv" else given
         suffixes = ", ".join(f"`{s}`" for s in reader.SUFFIXES) or "any"
         compressed = "yes" if reader.COMPRESSIBLE else "no"
-        rows.append(f"| `{reader.NAME}` | {given} | {suffixes} | {compressed} | {reader.SPLIT} |")
+        flags = (f"`--{f.name.replace('_', '-')}`" for f in dataclasses.fields(reader.Config))
+        own = ", ".join(flags)
+        rows.append(
+            f"| `{reader.NAME}` | {given} | {suffixes} | {compressed} | {own or 'none'} "
+            f"| {reader.SPLIT} |"
+        )
     return "\n".join(
         [
             "# Corpus readers\n",
@@ -420,9 +425,10 @@ def readers_page() -> str:
             " so no corpus text passes through the runner's shuffle; one that cannot be"
             " split is streamed by one worker, a chunk at a time. A new format is one module"
             " in `transforms/corpus/readers/` and one `register` line"
-            " ([ARCHITECTURE](../architecture.md)).\n",
-            "| reader | given with | file names | compressed | how it is spread |",
-            "| --- | --- | --- | --- | --- |",
+            " ([ARCHITECTURE](../architecture.md)); its own options, if it has any, are"
+            " `nmtpipe prepare`'s ([prepare](cli/prepare.md)) and the workflow YAML's.\n",
+            "| reader | given with | file names | compressed | its options | how it is spread |",
+            "| --- | --- | --- | --- | --- | --- |",
             *rows,
         ]
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass
 from typing import Any
 
@@ -92,6 +92,24 @@ def nested(
     fields whose default depends on the command's other options."""
     meta = _Nested(kind, group, dict(defaults or {}))
     return dataclasses.field(default=kind(), metadata={KEY: meta})
+
+
+def with_configs(
+    shared: type,
+    fields: Iterable[tuple[str, type, Any]],
+    *,
+    name: str | None = None,
+    module: str | None = None,
+    doc: str | None = None,
+) -> type:
+    """`shared` with a field per (name, config class, `nested(...)`): the options of a
+    registry's kinds (vocabularies', scorers', readers') made a command's own. `module`
+    is where the class is found by `name` (Beam's pickler sends it by name: by value,
+    unpickling it in the same process would write the copy's fields over the class's)."""
+    namespace = {"__module__": module or shared.__module__, "__doc__": doc or shared.__doc__}
+    return dataclasses.make_dataclass(
+        name or shared.__name__, list(fields), bases=(shared,), namespace=namespace, frozen=True
+    )
 
 
 def count(default: int | None, *, help: str, **more: Any) -> Any:

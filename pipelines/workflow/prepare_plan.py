@@ -60,8 +60,6 @@ _LANG = re.compile(r"^[A-Za-z0-9_-]+$")
 # make "，" a ","), unless --q2b asks for ASCII punctuation.
 FULLWIDTH_PUNCT = ("zh", "yue", "ja")
 CHINESE = ("zh", "yue")
-# The pair scorers' options: one field per kind registered when this module is imported.
-QualityConfig = quality_config(__name__)
 # The help groups of `nmtpipe prepare`'s options.
 INPUT, OUTPUT, SPLITTING, CLEANING, FILTERS, QUALITY, PERFORMANCE = (
     "input",
@@ -72,6 +70,10 @@ INPUT, OUTPUT, SPLITTING, CLEANING, FILTERS, QUALITY, PERFORMANCE = (
     "pair scores",
     "performance",
 )
+# The pair scorers' and the readers' options: a field per kind, per reader that has
+# some, registered when this module is imported.
+QualityConfig = quality_config(__name__)
+ReaderOptions = registry.options_config(__name__, group=INPUT)
 
 
 def _paths(metavar: str, help: str) -> Any:
@@ -268,6 +270,7 @@ class PrepareConfig:
         "deduplication and vocabulary building; Tatoeba and crawls mix both",
     )
     quality: QualityConfig = nested(QualityConfig, group=QUALITY)
+    readers: ReaderOptions = nested(ReaderOptions, group=INPUT)
     keep_overlap: bool = option(
         False,
         group=FILTERS,
@@ -446,9 +449,15 @@ def resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:
             sides = pair.src_encoding or wanted[0], pair.tgt_encoding or wanted[1]
             inputs.append(resolve_pair(pair.src, pair.tgt, role, sides))
         for url in tables:
-            inputs += resolve_tables(url, role, langs, config.table_format, config.table_columns)
+            inputs += resolve_tables(
+                url, role, langs, config.table_format, config.table_columns, config.readers
+            )
     for pattern in config.tsv:
         inputs += resolve_tsv(pattern, config.tsv_columns, "train", config.src_encoding)
+    inputs = [  # each input's reader's options (a table's read its fields with them)
+        dataclasses.replace(inp, options=registry.chosen_options(inp.reader, config.readers))
+        for inp in inputs
+    ]
     seen: set[str] = set()
     for inp in inputs:
         for url in inp.urls():
@@ -498,6 +507,8 @@ def identity(inp: CorpusInput, checksum: bool = False) -> dict[str, Any]:
         found |= {"layout": inp.reader, "fields": list(inp.fields or ())}  # fingerprints hold
     elif inp.encodings != (AUTO, AUTO):
         found["encodings"] = list(inp.encodings)
+    if inp.options is not None:
+        found["options"] = dataclasses.asdict(inp.options)
     return {**found, "files": files}
 
 

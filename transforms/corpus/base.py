@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from nmtpipe.transforms.corpus.fields import Tree
@@ -29,8 +30,14 @@ from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.corpus.raw_corpus import RawChunk
 
 
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of a reader that has none."""
+
+
 class Reader(ABC):
-    """A corpus format. Readers hold no state: one instance serves every input."""
+    """A corpus format. Readers hold no state: one instance serves every input; an
+    input carries the reader's options (`options`)."""
 
     NAME: ClassVar[str]  # what `CorpusInput.reader` and `--table-format` say
     SUFFIXES: ClassVar[tuple[str, ...]] = ()  # file names it reads (before compression)
@@ -39,6 +46,13 @@ class Reader(ABC):
     INFLATION: ClassVar[int] = 1  # text bytes a stored byte holds (its own compression)
     # How it is spread over workers, for the docs' table of readers and the plan's log.
     SPLIT: ClassVar[str]
+    # Its options: a frozen dataclass of `options.option` fields, each named for the
+    # reader (`csv_delimiter`), which `nmtpipe prepare` and its YAML take (`registry.py`).
+    Config: ClassVar[type] = NoOptions
+
+    def options(self, inp: CorpusInput) -> Any:
+        """The reader's options for `inp`: those it was resolved with, else the defaults."""
+        return self.Config() if inp.options is None else inp.options
 
     def whole(self, inp: CorpusInput) -> str | None:
         """Why one worker reads all of `inp` (a stream that cannot be split), for the

@@ -8,6 +8,7 @@ import difflib
 import os
 import zipfile
 from dataclasses import dataclass
+from typing import Any
 
 import fsspec
 from fsspec.utils import infer_compression
@@ -26,7 +27,9 @@ class CorpusInput:
     `role` is the split the pairs go to; `train` input is also where valid and test
     pairs are carved from when those splits have no input of their own. `fields`: a
     table's two fields (dotted paths into structs) or a TMX's two languages.
-    `encodings`: each side's, as the user named it, or `auto`.
+    `encodings`: each side's, as the user named it, or `auto`. `options`: the reader's
+    `Config` where the user changed its options (None: its defaults, as older
+    fingerprints recorded none).
     """
 
     role: str
@@ -39,6 +42,7 @@ class CorpusInput:
     reader: str = "lines"
     fields: tuple[str, str] | None = None
     encodings: tuple[str, str] = (AUTO, AUTO)
+    options: Any = None
 
     @property
     def origin(self) -> str:

@@ -1,6 +1,7 @@
 """The corpus readers by name: a new format is its module in `readers/` and its
-`register` line here, which also gives `--table-format` its choices, the docs their
-table of readers and the plan its size estimate.
+`register` line here, which also gives `--table-format` its choices, `nmtpipe prepare`
+the readers' own options (`options_config`), the docs their table of readers and the
+plan its size estimate.
 
 `survey`, `measure` and `plan` run on the workers that plan an input (`Reader`), `load`
 on the worker that cleans a piece; a piece travels with its reader's name, so a worker
@@ -9,6 +10,7 @@ needs nothing else to open it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -24,13 +26,15 @@ from nmtpipe.transforms.corpus.readers.sgml import SgmlReader
 from nmtpipe.transforms.corpus.readers.tmx import TmxReader
 from nmtpipe.transforms.corpus.readers.tsv import TsvReader
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.options import nested, with_configs
 
 READERS: dict[str, Reader] = {}  # in registration order: the docs' and the help's
 
 
 def register(cls: type[Reader]) -> None:
-    """Serve inputs whose `reader` is `cls.NAME` with it. `--table-format`'s choices are
-    read when the prepare config's module is imported: register before that."""
+    """Serve inputs whose `reader` is `cls.NAME` with it. `--table-format`'s choices and
+    the readers' options are read when the prepare config's module is imported: register
+    before that."""
     if cls.NAME in READERS:
         raise ValueError(f"{cls.__name__}: {cls.NAME} already registered")
     READERS[cls.NAME] = cls()
@@ -46,6 +50,29 @@ register(CsvReader)
 register(TmxReader)
 
 AUTO = "auto"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Options:
+    """The readers' own options, a field each for those that have some."""
+
+
+def options_config(module: str = __name__, group: str | None = None) -> type:
+    """The config class of the options of the readers registered now, as
+    `ReaderOptions` in `module`: a field per reader with options, named as the reader."""
+    fields = (
+        (name, found.Config, nested(found.Config, group=group))
+        for name, found in READERS.items()
+        if dataclasses.fields(found.Config)
+    )
+    return with_configs(_Options, fields, name="ReaderOptions", module=module)
+
+
+def chosen_options(name: str, given: Any) -> Any:
+    """Reader `name`'s options from `given` (`options_config`'s), None where they are its
+    defaults: an input records them only where they were changed."""
+    found = getattr(given, name, None)
+    return None if found is None or found == reader(name).Config() else found
 
 
 def table_formats() -> tuple[str, ...]:

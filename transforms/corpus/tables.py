@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from typing import Any
 
 from nmtpipe.transforms.corpus import registry
 from nmtpipe.transforms.corpus.fields import checked_fields
@@ -67,9 +68,11 @@ def resolve_tables(
     langs: tuple[str, str],
     named_format: str = AUTO,
     fields: tuple[str, str] | None = None,
+    options: Any = None,
 ) -> list[CorpusInput]:
-    """The tables a `--table` URL, glob or saved folder names, each with its reader and
-    its two fields (for a TMX, its two languages)."""
+    """The tables a `--table` URL, glob or saved folder names, each with its reader, the
+    reader's `options` (`registry.options_config`'s) and its two fields (for a TMX, its
+    two languages)."""
     base = base_of("://" not in pattern and not os.path.isabs(pattern))
     urls = _saved_dataset(pattern) if "::" not in pattern else None
     inputs = []
@@ -78,7 +81,10 @@ def resolve_tables(
         reader = registry.table_reader(name)
         if not reader.COMPRESSIBLE and compression_of(url) is not None:
             raise ConfigError(f"{url}: a compressed {name} file cannot be read in parts; unpack it")
-        inp = CorpusInput(role, url, None, base=base, reader=name, encodings=(UTF8, UTF8))
+        inp = CorpusInput(
+            role, url, None, base=base, reader=name, encodings=(UTF8, UTF8),
+            options=registry.chosen_options(name, options),
+        )  # fmt: skip
         tree = reader.fields(inp)
         chosen = (fields or langs) if tree is None else checked_fields(tree, fields, langs, url)
         inputs.append(dataclasses.replace(inp, fields=chosen))

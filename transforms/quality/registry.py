@@ -5,9 +5,8 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
-from nmtpipe.transforms.options import comma_list, nested, option
+from nmtpipe.transforms.options import comma_list, nested, option, with_configs
 from nmtpipe.transforms.quality.base import DuplicateKeys, LearnedScorer, PairScorer, Scorer
 from nmtpipe.transforms.quality.fluency import FluencyScorer
 from nmtpipe.transforms.quality.length import LengthScorer
@@ -83,13 +82,6 @@ def quality_config(module: str = __name__, group: str | None = None) -> type:
     named as the kind, holding its options. `module` is where it will be found as
     `QualityConfig`: Beam's pickler then sends it by name (by value, unpickling it in the
     same process would write the copy's fields over the class's own)."""
-    fields: list[Any] = [
-        (name, cls.Config, nested(cls.Config, group=group)) for name, cls in KINDS.items()
-    ]
-    return dataclasses.make_dataclass(
-        "QualityConfig",
-        fields,
-        bases=(_Shared,),
-        frozen=True,
-        namespace={"__module__": module, "__doc__": "The pair scorers and their options."},
-    )
+    fields = ((name, cls.Config, nested(cls.Config, group=group)) for name, cls in KINDS.items())
+    doc = "The pair scorers and their options."
+    return with_configs(_Shared, fields, name="QualityConfig", module=module, doc=doc)

@@ -21,8 +21,14 @@ from fsspec.implementations.local import LocalFileSystem
 from nmtpipe.pipelines.cli.main import main
 from nmtpipe.pipelines.workflow import prepare_plan
 from nmtpipe.pipelines.workflow.prepare import run_prepare
-from nmtpipe.pipelines.workflow.prepare_plan import FilePair, PrepareConfig, make_plan
+from nmtpipe.pipelines.workflow.prepare_plan import (
+    FilePair,
+    PrepareConfig,
+    ReaderOptions,
+    make_plan,
+)
 from nmtpipe.transforms.corpus.inputs import brace_pair
+from nmtpipe.transforms.corpus.readers.csv_table import CsvConfig
 from nmtpipe.transforms.errors import InputError
 from nmtpipe.transforms.text.zh_script import ScriptConverter
 from tests.helpers import (
@@ -109,7 +115,8 @@ def _every_layout(folder: Path) -> PrepareConfig:
         w.write_table(table, max_chunksize=25)  # planned as ranges of record batches
     en, zh = lines()
     en[0] = 'Two lines,\n"quoted", and commas.'
-    datasets.Dataset.from_dict({"en": en, "zh": zh}).to_csv(str(folder / "hf.csv"), index=False)
+    csv = datasets.Dataset.from_dict({"en": en, "zh": zh})
+    csv.to_csv(str(folder / "hf.csv"), index=False, sep=";")  # read with --csv-delimiter
     en, zh = lines()
     units = "".join(
         f'<tu><tuv xml:lang="en-GB"><seg>{e}</seg></tuv><tuv xml:lang="zh-CN"><seg>{z}</seg>'
@@ -150,6 +157,7 @@ def _every_layout(folder: Path) -> PrepareConfig:
         valid_pair=(FilePair(f"{f}/dev-src.en.sgm", f"{f}/dev-ref.zh.sgm"),),
         num_shards=2,
         chunk_lines=64,
+        readers=ReaderOptions(csv=CsvConfig(csv_delimiter=";")),
     )  # fmt: skip
 
 
@@ -379,3 +387,17 @@ def test_an_index_is_believed_as_far_as_the_archive_could_inflate(tmp_path, monk
     config = PrepareConfig("en", "zh", str(tmp_path / "out"), trainpref=(f"tar://c/p0::{archive}",))
     most = 2 * archive.stat().st_size * prepare_plan.MAX_INFLATION
     assert make_plan(config).input_bytes == most
+
+
+def test_a_reader_s_option_on_the_command_line(tmp_path, capsys):
+    rows = "".join(f"{e};{z}\n" for e, z in zip(EN[:200], ZH[:200], strict=True) if ";" not in e)
+    (tmp_path / "s.csv").write_text("en;zh\n" + rows, encoding="utf-8")
+    argv = ["prepare", "-s", "en", "-t", "zh", "--table", str(tmp_path / "s.csv"),
+            "--output", str(tmp_path / "out"), "--scorers", "none", "--json"]  # fmt: skip
+    assert main([*argv, "--csv-delimiter", "semicolon"]) == 0
+    (found,) = command_result(capsys.readouterr().out)["stats"]["inputs"].values()
+    assert found["read"] == rows.count("\n") and found["kept"] > 0.9 * found["read"]
+    with pytest.raises(SystemExit) as usage:
+        main([*argv, "--csv-delimiter", "ab"])
+    assert usage.value.code == 2
+    assert "a CSV delimiter is one character" in capsys.readouterr().err

@@ -4,9 +4,7 @@ a new kind is its module in this folder and its `register` line here, which also
 
 from __future__ import annotations
 
-import dataclasses
-
-from nmtpipe.transforms.options import nested
+from nmtpipe.transforms.options import nested, with_configs
 from nmtpipe.transforms.vocab.kinds.base import VocabKind
 from nmtpipe.transforms.vocab.kinds.hf import HfKind
 from nmtpipe.transforms.vocab.kinds.spm import SpmKind
@@ -42,14 +40,11 @@ def with_kind_configs(shared: type) -> type:
     """The config class `shared` (the options every kind builds with) with a field per
     registered kind holding its config, named as the kind: the kinds' options are the
     command's own, each kind's in its help group."""
-    fields = [
+    fields = (
         (cls.NAME, cls.Config, nested(cls.Config, group=cls.group(), defaults=cls.CONFIG_DEFAULTS))
         for cls in CLASSES
-    ]
-    namespace = {"__module__": shared.__module__, "__doc__": shared.__doc__}
-    return dataclasses.make_dataclass(
-        shared.__name__, fields, bases=(shared,), namespace=namespace, frozen=True
     )
+    return with_configs(shared, fields)
 
 
 def kind_of(model: str) -> VocabKind:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from nmtpipe.pipelines.workflow.prepare_plan import identity
 from nmtpipe.transforms.corpus import registry
+from nmtpipe.transforms.corpus.readers.csv_table import CsvConfig, delimiter
 from nmtpipe.transforms.corpus.tables import resolve_tables
 from nmtpipe.transforms.errors import InputError
 from tests.helpers import shared_lines
@@ -84,3 +86,28 @@ def test_an_unclosed_quote_or_no_header_stops_naming_the_file_and_line(tmp_path:
         InputError, match=r"h\.csv: no fields for en and zh \(it has source, target"
     ):
         resolve_tables(str(tmp_path / "h.csv"), "train", LANGS)
+
+
+def test_a_delimiter_of_the_user_s_choice_read_and_recorded(tmp_path: Path):
+    with open(tmp_path / "s.csv", "w", newline="", encoding="utf-8") as f:
+        rows = csv.writer(f, delimiter=";")  # a spreadsheet where the decimal mark is a comma
+        rows.writerow(["en", "zh", "score"])
+        rows.writerows([e, z, "0,5"] for e, z in zip(EN, ZH, strict=True))
+        f.write("alone\n")
+    chosen = registry.options_config()(csv=CsvConfig(csv_delimiter=delimiter("semicolon")))
+    got = records_of(str(tmp_path / "s.csv"), options=chosen)
+    assert got[:300] == [(i + 1, e, z) for i, (e, z) in enumerate(zip(EN, ZH, strict=True))]
+    (short,) = [u for c in chunks_of(str(tmp_path / "s.csv"), options=chosen) for u in c.unread]
+    assert (short.reason, short.detail) == ("bad-record", "1 fields, the header has 3")
+    with pytest.raises(InputError, match=r"s\.csv: no fields for en and zh \(it has en;zh;score"):
+        resolve_tables(str(tmp_path / "s.csv"), "train", LANGS)  # read with commas
+    (inp,) = resolve_tables(str(tmp_path / "s.csv"), "train", LANGS, options=chosen)
+    assert identity(inp)["options"] == {"csv_delimiter": ";"}
+    (tmp_path / "c.csv").write_text("en,zh\nHi.,嗨\n")
+    defaults = registry.options_config()()
+    (plain,) = resolve_tables(str(tmp_path / "c.csv"), "train", LANGS, options=defaults)
+    assert plain.options is None and "options" not in identity(plain)  # older fingerprints hold
+    assert delimiter("\\t") == delimiter("tab") == "\t"
+    for bad in ('"', "ab", "x", "\n", ""):
+        with pytest.raises(ValueError, match="a CSV delimiter is one character"):
+            delimiter(bad)
