@@ -235,8 +235,6 @@ class CleanChunksFn(beam.DoFn):
         yield from self._counts.add(out.train_tokens)
         partial = reject_stats(rejects)
         found = dict(zip(("src", "tgt"), chunk.encodings, strict=True))
-        if chunk.tgt is None:  # a TSV file: one encoding
-            del found["tgt"]
         partial["inputs"].setdefault(chunk.origin, {}).update(
             read=out.pairs_read, encoding={side: {name: 1} for side, name in found.items()}
         )

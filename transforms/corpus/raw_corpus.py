@@ -42,7 +42,7 @@ from nmtpipe.transforms.corpus.inputs import (
 )
 from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
 from nmtpipe.transforms.storage import encodings
-from nmtpipe.transforms.storage.encodings import AUTO, UTF8
+from nmtpipe.transforms.storage.encodings import AUTO, UTF8, UTF8_BOM_NAME, decoding_codec
 
 BLOCK_SIZE = 1 << 20
 UTF8_BOM = codecs.BOM_UTF8
@@ -60,6 +60,8 @@ STEP = 256
 TOO_LONG = "too-long"
 BAD_RECORD = "bad-record"  # a record its reader could take no pair from
 INVALID_UTF8 = "invalid-utf8"
+UNDECODABLE = "undecodable"  # not valid in its encoding, one other than UTF-8
+BAD_COLUMNS = "bad-columns"  # a TSV line with fewer columns than the pair's
 
 
 class Overlong(bytes):
@@ -94,8 +96,9 @@ class RawChunk(NamedTuple):
     entry (as found: `encodings.decoding_codec` says what decodes it), or in UTF-8
     where `decoded` (a reader that decodes its input itself, TMX: `encodings` is then
     what the input was read in, recorded, not what decodes the chunk); for TSV input
-    `tgt` is None and `src` holds whole TSV lines. `unread`: records the reader could
-    take no pair from (empty in `src` and `tgt`).
+    `tgt` is None and `src` holds whole TSV lines until the TSV reader splits them
+    (`readers/tsv.py`). `unread`: records the reader could take no pair from (empty in
+    `src` and `tgt`).
     """
 
     origin: str
@@ -347,3 +350,33 @@ def lines_chunk(
 def _overlong_rows(*sides: list[bytes] | None) -> list[int]:
     rows = {i for side in sides if side for i, line in enumerate(side) if type(line) is Overlong}
     return sorted(rows)
+
+
+def _without_cr(lines: list[str]) -> list[str]:
+    """Lines without the carriage return of a CRLF end (CWMT's files have them)."""
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def decode_lines(
+    blob: bytes, side: str, encoding: str = UTF8
+) -> tuple[list[str], dict[int, tuple[str, str, bytes]]]:
+    """Lines of one side, read in `encoding` (as found: `decoding_codec` says what
+    decodes it); undecodable lines are left empty and returned by index with the
+    reason, what is wrong and their raw bytes."""
+    codec = decoding_codec(encoding)
+    try:
+        lines = blob.decode(codec).split("\n")
+        return (_without_cr(lines) if b"\r" in blob else lines), {}
+    except UnicodeDecodeError:
+        pass
+    reason = INVALID_UTF8 if encoding in (UTF8, UTF8_BOM_NAME) else UNDECODABLE
+    named = "" if reason == INVALID_UTF8 else f"not {encoding}: "
+    lines, bad = [], {}
+    for i, raw in enumerate(blob.split(b"\n")):
+        raw = raw[:-1] if raw.endswith(b"\r") else raw
+        try:
+            lines.append(raw.decode(codec))
+        except UnicodeDecodeError as e:
+            lines.append("")
+            bad[i] = (reason, f"{side}: {named}{e.reason} at byte {e.start}", raw)
+    return lines, bad

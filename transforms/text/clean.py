@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from nmtpipe.transforms.corpus.raw_corpus import RawChunk
-from nmtpipe.transforms.storage.encodings import UTF8, UTF8_BOM_NAME, decoding_codec
+from nmtpipe.transforms.corpus.raw_corpus import RawChunk, decode_lines
+from nmtpipe.transforms.storage.encodings import UTF8
 from nmtpipe.transforms.text import filters
 from nmtpipe.transforms.text.filters import FilterConfig, Verdict
 from nmtpipe.transforms.text.langid import function_words
@@ -73,35 +73,6 @@ class CleanedChunk:
     ratio_hist: dict[int, int] = field(default_factory=dict)  # length ratios x RATIO_BINS
 
 
-def _without_cr(lines: list[str]) -> list[str]:
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
-
-
-def _decode_side(
-    blob: bytes, side: str, encoding: str = UTF8
-) -> tuple[list[str], dict[int, tuple[str, str, bytes]]]:
-    """Lines of one side, read in `encoding` (as found: `decoding_codec` says what
-    decodes it); undecodable lines are left empty and returned by index with the
-    reason, what is wrong and their raw bytes."""
-    codec = decoding_codec(encoding)
-    try:
-        lines = blob.decode(codec).split("\n")
-        return (_without_cr(lines) if b"\r" in blob else lines), {}
-    except UnicodeDecodeError:
-        pass
-    reason = filters.INVALID_UTF8 if encoding in (UTF8, UTF8_BOM_NAME) else filters.UNDECODABLE
-    named = "" if reason == filters.INVALID_UTF8 else f"not {encoding}: "
-    lines, bad = [], {}
-    for i, raw in enumerate(blob.split(b"\n")):
-        raw = raw[:-1] if raw.endswith(b"\r") else raw
-        try:
-            lines.append(raw.decode(codec))
-        except UnicodeDecodeError as e:
-            lines.append("")
-            bad[i] = (reason, f"{side}: {named}{e.reason} at byte {e.start}", raw)
-    return lines, bad
-
-
 def _split_pairs(chunk: RawChunk) -> tuple[list[str], list[str], dict[int, Reject]]:
     """Decoded source and target lines, and the lines rejected before normalisation
     (those the reader could take no pair from among them)."""
@@ -112,40 +83,18 @@ def _split_pairs(chunk: RawChunk) -> tuple[list[str], list[str], dict[int, Rejec
 
     for unread in chunk.unread:
         reject(unread.index, unread.reason, unread.detail, unread.src, unread.tgt)
-    if chunk.tgt is not None:
-        src_in, tgt_in = (UTF8, UTF8) if chunk.decoded else chunk.encodings
-        src, bad_src = _decode_side(chunk.src, "src", src_in)
-        tgt, bad_tgt = _decode_side(chunk.tgt, "tgt", tgt_in)
-        for i in sorted(bad_src.keys() | bad_tgt.keys()):
-            if i in early:
-                continue
-            found = [bad[i] for bad in (bad_src, bad_tgt) if i in bad]
-            detail = "; ".join(detail for _, detail, _ in found)
-            src_raw = bad_src[i][2] if i in bad_src else src[i].encode()
-            tgt_raw = bad_tgt[i][2] if i in bad_tgt else tgt[i].encode()
-            reject(i, found[0][0], detail, src_raw, tgt_raw)
-        return src, tgt, early
-    lines, bad = _decode_side(chunk.src, "line", chunk.encodings[0])
-    want = max(chunk.columns) + 1
-    src, tgt = [], []
-    for i, line in enumerate(lines):
-        fields = line.split("\t")
-        if i in bad:
-            reason, detail, raw = bad[i]
-            raw_fields = raw.split(b"\t")
-            if len(raw_fields) >= want:
-                reject(i, reason, detail, *(raw_fields[c] for c in chunk.columns))
-            else:
-                reject(i, reason, detail, raw, None)
-        elif len(fields) < want:
-            detail = f"{len(fields)} tab-separated columns, need at least {want}"
-            reject(i, filters.BAD_COLUMNS, detail, line.encode(), None)
-        else:
-            src.append(fields[chunk.columns[0]])
-            tgt.append(fields[chunk.columns[1]])
+    assert chunk.tgt is not None, "a reader gives pairs (a TSV file's are split where loaded)"
+    src_in, tgt_in = (UTF8, UTF8) if chunk.decoded else chunk.encodings
+    src, bad_src = decode_lines(chunk.src, "src", src_in)
+    tgt, bad_tgt = decode_lines(chunk.tgt, "tgt", tgt_in)
+    for i in sorted(bad_src.keys() | bad_tgt.keys()):
+        if i in early:
             continue
-        src.append("")
-        tgt.append("")
+        found = [bad[i] for bad in (bad_src, bad_tgt) if i in bad]
+        detail = "; ".join(detail for _, detail, _ in found)
+        src_raw = bad_src[i][2] if i in bad_src else src[i].encode()
+        tgt_raw = bad_tgt[i][2] if i in bad_tgt else tgt[i].encode()
+        reject(i, found[0][0], detail, src_raw, tgt_raw)
     return src, tgt, early
 
 

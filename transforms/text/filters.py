@@ -23,7 +23,7 @@ from nmtpipe.transforms.text.langid import scripts
 from nmtpipe.transforms.text.side_text import SideText
 
 INVALID_UTF8 = raw_corpus.INVALID_UTF8
-UNDECODABLE = "undecodable"  # not valid in its encoding, one other than UTF-8
+UNDECODABLE = raw_corpus.UNDECODABLE  # not valid in its encoding, one other than UTF-8
 BAD_RECORD = raw_corpus.BAD_RECORD  # a record its reader could take no pair from
 EMPTY = "empty"
 TOO_LONG = raw_corpus.TOO_LONG  # also what a reader says of a line it does not read whole
@@ -33,7 +33,7 @@ COPY = "copy"
 WRONG_LANGUAGE = "wrong-language"
 DUPLICATE = "duplicate"
 OVERLAP = "overlap"
-BAD_COLUMNS = "bad-columns"
+BAD_COLUMNS = raw_corpus.BAD_COLUMNS
 REASONS = (
     INVALID_UTF8,
     UNDECODABLE,

@@ -77,24 +77,6 @@ def test_filter_rejects_keep_the_raw_line():
     ]
 
 
-def test_tsv_lines_with_too_few_columns():
-    out = clean(b"hi\t\xe4\xbd\xa0\xe5\xa5\xbd\tCC-BY\njust one column\nx\ty", None)
-    assert kept(out) == [(11, "hi", "你好"), (13, "x", "y")]
-    (bad,) = out.rejects
-    assert (bad.line, bad.reason, bad.src, bad.tgt) == (
-        12,
-        "bad-columns",
-        b"just one column",
-        None,
-    )
-    assert bad.detail == "1 tab-separated columns, need at least 2"
-
-
-def test_tsv_columns_can_be_reordered():
-    out = clean("x\t你\tyou".encode(), None, columns=(2, 1))
-    assert kept(out) == [(11, "you", "你")]
-
-
 def test_batches_carry_the_origin_and_split_by_shard():
     src = "\n".join(f"sentence {i}" for i in range(50)).encode()
     tgt = "\n".join(f"句子 {i}" for i in range(50)).encode()
