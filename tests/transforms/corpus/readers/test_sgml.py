@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import re
@@ -16,9 +17,12 @@ from hypothesis import strategies as st
 
 from nmtpipe.transforms.corpus import registry
 from nmtpipe.transforms.corpus.inputs import CorpusInput
+from nmtpipe.transforms.corpus.raw_corpus import UTF8_BOM, RawChunk, found_encoding
 from nmtpipe.transforms.corpus.readers import sgml
+from nmtpipe.transforms.corpus.readers.lines import survey
 from nmtpipe.transforms.corpus.readers.sgml import is_sgml, segment_texts, unescape
 from nmtpipe.transforms.errors import CorpusAlignmentError, InputError
+from nmtpipe.transforms.storage import encodings
 from tests.helpers import sgml_set, shared_lines, write_tgz
 
 SgmlPair = functools.partial(CorpusInput, reader="sgml")
@@ -131,7 +135,7 @@ def test_pairs_whose_segments_differ_are_refused_naming_both(
     (tmp_path / "r.zh.sgm").write_bytes(sgml_set(["x"] * ref_lines, ref_docs, "zh", ref=True))
     inp = SgmlPair("valid", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
     with pytest.raises(CorpusAlignmentError, match=message):
-        list(registry.plan(inp, 10))
+        records(inp, 10)
 
 
 def test_files_without_segments_are_refused(tmp_path: Path):
@@ -351,3 +355,161 @@ def test_ids_are_compared_in_order_whatever_repeats_them(tmp_path: Path):
     message = "differ at segment 5: document d1 segment 1 in one, document d2 segment 2 in"
     with pytest.raises(CorpusAlignmentError, match=message):
         records(inp, chunk_lines=3)
+
+
+# Pieces: a pair of plain SGML files measured in spans and read in pieces of segments by
+# many workers, against the same pair read as one stream.
+
+
+@contextlib.contextmanager
+def _cut_on(grid: tuple[int, int], url: str, wanted: str) -> Iterator[tuple[Iterator[bytes], str]]:
+    """A file's stream (`sgml._opened`) in blocks that end where `grid` says."""
+    data = Path(url).read_bytes()
+    encoding = found_encoding(url, wanted, data, True)
+    head, size = grid
+    bom = encodings.decoding_codec(encoding) == "utf-8"
+    first = data[:head].removeprefix(UTF8_BOM) if bom else data[:head]
+    yield iter([first, *(data[i : i + size] for i in range(head, len(data), size))]), encoding
+
+
+def _in_order(chunks: Iterable[RawChunk]) -> tuple[list[RawChunk], str | None]:
+    """The chunks read until refused, and the refusal (its class and message)."""
+    got: list[RawChunk] = []
+    try:
+        got.extend(chunks)
+    except (InputError, CorpusAlignmentError) as refused:
+        return got, f"{type(refused).__name__}: {refused}"
+    return got, None
+
+
+def _pieces(inp: CorpusInput, chunk_lines: int, span_bytes: int, every: int) -> Iterator[RawChunk]:
+    """The chunks of every piece, loaded in order, of `inp` measured in spans of
+    `span_bytes` with a mark every `every` segments."""
+    reader = registry.reader("sgml")
+    measured = [(span, sgml.measure(inp, span, every)) for span in survey(inp, span_bytes)]
+    for piece in reader.plan(inp, chunk_lines, measured):
+        yield from reader.load(piece)
+
+
+def _pair(tmp_path: Path, src: bytes, tgt: bytes) -> CorpusInput:
+    (tmp_path / "s.en.sgm").write_bytes(src)
+    (tmp_path / "r.zh.sgm").write_bytes(tgt)
+    return SgmlPair("train", str(tmp_path / "s.en.sgm"), str(tmp_path / "r.zh.sgm"))
+
+
+@st.composite
+def wmt_pairs(draw) -> tuple[bytes, bytes]:
+    """A pair of sets in WMT's form, of texts with entities and markup's characters."""
+    count = draw(st.integers(0, 40))
+    parts = ["Tea", " ", "中文", "&", "<", ">", '"', "\n", "seg"]
+    texts = st.lists(st.sampled_from(parts), max_size=6).map("".join)
+    docs = sorted(draw(st.lists(st.integers(0, 4), min_size=count, max_size=count)))
+    ids = [f"d{doc}" for doc in docs]
+    src = sgml_set(draw(st.lists(texts, min_size=count, max_size=count)), ids, "en", ref=False)
+    tgt = sgml_set(draw(st.lists(texts, min_size=count, max_size=count)), ids, "zh", ref=True)
+    return src, tgt
+
+
+_BREAKS = {"</seg>", '<doc docid="x"', "<p", "<", "", "</seg", "</se", "<seg", "</SEG >", "</p"}
+
+
+@st.composite
+def sound_sets(draw) -> bytes:
+    """A set that is read to its end, of segments in every form `sgml_sets` draws and
+    the structure's tags, comments and inline markup between and inside them."""
+    parts = []
+    for _ in range(draw(st.integers(0, 30))):
+        if draw(st.booleans()):
+            parts.append(draw(st.sampled_from([s for s in STRUCTURE if s not in _BREAKS])))
+        else:
+            open_ = draw(st.sampled_from(OPENS)).format(draw(st.sampled_from(IDS[:6])))
+            texts = st.sampled_from([t for t in TEXTS if t not in _BREAKS])
+            close = draw(st.sampled_from([c for c in CLOSES if c not in _BREAKS]))
+            parts.append(open_ + "".join(draw(st.lists(texts, max_size=4))) + close)
+        parts.append(draw(st.sampled_from(GAPS)))
+    return "".join(parts).encode()
+
+
+@st.composite
+def hostile_pairs(draw) -> tuple[bytes, bytes]:
+    """A set of any markup, broken (`sgml_sets`) or not, against itself, its texts
+    changed, or another."""
+    sets = st.one_of(sgml_sets().map(lambda found: found[0]), sound_sets())
+    src = draw(sets)
+    return src, draw(st.sampled_from([src, src.replace(b"Tea", b"T"), draw(sets)]))
+
+
+def _same_as_the_stream(
+    tmp_path: Path, pair: tuple[bytes, bytes], cuts: tuple[int, int, int, int, int]
+) -> None:
+    chunk_lines, span_bytes, every, head, size = cuts
+    inp = _pair(tmp_path, *pair)
+    with (
+        mock.patch.object(sgml, "_GRID", (head, size)),
+        mock.patch.object(sgml, "_opened", functools.partial(_cut_on, (head, size))),
+    ):
+        streamed = _in_order(sgml._pair_chunks(inp, chunk_lines))
+        assert _in_order(_pieces(inp, chunk_lines, span_bytes, every)) == streamed
+
+
+CUTS = st.tuples(
+    st.integers(1, 12),  # segments a chunk
+    st.integers(97, 400),  # bytes a span
+    st.integers(1, 5),  # segments between marks
+    st.integers(16, 200),  # the stream's head
+    st.integers(16, 200),  # and each of its blocks
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(wmt_pairs(), CUTS)
+def test_pieces_of_a_wmt_pair_are_its_stream(tmp_path_factory, pair, cuts):
+    """The same chunks, numbered the same, in pieces cut anywhere (a span's end inside a
+    tag, a mark's segment before a piece's first, a block's end inside a segment)."""
+    _same_as_the_stream(tmp_path_factory.mktemp("pair"), pair, cuts)
+
+
+@settings(max_examples=400, deadline=None)
+@given(hostile_pairs(), CUTS)
+def test_pieces_of_any_markup_are_its_stream_until_refused_as_it_is(tmp_path_factory, pair, cuts):
+    """Markup of any form, broken or not: the same chunks, then the same refusal (the
+    file, line and tag; the ids or counts that differ), loaded in order."""
+    _same_as_the_stream(tmp_path_factory.mktemp("pair"), pair, cuts)
+
+
+def test_a_plain_pair_is_split_and_others_are_streamed(tmp_path: Path):
+    en = sgml_set([f"s{i}" for i in range(50)], ["d"] * 50, "en", ref=False)
+    inp = _pair(tmp_path, en, en)
+    reader = registry.reader("sgml")
+    assert reader.whole(inp) is None
+    pieces = [planned.part for planned in registry.plan(inp, 20)]
+    assert [type(p).__name__ for p in pieces] == ["SgmlPiece"] * 3
+    assert [(p.first, p.last) for p in pieces] == [(1, False), (21, False), (41, True)]
+    (tmp_path / "r.zh.sgm.gz").write_bytes(gzip.compress(en))
+    packed = SgmlPair("train", inp.src, str(tmp_path / "r.zh.sgm.gz"))
+    assert reader.whole(packed) == "one gzip stream" and reader.survey(packed) == []
+    (tmp_path / "r.zh").write_text("x\n" * 50)
+    mixed = SgmlPair("train", inp.src, str(tmp_path / "r.zh"))
+    assert reader.whole(mixed) == "SGML beside a text file" and reader.survey(mixed) == []
+    utf16 = _pair(tmp_path, en, en.decode().encode("utf-16"))
+    assert all(type(p.part) is RawChunk for p in registry.plan(utf16, 20))
+    # segments more than MAX_SEGMENT apart: a piece's reading could carry more than the stream's
+    apart = en.replace(b"</seg>\n", b"</seg>" + b" " * sgml.MAX_SEGMENT + b"\n", 1)
+    assert all(type(p.part) is RawChunk for p in registry.plan(_pair(tmp_path, apart, apart), 20))
+
+
+def test_a_piece_reads_its_blocks_where_the_stream_does(tmp_path: Path):
+    """A last segment of MAX_SEGMENT + 10 bytes is refused where it starts in the last 10
+    bytes before one of the stream's block ends (more than MAX_SEGMENT of it is carried
+    over the next), else read: the last piece, which starts later, cuts its blocks where
+    the stream does, so refuses it, or reads it, as the stream does."""
+    grid = sgml._boundary(0)
+    segment = b'<seg id="1">' + b"x" * (sgml.MAX_SEGMENT - 8) + b"</seg>\n"
+    for start, refused in ((grid - 16, False), (grid - 4, True), (grid, False)):
+        head = UTF8_BOM + b"<doc docid='a'>\n" + b'<seg id="0">a</seg>\n' * 50_000
+        data = head + b"\n" * (start - len(head)) + segment
+        inp = _pair(tmp_path, data, data)
+        for chunk_lines in (20_000, 50_001):
+            expected = _in_order(sgml._pair_chunks(inp, chunk_lines))
+            assert (expected[1] is not None) == refused
+            assert _in_order(_pieces(inp, chunk_lines, 1 << 20, 1024)) == expected
