@@ -91,6 +91,12 @@ def decoding_codec(encoding: str) -> str:
     return UTF8 if encoding == UTF8_BOM_NAME or transcodes(encoding) else encoding
 
 
+# Where charset-normalizer finds several single-byte encodings that read a sample equally
+# well (French or German letters read the same in cp1250, cp1252, cp1257 and
+# iso8859_10, but for è, which is č in cp1250), the one most text is written in.
+_MOST_USED = "cp1252"
+
+
 def sniff(sample: bytes, whole: bool) -> str:
     """The encoding of a text starting with `sample` (`whole`: the sample is the whole
     text, so it may not end in the middle of a character)."""
@@ -106,8 +112,12 @@ def sniff(sample: bytes, whole: bool) -> str:
         return UTF8
     from charset_normalizer import from_bytes
 
-    best = from_bytes(sample, steps=16, chunk_size=4096, threshold=0.5).best()
-    return UTF8 if best is None else canonical(best.encoding)
+    found = from_bytes(sample, steps=16, chunk_size=4096, threshold=0.5)
+    best = found.best()
+    if best is None:
+        return UTF8
+    tied = {m.encoding for m in found if (m.chaos, m.coherence) == (best.chaos, best.coherence)}
+    return canonical(_MOST_USED if _MOST_USED in tied else best.encoding)
 
 
 def _without_bom_utf16(sample: bytes, whole: bool) -> str | None:

@@ -77,6 +77,16 @@ def test_a_few_latin1_lines_in_ascii_are_rejects_many_are_latin1():
     assert sniff(text(accented, "latin-1"), whole=True) not in ("utf-8", "utf-8-sig")
 
 
+def test_western_text_that_several_code_pages_read_alike_is_cp1252():
+    """Before: cp1250, the first of four that read "Café crème" alike to the detector,
+    which made "crème" "crčme"; a text only one of them reads is still that one's."""
+    western = ["Café crème brûlée.", "Das Mädchen isst über Äpfel."]
+    assert sniff(text(western, "cp1252"), whole=True) == "cp1252"
+    polish = ["Zażółć gęślą jaźń. Łódź jest piękna.", "Święty Mikołaj przyniósł prezenty."]
+    assert sniff(text(polish, "cp1250"), whole=True) == "cp1250"
+    assert sniff(text(["Съешь же ещё этих мягких булок."], "cp1251"), whole=True) == "cp1251"
+
+
 def test_utf8_with_nul_bytes_is_not_utf16_or_utf32():
     """Before: fixed-width records padded with NULs were found UTF-16 or UTF-32 (each
     read as one line, or a crash: a code point out of range)."""
