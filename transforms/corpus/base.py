@@ -9,13 +9,14 @@ shape is Beam's `FileBasedSource` (a source says how it splits and reads a range
 HF datasets' packaged modules (one module a format); a new format is a module in
 `readers/` and a `register` line in `registry.py`.
 
-Planning has up to three stages, each on whatever worker the runner picks: `survey` lists
-parts of an input (byte spans of a plain file), `measure` finds what planning needs in
-each (its line ends), in parallel, and `plan` cuts the input into pieces from what was
-measured. A piece is anything picklable `plan` yields: a reference its `load` opens on
-the worker that cleans it (lines of a plain file, row groups, a TMX fragment), or a
-chunk already read where the input cannot be split (one gzip stream, a tar member),
-which `load` passes on.
+Planning has up to three stages, each on whatever worker the runner picks: a
+`SurveyedReader`'s `survey` lists parts of an input (byte spans of a plain file) and its
+`measure` finds what planning needs in each (its line ends), in parallel; then `plan`
+cuts the input into pieces from what was measured (or from what it reads itself). A
+piece is anything picklable `plan` yields: a reference its `load` opens on the worker
+that cleans it (lines of a plain file, row groups, a TMX fragment), or a chunk already
+read where the input cannot be split (one gzip stream, a tar member), which `load`
+passes on.
 """
 
 from __future__ import annotations
@@ -59,17 +60,6 @@ class Reader(ABC):
         plan's line; None where many share its pieces."""
         return None
 
-    def survey(self, inp: CorpusInput) -> list[Any]:
-        """Parts of `inp` that workers `measure` in parallel before it is planned (spans
-        of a plain file, whose line ends are counted); none where what planning needs is
-        read by the planner (a footer, a header) or the input is read where planned."""
-        return []
-
-    def measure(self, inp: CorpusInput, part: Any) -> Any:
-        """What a worker finds in one surveyed part, for `plan` (small: it crosses a
-        shuffle)."""
-        raise NotImplementedError(f"{self.NAME} surveys nothing")
-
     @abstractmethod
     def plan(
         self, inp: CorpusInput, chunk_lines: int, measured: Sequence[tuple[Any, Any]]
@@ -81,6 +71,23 @@ class Reader(ABC):
         """The raw chunks of one piece, on the worker that cleans them (by default the
         piece is a chunk read where it was planned)."""
         yield piece
+
+
+class SurveyedReader(Reader):
+    """A format whose inputs are measured in parts by the workers before they are
+    planned (a plain file's spans, whose line ends they count); a reader of no other kind
+    plans from what it reads itself (a footer, a header) or reads the input where it is
+    planned."""
+
+    @abstractmethod
+    def survey(self, inp: CorpusInput) -> list[Any]:
+        """Parts of `inp` that workers `measure` in parallel before it is planned; none
+        where this input is read where it is planned (a compressed file)."""
+
+    @abstractmethod
+    def measure(self, inp: CorpusInput, part: Any) -> Any:
+        """What a worker finds in one surveyed part, for `plan` (small: it crosses a
+        shuffle)."""
 
 
 class TableReader(Reader):

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
-from nmtpipe.transforms.corpus.base import Reader, TableReader
+from nmtpipe.transforms.corpus.base import Reader, SurveyedReader, TableReader
 from nmtpipe.transforms.corpus.inputs import CorpusInput, file_name, without_compression
 from nmtpipe.transforms.corpus.raw_corpus import RawChunk
 from nmtpipe.transforms.corpus.readers.arrow_files import ArrowReader, ParquetReader
@@ -143,13 +143,18 @@ class Piece(NamedTuple):
 
 
 def survey(inp: CorpusInput) -> list[Any]:
-    """The parts of `inp` to measure before it is planned (`Reader.survey`)."""
-    return reader(inp.reader).survey(inp)
+    """The parts of `inp` to measure before it is planned (`SurveyedReader.survey`);
+    none for a reader that surveys nothing."""
+    found = reader(inp.reader)
+    return found.survey(inp) if isinstance(found, SurveyedReader) else []
 
 
 def measure(inp: CorpusInput, part: Any) -> Any:
-    """What one surveyed part of `inp` holds that its plan needs (`Reader.measure`)."""
-    return reader(inp.reader).measure(inp, part)
+    """What one surveyed part of `inp` holds that its plan needs
+    (`SurveyedReader.measure`)."""
+    found = reader(inp.reader)
+    assert isinstance(found, SurveyedReader), f"{found.NAME} surveys nothing to measure"
+    return found.measure(inp, part)
 
 
 def plan(
@@ -157,10 +162,9 @@ def plan(
 ) -> Iterator[Piece]:
     """The pieces of `inp`, each about `chunk_lines` records, from its parts `measured`
     (surveyed and measured here where None: one process's whole plan)."""
-    found = reader(inp.reader)
     if measured is None:
-        measured = [(part, found.measure(inp, part)) for part in found.survey(inp)]
-    for part in found.plan(inp, chunk_lines, measured):
+        measured = [(part, measure(inp, part)) for part in survey(inp)]
+    for part in reader(inp.reader).plan(inp, chunk_lines, measured):
         yield Piece(inp.reader, part)
 
 

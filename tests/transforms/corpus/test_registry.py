@@ -15,7 +15,7 @@ import pytest
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig
 from nmtpipe.transforms.corpus import registry
-from nmtpipe.transforms.corpus.base import TableReader
+from nmtpipe.transforms.corpus.base import SurveyedReader, TableReader
 from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.corpus.raw_corpus import RawChunk
 from nmtpipe.transforms.corpus.tables import resolve_tables
@@ -32,7 +32,7 @@ class ToyRange(NamedTuple):
     count: int
 
 
-class ToyReader(TableReader):
+class ToyReader(SurveyedReader, TableReader):
     """`SOURCE ||| TARGET` a line, as fast_align takes its input."""
 
     NAME = "toy"

@@ -30,7 +30,7 @@ import numpy as np
 from fsspec.implementations.local import LocalFileSystem
 from fsspec.utils import infer_compression
 
-from nmtpipe.transforms.corpus.base import Reader
+from nmtpipe.transforms.corpus.base import SurveyedReader
 from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.corpus.raw_corpus import (
     BLOCK_SIZE,
@@ -319,7 +319,7 @@ def load_chunks(ref: ChunkRef, chunk_bytes: int = CHUNK_BYTES) -> Iterator[RawCh
         line += len(src)
 
 
-class LinesReader(Reader):
+class LinesReader(SurveyedReader):
     """A pair of line-aligned text files."""
 
     NAME = "lines"

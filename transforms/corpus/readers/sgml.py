@@ -60,7 +60,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
-from nmtpipe.transforms.corpus.base import Reader
+from nmtpipe.transforms.corpus.base import SurveyedReader
 from nmtpipe.transforms.corpus.inputs import CorpusInput, file_name, without_compression
 from nmtpipe.transforms.corpus.raw_corpus import (
     BLOCK_SIZE,
@@ -634,7 +634,7 @@ def _load_piece(piece: SgmlPiece) -> Iterator[RawChunk]:
         yield from chunks if piece.last else itertools.islice(chunks, 1)
 
 
-class SgmlReader(Reader):
+class SgmlReader(SurveyedReader):
     """A pair of files of which one side or both are SGML: a pair of plain SGML files
     measured in spans, then read in pieces of segments by the workers that clean them;
     any other read where it is planned, its segments numbered by reading."""

@@ -38,7 +38,7 @@ from xml.parsers import expat
 
 import numpy as np
 
-from nmtpipe.transforms.corpus.base import TableReader
+from nmtpipe.transforms.corpus.base import SurveyedReader, TableReader
 from nmtpipe.transforms.corpus.fields import matches, pick_language
 from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.corpus.raw_corpus import (
@@ -321,10 +321,9 @@ def _taken(piece: TmxPiece, pieces: Iterable[tuple[bytes, int] | int]) -> TmxFra
             count += 1
         else:
             run, units = cut
-            starts = unit_starts(run)
-            begin = int(starts[skip]) if skip < units else len(run)
             take = min(units - min(skip, units), wanted - count)
-            end = int(starts[skip + take]) if skip + take < units else len(run)
+            begin = _unit_start(run, skip) if skip < units else len(run)
+            end = _unit_start(run, skip + take) if skip + take < units else len(run)
             skip = max(0, skip - units)
             parts.append(run[begin:end])
             count += take
@@ -417,6 +416,16 @@ def _runs(whole: bytes) -> Iterator[tuple[bytes, int] | int]:
             pos, done = stop, k + 1
     if pos < len(whole):  # units, or what Expat is to refuse (a `</tu>` without its `<tu>`)
         yield whole[pos:], len(starts) - done
+
+
+def _unit_start(run: bytes, k: int) -> int:
+    """Where unit `k` (from 0) of a run starts: the first by one search, so that the runs
+    inside a piece, taken whole, are not scanned again (`_runs` scanned them)."""
+    if k == 0:
+        found = _UNIT_START.search(run)
+        assert found is not None, "a run holds its units"
+        return found.start()
+    return int(unit_starts(run)[k])
 
 
 def unit_starts(data: bytes) -> np.ndarray:
@@ -521,7 +530,7 @@ def _chunk(fragment: TmxFragment, src: list[str], tgt: list[str], unread: list[U
     )
 
 
-class TmxReader(TableReader):
+class TmxReader(SurveyedReader, TableReader):
     """TMX files: a plain UTF-8 one surveyed in spans whose units workers count, then
     read in pieces of whole units by the workers that clean them; another (compressed,
     archived, in another encoding) cut into fragments of whole units by one worker and
