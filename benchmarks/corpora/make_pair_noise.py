@@ -209,6 +209,14 @@ def demo(data: Path, seed: int) -> dict[str, list[Pair]]:
     return {"test": test, "clean": clean, "noise": noise}
 
 
+def unused_tatoeba(noisy: list[Pair], data: Path) -> list[Pair]:
+    """The Tatoeba pairs that share no side with any pair of `noisy`: trusted pairs of
+    its domain (seed models' data, `--trustedpref`) that hold none of its text."""
+    used = {side.strip() for pair in noisy for side in pair}
+    tatoeba, _ = bundled(data)
+    return [p for p in tatoeba if p[0].strip() not in used and p[1].strip() not in used]
+
+
 def write(prefix: Path, pairs: list[Pair]) -> None:
     for k, lang in enumerate(("en", "zh")):
         Path(f"{prefix}.{lang}").write_text("".join(p[k] + "\n" for p in pairs), encoding="utf-8")

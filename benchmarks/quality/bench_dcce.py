@@ -30,16 +30,9 @@ import yaml
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE)]
 from bench_pair_quality import nmtpipe_kept, shares, timed  # noqa: E402
-from make_pair_noise import DATA, KINDS, bundled, mixed, write  # noqa: E402
+from make_pair_noise import DATA, KINDS, mixed, unused_tatoeba, write  # noqa: E402
 
 DIRECTIONS = {"forward": ("en", "zh"), "backward": ("zh", "en")}
-
-
-def seed_pairs(noisy: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The Tatoeba pairs that share no side with any pair of the noisy corpus."""
-    used = {side.strip() for pair in noisy for side in pair}
-    tatoeba, _ = bundled(DATA)
-    return [p for p in tatoeba if p[0].strip() not in used and p[1].strip() not in used]
 
 
 def seed_config(folder: Path, direction: str, max_update: int) -> Path:
@@ -134,7 +127,7 @@ def main() -> None:
     entries = mixed(DATA, 5977, 1041, seed=0)
     kinds = [kind.split()[0] for kind, _ in entries]
     write(folder / "noisy", [pair for _, pair in entries])
-    seed = seed_pairs([pair for _, pair in entries])
+    seed = unused_tatoeba([pair for _, pair in entries], DATA)
     if not (folder / "seed.en").exists():  # (written again, it would be prepared again)
         write(folder / "seed", seed)
     print(f"seed corpus: {len(seed):,} Tatoeba pairs not in the noisy corpus", flush=True)

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent / "corpora"), str(HERE.parent / "data")]
-from make_pair_noise import KINDS, mixed, write  # noqa: E402
+from make_pair_noise import KINDS, mixed, unused_tatoeba, write  # noqa: E402
 
 DATA = HERE.parents[2] / "shared" / "data"
 
@@ -168,6 +168,12 @@ def main() -> None:
     parser.add_argument("--clean", type=int, default=5977)
     parser.add_argument("--each", type=int, default=1041)
     parser.add_argument("--nmtpipe-options", default="", help="more `nmtpipe prepare` options")
+    parser.add_argument(
+        "--trusted",
+        action="store_true",
+        help="a second nmtpipe row: the scorers also learn from the Tatoeba pairs the noisy "
+        "corpus does not use (--trustedpref)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -177,6 +183,12 @@ def main() -> None:
         rows = {}
         kept, cpu = nmtpipe_kept(folder, args.nmtpipe_options.split())
         rows["nmtpipe"] = (shares(kinds, kept), cpu)
+        if args.trusted:
+            trusted = unused_tatoeba([pair for _, pair in entries], DATA)
+            write(folder / "trusted", trusted)
+            extra = [*args.nmtpipe_options.split(), "--trustedpref", str(folder / "trusted")]
+            kept, cpu = nmtpipe_kept(folder, extra)
+            rows[f"nmtpipe, {len(trusted):,} trusted pairs"] = (shares(kinds, kept), cpu)
         if args.opusfilter_python:
             kept, cpu = opusfilter_kept(folder, args.opusfilter_python)
             rows["OpusFilter 3.3.1"] = (shares(kinds, kept), cpu)

@@ -168,6 +168,12 @@ class PrepareConfig:
         "PREFIX",
         help="test data (default: carved from the training data by hash)",
     )
+    trustedpref: tuple[str, ...] = _paths(
+        "PREFIX",
+        help="trusted pairs (PREFIX.SRC and PREFIX.TGT) that the learned pair scorers learn "
+        "from besides the corpus, never written to any split: a clean corpus of the "
+        "domain sharpens their scores, and lets a small corpus be judged",
+    )
     tsv: tuple[str, ...] = _paths(
         "FILE_OR_GLOB",
         help="training data as TSV files instead of (or besides) --trainpref",
@@ -318,6 +324,11 @@ class PrepareConfig:
                     f"--langid: language identification does not know {', '.join(unknown)} "
                     "(use --no-langid)"
                 )
+        if self.trustedpref and not self.quality.learned_scorers():
+            raise ConfigError(
+                "--trustedpref: none of the chosen scorers learns "
+                f"(--scorers {','.join(self.quality.scorers) or 'none'})"
+            )
         sides = [canonical(lang) for lang in (self.src_lang, self.tgt_lang)]
         if self.zh_script != "keep" and not set(sides) & set(CHINESE):
             raise ConfigError(f"--zh-script {self.zh_script}: neither side is Chinese")
@@ -361,6 +372,10 @@ class PreparePlan:
     # The inputs' estimated uncompressed size (what picks shards, runner mode and the
     # progress bar's total): `estimated_bytes`.
     input_bytes: int
+    # Pairs the learned scorers learn from besides the inputs (read as train pairs), and
+    # their identities.
+    trusted: tuple[CorpusInput, ...] = ()
+    trusted_identities: tuple[dict[str, Any], ...] = ()
 
     @property
     def langs(self) -> tuple[str, str]:
@@ -394,6 +409,8 @@ class PreparePlan:
             "count_buckets": self.count_buckets,
             "reject_shards": self.reject_shards,
             "quality": quality_options(self.config.quality),
+            # only where given, so that fingerprints without trusted pairs hold
+            **({"trusted": list(self.trusted_identities)} if self.trusted else {}),
         }
 
     def spec(self) -> PrepareSpec:
@@ -409,6 +426,7 @@ class PreparePlan:
             chunk_lines=self.config.chunk_lines,
             keep_overlap=self.config.keep_overlap,
             quality=self.config.quality,
+            trusted=self.trusted,
             key_partitions=self.shard_counts()["train"],
         )
 
@@ -465,6 +483,26 @@ def resolve_inputs(config: PrepareConfig) -> list[CorpusInput]:
                 raise ConfigError(f"{url} is given more than once")
             seen.add(url)
     return inputs
+
+
+def resolve_trusted(config: PrepareConfig, inputs: Iterable[CorpusInput]) -> list[CorpusInput]:
+    """The trusted pairs the config names, to be read and cleaned as train pairs; none
+    may also be an input."""
+    langs, wanted = (config.src_lang, config.tgt_lang), (config.src_encoding, config.tgt_encoding)
+    found = [
+        dataclasses.replace(inp, role="train")
+        for prefix in config.trustedpref
+        for inp in resolve_pair_prefix(prefix, *langs, "trusted", wanted)
+    ]
+    given = {url for inp in inputs for url in inp.urls()}
+    for inp in found:
+        for url in inp.urls():
+            if url in given:
+                raise ConfigError(
+                    f"{url} is given both as --trustedpref and as an input (the scorers "
+                    "learn from every input's pairs already)"
+                )
+    return found
 
 
 def check_named_encodings(inputs: Iterable[CorpusInput]) -> None:
@@ -562,6 +600,7 @@ def make_plan(
     """
     inputs = tuple(resolve_inputs(config)) if inputs is None else inputs
     identities = tuple(identity(i, checksum) for i in inputs)
+    trusted = tuple(resolve_trusted(config, inputs))
     explicit = {i.role for i in inputs} if roles is None else set(roles)
     fractions = {"valid": config.valid_fraction, "test": config.test_fraction}
     carve = tuple(s for s in ("valid", "test") if s not in explicit and fractions[s] > 0)
@@ -594,4 +633,6 @@ def make_plan(
         # Rejects can be as many as the pairs (a noisy crawl): shard them alike.
         reject_shards=train_shards,
         input_bytes=input_bytes,
+        trusted=trusted,
+        trusted_identities=tuple(identity(i, checksum) for i in trusted),
     )

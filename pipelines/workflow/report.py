@@ -183,7 +183,11 @@ def _prepared_sections(
             + ", ".join(f"{n:,} {langs[s]} lines to {script.get(s)}" for s, n in converted.items())
             + ".</p>"
         )
-    out.append(_scores_section(stats.get("scores", {}), options.get("quality", {}), samples))
+    out.append(
+        _scores_section(
+            stats.get("scores", {}), options.get("quality", {}), samples, options.get("trusted", [])
+        )
+    )
     splits = stats.get("splits", {})
     out.append("<h2>Splits</h2>")
     out.append(
@@ -210,17 +214,22 @@ def _prepared_sections(
     return "\n".join(out)
 
 
-def _scores_section(scores: dict[str, Any], quality: dict[str, Any], samples: dict) -> str:
+def _scores_section(
+    scores: dict[str, Any], quality: dict[str, Any], samples: dict, trusted: list[dict[str, Any]]
+) -> str:
     """Each pair score: the histogram of kept and rejected pairs with the threshold used
     and the one proposed from the data (`quality/thresholds.py`), and pairs on both
-    sides of the threshold."""
+    sides of the threshold; the trusted pairs they were also learned from, if any."""
     if not scores:
         return ""
+    also = "".join(
+        f" and the trusted pairs <code>{html.escape(t['origin'])}</code>" for t in trusted
+    )
     out = [
         "<h2>Pair scores</h2>",
         "<p>Scores beside the pairs (columns <code>score_NAME"
-        "</code>), learned from this corpus; pairs below a threshold are rejected with "
-        "their scores (<code>rejects/</code>).</p>",
+        f"</code>), learned from this corpus{also}; pairs below a threshold are rejected "
+        "with their scores (<code>rejects/</code>).</p>",
     ]
     rows, flags = [], []
     for column, hists in scores.items():

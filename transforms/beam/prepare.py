@@ -22,6 +22,7 @@ driver fills them in (`pipelines/workflow/prepare.py`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +72,7 @@ class PrepareSpec:
     keep_overlap: bool = False
     quality: Any = None  # the pair scorers' config (`quality/registry.py`); None: none
     key_partitions: int = 1  # groups of near-duplicate keys (as many as train shards)
+    trusted: tuple[CorpusInput, ...] = ()  # pairs the learned scorers also learn from
 
     @property
     def exempt(self) -> frozenset[str]:
@@ -159,9 +161,10 @@ class ProtectSplits(beam.PTransform):
 
 
 class WritePairShards(beam.PTransform):
-    """(Keyed pair batches, what valid and test protect) → one Parquet shard per
-    (split, shard), deduplicated, decontaminated and judged by the pair scorers (what
-    they learned, their near-duplicates); tagged outputs: the shards' manifest entries
+    """(Keyed pair batches, what valid and test protect[, the trusted pairs' batches])
+    → one Parquet shard per (split, shard), deduplicated, decontaminated and judged by
+    the pair scorers (what they learned, from the pairs and the trusted pairs; their
+    near-duplicates); tagged outputs: the shards' manifest entries
     (`files`), their `stats`, the dropped pairs as `rejects` and their tokens as
     negative `counts`."""
 
@@ -172,7 +175,7 @@ class WritePairShards(beam.PTransform):
     def expand(
         self, inputs: tuple[beam.PCollection, beam.PCollection]
     ) -> dict[str, beam.PCollection]:
-        pairs, protected = inputs
+        pairs, protected, *trusted = inputs
         s = self.spec
         writer = WritePairShardsFn(
             s.output,
@@ -190,7 +193,8 @@ class WritePairShards(beam.PTransform):
         # in the output's staging folder where no spill directory is given (every worker
         # reaches it; Flink refuses records larger than its sort buffer).
         tables = self.spill_dir or fsio.join(s.output, STAGING, "learned")
-        learned = pairs | "LearnScores" >> LearnScores(
+        learn_from = (pairs, *trusted) | "WithTrusted" >> beam.Flatten() if trusted else pairs
+        learned = learn_from | "LearnScores" >> LearnScores(
             [scorer for scorer in scorers if scorer.PASSES], s.langs, tables
         )
         finders = [] if s.quality is None else s.quality.duplicate_keys()
@@ -303,8 +307,8 @@ class PrepareCorpus(beam.PTransform):
             return (cleaned[tag], confirmed[tag]) | f"Gather_{tag}" >> beam.Flatten()
 
         protected = gather(PROTECTED) | "ProtectSplits" >> ProtectSplits(self.spill_dir)
-        shards = (gather("pairs"), protected) | "WritePairShards" >> WritePairShards(
-            s, self.spill_dir
+        shards = (gather("pairs"), protected, *self.trusted_pairs(pbegin)) | (
+            "WritePairShards" >> WritePairShards(s, self.spill_dir)
         )
         reject_files = (gather(REJECTS), shards[REJECTS]) | "WriteRejectFiles" >> WriteRejectFiles(
             s.output, s.reject_shards
@@ -315,3 +319,16 @@ class PrepareCorpus(beam.PTransform):
         files = (shards[FILES], reject_files, counts[FILES])
         stats = (gather(STATS), shards[STATS], counts[STATS])
         return (files, stats) | "Summarize" >> summary.SummarizeParts(self.summary_url)
+
+    def trusted_pairs(self, pbegin: beam.pvalue.PBegin) -> list[beam.PCollection]:
+        """The trusted inputs' pairs, cleaned as train pairs are (what the learned scorers
+        learn from besides the corpus; nothing else of them is kept): none or one."""
+        if not self.spec.trusted:
+            return []
+        spec = dataclasses.replace(self.spec, inputs=self.spec.trusted, trusted=())
+        cleaned = (
+            pbegin
+            | "ListTrusted" >> beam.Create(spec.inputs)
+            | "CleanTrusted" >> CleanChunks(spec, self.spill_dir, None)
+        )
+        return [cleaned["pairs"]]

@@ -125,6 +125,7 @@ def report(outcome: StepOutcome) -> str:
         f"  kept     {s['pairs_kept']:>10,}   {splits}",
         f"  rejected {s['pairs_rejected']:>10,}   {rejects or '-'}",
         *([f"  by pair scores        {scored}"] if scored else []),
+        *_trusted(outcome),
         "  inputs         read       kept  encoding",
     ]
     for origin, info in s["inputs"].items():
@@ -132,6 +133,16 @@ def report(outcome: StepOutcome) -> str:
         encoding = found[0] if len(set(found)) == 1 else ", ".join(found) or "-"
         lines.append(f"    {info['read']:>12,} {info['kept']:>10,}  {encoding:<16} {origin}")
     return "\n".join(lines)
+
+
+def _trusted(outcome: StepOutcome) -> list[str]:
+    """The line naming the trusted pairs the scores were learned with, where given."""
+    trusted = outcome.manifest.get("options", {}).get("trusted")
+    if not trusted:
+        return []
+    learned = max(outcome.stats.get("learned", {}).values(), default=0)
+    origins = ", ".join(t["origin"] for t in trusted)
+    return [f"  scores learned from {learned:,} pairs, these and the trusted {origins}"]
 
 
 def shown(outcome: StepOutcome) -> logs.Shown:

@@ -144,10 +144,12 @@ class Refresh:
     def _prepare(self, parts: list[Part], result: RefreshResult) -> None:
         result.prepared = self._ran(self._run([part.step for part in parts]), "prepare")
         learned = [s.NAME for s in self.config.prepare.quality.pair_scorers() if s.PASSES]
+        trusted = " and the trusted pairs" if self.config.prepare.trustedpref else ""
         if result.prepared and learned:
             self.log(
-                f"pair scores ({', '.join(learned)}) learned from each new part's own pairs: "
-                "a part is prepared alone, so that the parts before it stay as they are"
+                f"pair scores ({', '.join(learned)}) learned from each new part's own pairs"
+                f"{trusted}: a part is prepared alone, so that the parts before it stay as "
+                "they are"
             )
 
     def _encode(self, parts: list[Part], result: RefreshResult) -> None:
