@@ -95,7 +95,7 @@ class FilterConfig:
         True,
         name="keep_copies",
         invert=True,
-        help="keep copy pairs (target equal to the source, ignoring case)",
+        help="keep copy pairs (target equal to the source, ignoring case, spaces and punctuation)",
     )
 
     def __post_init__(self) -> None:
@@ -126,7 +126,7 @@ def check_pairs(src: SideText, tgt: SideText, config: FilterConfig) -> dict[int,
     """Verdicts for the pairs that must go, by index; the first failing check wins.
 
     Checks in order: empty side, too long (characters, then T2T tokens), length ratio,
-    target a copy of the source (ignoring case).
+    target a copy of the source (ignoring case, spaces and punctuation).
     """
     ls, lt = src.lengths, tgt.lengths
     verdicts: dict[int, Verdict] = {}
@@ -155,6 +155,16 @@ def check_pairs(src: SideText, tgt: SideText, config: FilterConfig) -> dict[int,
         # each side, and an English-Chinese pair is rarely worth folding.
         maybe = np.flatnonzero(src.scripts[:, scripts.HAN] == tgt.scripts[:, scripts.HAN])
         for i in maybe.tolist():
-            if src.lines[i].casefold() == tgt.lines[i].casefold():
+            if _same_text(src.lines[i], tgt.lines[i]):
                 verdicts.setdefault(i, Verdict(COPY, "target is a copy of the source"))
     return verdicts
+
+
+def _same_text(a: str, b: str) -> bool:
+    """Equal but for case, or, where they have any, in their letters and digits alone
+    (a code copied with other spacing: `AB12 / 345` and `AB12/345`)."""
+    a, b = a.casefold(), b.casefold()
+    if a == b:
+        return True
+    kept = ["".join(filter(str.isalnum, text)) for text in (a, b)]
+    return bool(kept[0]) and kept[0] == kept[1]

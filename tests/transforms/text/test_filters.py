@@ -96,14 +96,17 @@ def test_length_ratio_defaults_keep_every_correct_ntrex_pair_and_catch_misaligne
     assert check_pairs(["Break a leg!"], ["祝你好运！"], config) == {}
 
 
-def test_copies_ignore_case_in_every_script():
+def test_copies_ignore_case_spaces_and_punctuation_in_every_script():
     pairs = [
         ("Straße", "STRASSE"),
         ("你好 ABC", "你好 abc"),
         ("你好", "你好!"),
         ("Ｔｏｍ", "ｔＯｍ"),
+        ("TMTUETMU7F / 86530 13994", "TMTUETMU7F/86530 13994"),
+        ("?!", "!?"),  # nothing but punctuation: the rules' to judge
+        ("Tom!", "汤姆！"),
     ]
-    assert verdicts(pairs) == {0: COPY, 1: COPY, 3: COPY}
+    assert verdicts(pairs) == {0: COPY, 1: COPY, 2: COPY, 3: COPY, 4: COPY}
 
 
 def test_case_folding_neither_makes_nor_removes_han():
