@@ -174,6 +174,14 @@ class PrepareConfig:
         "from besides the corpus, never written to any split: a clean corpus of the "
         "domain sharpens their scores, and lets a small corpus be judged",
     )
+    trusted_keep: float = option(
+        0.99,
+        metavar="F",
+        group=QUALITY,
+        help="with --trustedpref: each learned score's threshold is set where F of the "
+        "trusted pairs keep (their scores' quantile), in place of its option (0: the "
+        "options' thresholds)",
+    )
     tsv: tuple[str, ...] = _paths(
         "FILE_OR_GLOB",
         help="training data as TSV files instead of (or besides) --trainpref",
@@ -324,6 +332,8 @@ class PrepareConfig:
                     f"--langid: language identification does not know {', '.join(unknown)} "
                     "(use --no-langid)"
                 )
+        if not 0 <= self.trusted_keep < 1:
+            raise ConfigError(f"--trusted-keep {self.trusted_keep}: a share from 0 to below 1")
         if self.trustedpref and not self.quality.learned_scorers():
             raise ConfigError(
                 "--trustedpref: none of the chosen scorers learns "
@@ -410,8 +420,12 @@ class PreparePlan:
             "reject_shards": self.reject_shards,
             "quality": quality_options(self.config.quality),
             # only where given, so that fingerprints without trusted pairs hold
-            **({"trusted": list(self.trusted_identities)} if self.trusted else {}),
+            **({"trusted": self.trusted_options()} if self.trusted else {}),
         }
+
+    def trusted_options(self) -> dict[str, Any]:
+        """The trusted pairs and the share of them the learned thresholds keep."""
+        return {"pairs": list(self.trusted_identities), "keep": float(self.config.trusted_keep)}
 
     def spec(self) -> PrepareSpec:
         """What the Beam graph needs of the plan."""
@@ -427,6 +441,7 @@ class PreparePlan:
             keep_overlap=self.config.keep_overlap,
             quality=self.config.quality,
             trusted=self.trusted,
+            trusted_keep=self.config.trusted_keep,
             key_partitions=self.shard_counts()["train"],
         )
 

@@ -81,6 +81,8 @@ def _prepared_stats(roots: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
                 )
                 if "tokens" in side_info and split == "train":
                     merge_into(total.setdefault("tokens", {}), {side: side_info["tokens"]})
+    if len(roots) == 1:  # thresholds its trusted pairs set (a version's parts each set theirs)
+        total["calibrated"] = stats.get("calibrated", {})
     return total, options
 
 
@@ -183,11 +185,11 @@ def _prepared_sections(
             + ", ".join(f"{n:,} {langs[s]} lines to {script.get(s)}" for s, n in converted.items())
             + ".</p>"
         )
-    out.append(
-        _scores_section(
-            stats.get("scores", {}), options.get("quality", {}), samples, options.get("trusted", [])
-        )
-    )
+    quality = thresholds.in_force(options.get("quality", {}), stats.get("calibrated", {}))
+    trusted = dict(options.get("trusted", {}))
+    if "calibrated" not in stats:  # a version's parts: each its own thresholds
+        trusted.pop("keep", None)
+    out.append(_scores_section(stats.get("scores", {}), quality, samples, trusted))
     splits = stats.get("splits", {})
     out.append("<h2>Splits</h2>")
     out.append(
@@ -215,16 +217,20 @@ def _prepared_sections(
 
 
 def _scores_section(
-    scores: dict[str, Any], quality: dict[str, Any], samples: dict, trusted: list[dict[str, Any]]
+    scores: dict[str, Any], quality: dict[str, Any], samples: dict, trusted: dict[str, Any]
 ) -> str:
     """Each pair score: the histogram of kept and rejected pairs with the threshold used
     and the one proposed from the data (`quality/thresholds.py`), and pairs on both
-    sides of the threshold; the trusted pairs they were also learned from, if any."""
+    sides of the threshold; the trusted pairs they were also learned from and the share
+    of them the thresholds keep, if any."""
     if not scores:
         return ""
     also = "".join(
-        f" and the trusted pairs <code>{html.escape(t['origin'])}</code>" for t in trusted
+        f" and the trusted pairs <code>{html.escape(t['origin'])}</code>"
+        for t in trusted.get("pairs", [])
     )
+    if trusted.get("keep"):
+        also += f", thresholds set where {trusted['keep']:.1%} of those are kept"
     out = [
         "<h2>Pair scores</h2>",
         "<p>Scores beside the pairs (columns <code>score_NAME"
@@ -427,7 +433,8 @@ def build_report(url: str) -> str:
         f"{stats.get('pairs_rejected', 0):,} rejected. Written "
         f"{manifest.created_stamp()}.</p>"
     )
-    samples = _score_samples(roots, options.get("quality", {})) if stats.get("scores") else {}
+    quality = thresholds.in_force(options.get("quality", {}), stats.get("calibrated", {}))
+    samples = _score_samples(roots, quality) if stats.get("scores") else {}
     body = _prepared_sections(stats, options, _examples(roots), samples)
     if data is not None:
         body += _encoded_sections(data, stats)

@@ -49,6 +49,7 @@ from nmtpipe.transforms.quality.base import LearnedScorer
 from nmtpipe.transforms.quality.judge import NEAR_DUPLICATE, PREFIX, Thresholds
 from nmtpipe.transforms.quality.models import dcce
 from nmtpipe.transforms.quality.registry import KINDS
+from nmtpipe.transforms.quality.thresholds import in_force
 from nmtpipe.transforms.storage import fsio, manifest
 from nmtpipe.transforms.storage.commit import StepOutcome
 from nmtpipe.transforms.storage.read_meter import Meter
@@ -178,6 +179,10 @@ class RethresholdStep(BeamStep):
         _, doc = manifest.open_committed(source, KIND, "prepare")
         self.source_stats = read_stats(source, doc)
         options = copy.deepcopy(doc["options"])
+        # Thresholds its trusted pairs set become options, as `prepare` would take them.
+        options["quality"] = in_force(options["quality"], self.source_stats.get("calibrated", {}))
+        if "trusted" in options:
+            options["trusted"]["keep"] = 0.0
         scorers: list[LearnedScorer | dcce.DcceScorer] = []
         scorers += _learned_scorers(options["quality"], changes, source)
         options["quality"].pop(dcce.NAME, None)  # (a source judged by DCCE: not again unless asked)

@@ -48,7 +48,12 @@ from nmtpipe.transforms.beam.prepare_fns import (
     measure_part,
     survey_input,
 )
-from nmtpipe.transforms.beam.quality import FindNearDuplicates, LearnScores, learned_partial
+from nmtpipe.transforms.beam.quality import (
+    CalibrateThresholds,
+    FindNearDuplicates,
+    LearnScores,
+    learned_partial,
+)
 from nmtpipe.transforms.corpus.inputs import CorpusInput
 from nmtpipe.transforms.formats.prepared import write_chars
 from nmtpipe.transforms.storage import fsio
@@ -73,6 +78,7 @@ class PrepareSpec:
     quality: Any = None  # the pair scorers' config (`quality/registry.py`); None: none
     key_partitions: int = 1  # groups of near-duplicate keys (as many as train shards)
     trusted: tuple[CorpusInput, ...] = ()  # pairs the learned scorers also learn from
+    trusted_keep: float = 0.0  # the share of them each learned score's threshold keeps (0: off)
 
     @property
     def exempt(self) -> frozenset[str]:
@@ -177,6 +183,7 @@ class WritePairShards(beam.PTransform):
     ) -> dict[str, beam.PCollection]:
         pairs, protected, *trusted = inputs
         s = self.spec
+        calibrate = bool(trusted) and s.trusted_keep > 0
         writer = WritePairShardsFn(
             s.output,
             s.shard_counts,
@@ -187,6 +194,7 @@ class WritePairShards(beam.PTransform):
             s.keep_overlap,
             s.quality,
             s.exempt,
+            calibrate,
         )
         scorers = [] if s.quality is None else s.quality.pair_scorers()
         # What the scorers learn is tables of many megabytes: they always travel as files,
@@ -209,16 +217,29 @@ class WritePairShards(beam.PTransform):
                 | "GroupByShard" >> beam.GroupByKey()
                 | "AsFound" >> beam.MapTuple(lambda key, batches: (key, {"pairs": batches}))
             )
-        sides = [beam.pvalue.AsSingleton(protected), *map(beam.pvalue.AsSingleton, learned)]
-        shards = grouped | "WritePairShards" >> beam.ParDo(writer, *sides).with_outputs(
-            FILES, STATS, REJECTS, COUNTS
+        calibrated = (
+            [
+                trusted[0]
+                | "CalibrateThresholds"
+                >> CalibrateThresholds(
+                    s.quality.learned_scorers(), s.langs, s.trusted_keep, learned
+                )
+            ]
+            if calibrate
+            else []
         )
-        stats = shards[STATS]
+        sides = [protected, *learned, *calibrated]
+        shards = grouped | "WritePairShards" >> beam.ParDo(
+            writer, *map(beam.pvalue.AsSingleton, sides)
+        ).with_outputs(FILES, STATS, REJECTS, COUNTS)
+        said = []
         if learned:  # how many pairs each learned from, once (`nmtpipe rethreshold` reads it)
-            said = learned[0] | "SayLearned" >> beam.Map(
-                learned_partial, s.quality.learned_scorers()
+            said.append(
+                learned[0] | "SayLearned" >> beam.Map(learned_partial, s.quality.learned_scorers())
             )
-            stats = (stats, said) | "GatherShardStats" >> beam.Flatten()
+        if calibrated:  # and the thresholds the trusted pairs set
+            said.append(calibrated[0] | "SayCalibrated" >> beam.Map(lambda t: {"calibrated": t}))
+        stats = (shards[STATS], *said) | "GatherShardStats" >> beam.Flatten()
         return {
             FILES: shards[FILES],
             STATS: stats,

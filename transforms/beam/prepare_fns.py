@@ -315,9 +315,11 @@ class WritePairShardsFn(beam.DoFn):
         keep_overlap: bool = False,
         quality: Any = None,
         exempt: frozenset[str] = frozenset(),
+        calibrated: bool = False,
     ) -> None:
         self.quality = quality
         self.exempt = exempt
+        self.calibrated = calibrated  # the last side input: thresholds the trusted pairs set
         self.keep_overlap = keep_overlap
         self.output = output
         self.shard_counts = shard_counts
@@ -335,6 +337,7 @@ class WritePairShardsFn(beam.DoFn):
     ) -> Iterator[Any]:
         (split, shard), found = element
         protected = batch_transport.side_input(protected)
+        learned, calibrated = (learned[:-1], learned[-1]) if self.calibrated else (learned, {})
         url = fsio.join(self.output, pairs_path(split, shard, self.shard_counts[split]))
         result = pair_shards.write_pair_shard(
             url,
@@ -342,7 +345,7 @@ class WritePairShardsFn(beam.DoFn):
             split,
             protected,
             self.keep_overlap,
-            self._judge(learned, found.get("near", ())),
+            self._judge(learned, found.get("near", ()), calibrated),
         )
         rows = result.table.num_rows
         self.kept.inc(rows)
@@ -369,12 +372,18 @@ class WritePairShardsFn(beam.DoFn):
                 batch_transport.spill_url(self.spill_dir, f"counts {split} {shard}"),
             )
 
-    def _judge(self, learned: tuple[Any, ...], near: Iterable[Any]) -> pair_shards.Judge | None:
+    def _judge(
+        self, learned: tuple[Any, ...], near: Iterable[Any], calibrated: dict[str, Any]
+    ) -> pair_shards.Judge | None:
         """The shard's judge: the learned scorers with what they learned (the passes'
-        side inputs) and its near-duplicates; None without pair scorers."""
+        side inputs), with the thresholds `calibrated` sets, and its near-duplicates;
+        None without pair scorers."""
         if self.quality is None or not self.quality.kinds():
             return None
-        scorers = self.quality.learned_scorers()
+        scorers = [
+            scorer.with_thresholds(calibrated.get(scorer.NAME, {}))
+            for scorer in self.quality.learned_scorers()
+        ]
         judge = ShardJudge(scorers, learned_by_scorer(learned, scorers), self.langs, self.exempt)
         duplicates = near_duplicates(near)
         return lambda table: judge(table, duplicates)

@@ -4,6 +4,7 @@ keys; the shard writers score and judge with both (`prepare_fns.WritePairShardsF
 
     pair batches ─LearnScores(1)─▶ learned 1 ─LearnScores(2)─▶ learned 2 ... (side inputs)
          └──────FindNearDuplicates─▶ near-duplicates by (split, shard)
+    trusted pair batches ─CalibrateThresholds(learned)─▶ each score's threshold (side input)
 
 A pass gathers a bundle's batches into one accumulator per scorer and sends it on when
 the bundle ends (Beam's own combiner lifting would hold one per bundle too); the partial
@@ -17,6 +18,7 @@ keys inline held 1.9 GB more there).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -29,10 +31,13 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from nmtpipe.transforms.formats import batch_transport
+from nmtpipe.transforms.quality import thresholds
 from nmtpipe.transforms.quality.base import DuplicateKeys, LearnedScorer, Pairs, PairScorer
+from nmtpipe.transforms.quality.judge import score_bins
 from nmtpipe.transforms.quality.neardup import RANK
 from nmtpipe.transforms.text.records import locations
 from nmtpipe.transforms.text.split import SPLITS
+from nmtpipe.transforms.text.stats import merge_into
 
 KEYS_SCHEMA = pa.schema(
     [
@@ -136,6 +141,55 @@ class LearnScores(beam.PTransform):
                 >> beam.CombineGlobally(MergeLearnedFn(scorers, pass_, self.spill_dir))
             )
         return learned
+
+
+class ScoreTrustedFn(beam.DoFn):
+    """Trusted pair batches → each learned score's histogram over them (`judge.py`'s
+    bins), given what the scorers learned (the passes' side inputs)."""
+
+    def __init__(self, scorers: list[LearnedScorer], langs: tuple[str, str]) -> None:
+        self.scorers, self.langs = scorers, langs
+
+    def process(self, element: tuple[Any, batch_transport.Shipped], *learned) -> Iterator[Any]:
+        pairs = _pairs(batch_transport.receive_table(element[1]), self.langs)
+        found = learned_by_scorer(learned, self.scorers)
+        yield {
+            column: score_bins(values)
+            for scorer in self.scorers
+            for column, values in scorer.score(found[scorer.NAME], pairs).items()
+        }
+
+
+def _merged(partials: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    return functools.reduce(merge_into, partials, {})
+
+
+class CalibrateThresholds(beam.PTransform):
+    """Trusted pair batches → a singleton {scorer: {threshold option: value}}: each
+    learned score's threshold where `keep` of the trusted pairs are kept, their scores
+    by what the scorers learned (`learned`, the passes' singletons). Trusted pairs are
+    translations: the tail of their scores is where a clean corpus's rare words lie,
+    which is where the threshold belongs (`quality/thresholds.py`)."""
+
+    def __init__(
+        self,
+        scorers: list[LearnedScorer],
+        langs: tuple[str, str],
+        keep: float,
+        learned: list[beam.PCollection],
+    ) -> None:
+        super().__init__()
+        self.scorers, self.langs, self.keep, self.learned = scorers, langs, keep, learned
+
+    def expand(self, trusted: beam.PCollection) -> beam.PCollection:
+        owners = {s.NAME: s.COLUMNS for s in self.scorers}
+        sides = [beam.pvalue.AsSingleton(found) for found in self.learned]
+        return (
+            trusted
+            | "ScoreTrusted" >> beam.ParDo(ScoreTrustedFn(self.scorers, self.langs), *sides)
+            | "MergeHistograms" >> beam.CombineGlobally(_merged)
+            | "Thresholds" >> beam.Map(thresholds.calibrated, owners, self.keep)
+        )
 
 
 def learned_partial(first: Any, scorers: list[LearnedScorer]) -> dict[str, Any]:

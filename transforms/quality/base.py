@@ -14,9 +14,10 @@ which gives `prepare` its options (CLI and YAML) and the reference pages their r
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -130,6 +131,11 @@ class LearnedScorer(PairScorer):
         self, scores: dict[str, np.ndarray], pairs: Pairs, learned: list[Any]
     ) -> list[Verdicts]:
         return self.verdicts(scores, self.learned_pairs(learned))
+
+    def with_thresholds(self, values: Mapping[str, float]) -> LearnedScorer:
+        """This scorer with those of its THRESHOLDS that `values` names set to them."""
+        chosen = {k: v for k, v in values.items() if k in self.THRESHOLDS}
+        return type(self)(dataclasses.replace(self.config, **chosen)) if chosen else self
 
 
 class DuplicateKeys(Scorer):

@@ -109,6 +109,46 @@ def _quantile(
     return float(values[order][int(np.searchsorted(cumulative, q * cumulative[-1]))])
 
 
+def keeping(column: str, hist: Mapping[int | str, int], keep: float) -> float | None:
+    """The threshold of score `column` that keeps at least `keep` of the pairs whose
+    scores `hist` holds, at a bin's edge (for length, the limit of |score|; None: no
+    pair scored)."""
+    values, counts = _values(hist)
+    if counts.sum() == 0:
+        return None
+    if column == "length":
+        values, counts = _fold(values, counts)
+        at = int(np.searchsorted(np.cumsum(counts), keep * counts.sum()))
+        return round(float(values[min(at, values.size - 1)]) + BIN / 2, 4)
+    at = int(np.searchsorted(np.cumsum(counts), (1 - keep) * counts.sum(), side="right"))
+    return round(float(values[min(at, values.size - 1)]) - BIN / 2, 4)
+
+
+def calibrated(
+    hists: Mapping[str, Mapping[int | str, int]], owners: Mapping[str, tuple[str, ...]], keep: float
+) -> dict[str, dict[str, float]]:
+    """{scorer: {threshold option: value}}: each score's threshold where `keep` of the
+    trusted pairs (their scores' `hists`) are kept; `owners`: each scorer's columns."""
+    found: dict[str, dict[str, float]] = {}
+    for name, columns in owners.items():
+        for column in columns:
+            value = keeping(column, hists.get(column, {}), keep)
+            if value is not None:
+                found.setdefault(name, {})[threshold_option(column)] = value
+    return found
+
+
+def in_force(
+    quality: Mapping[str, Mapping[str, float]], calibrated: Mapping[str, Mapping[str, float]]
+) -> dict[str, dict[str, float]]:
+    """The scorers' options as they judged: a prepared dataset's (its manifest's
+    `quality`), with the thresholds that its trusted pairs set (its stats' `calibrated`)."""
+    return {
+        name: {**value, **calibrated.get(name, {})} if isinstance(value, Mapping) else value
+        for name, value in quality.items()
+    }
+
+
 def threshold_of(quality: Mapping[str, Mapping[str, float]], column: str) -> float | None:
     """The threshold a prepared dataset's options (its manifest's `quality`) set for the
     built-in score `column`: its scorer's `<column>_min`, or for length its maximum

@@ -136,13 +136,22 @@ def report(outcome: StepOutcome) -> str:
 
 
 def _trusted(outcome: StepOutcome) -> list[str]:
-    """The line naming the trusted pairs the scores were learned with, where given."""
+    """The lines naming the trusted pairs the scores were learned with, and the
+    thresholds they set, where given."""
     trusted = outcome.manifest.get("options", {}).get("trusted")
     if not trusted:
         return []
     learned = max(outcome.stats.get("learned", {}).values(), default=0)
-    origins = ", ".join(t["origin"] for t in trusted)
-    return [f"  scores learned from {learned:,} pairs, these and the trusted {origins}"]
+    origins = ", ".join(t["origin"] for t in trusted["pairs"])
+    lines = [f"  scores learned from {learned:,} pairs, these and the trusted {origins}"]
+    set_ = [
+        f"--{option.replace('_', '-')} {value:g}"
+        for values in outcome.stats.get("calibrated", {}).values()
+        for option, value in values.items()
+    ]
+    if set_:
+        lines.append(f"  thresholds keeping {trusted['keep']:.1%} of them: {'  '.join(set_)}")
+    return lines
 
 
 def shown(outcome: StepOutcome) -> logs.Shown:

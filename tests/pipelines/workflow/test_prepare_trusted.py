@@ -1,15 +1,20 @@
 """`prepare --trustedpref`: trusted pairs the learned pair scorers learn from besides the
-corpus, on real runners; they are never written, and they are part of the fingerprint."""
+corpus, on real runners; they are never written, they are part of the fingerprint, and
+the thresholds they set (`--trusted-keep`) are what `rethreshold` starts from."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from nmtpipe.pipelines.cli.commands.prepare import report
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, QualityConfig, make_plan
+from nmtpipe.pipelines.workflow.rethreshold import run_rethreshold
 from nmtpipe.transforms.errors import ConfigError
+from nmtpipe.transforms.quality.length import LengthConfig
+from nmtpipe.transforms.quality.lexical import LexicalConfig
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
 
 MISALIGNED = 40
@@ -50,8 +55,8 @@ def test_trusted_pairs_are_learned_from_and_never_written(corpora, tmp_path):
     assert 320 < own <= alone.stats["pairs_read"] == 340
     assert not alone.stats["rejects"].get("lexical")  # under --lexical-min-pairs: none
 
-    out = tmp_path / "with"
-    outcome = prepare(corpus, out, trustedpref=(str(trusted),))
+    out = tmp_path / "with"  # the scorers' own thresholds
+    outcome = prepare(corpus, out, trustedpref=(str(trusted),), trusted_keep=0.0)
     learned = outcome.stats["learned"]["lexical"]
     assert own + 5900 < learned <= own + 6000  # and the trusted pairs the cleaning kept
     assert outcome.stats["pairs_read"] == 340  # the corpus's, as before
@@ -64,14 +69,53 @@ def test_trusted_pairs_are_learned_from_and_never_written(corpora, tmp_path):
     assert {o for t in tables if "origin" in t.column_names for o in t["origin"].to_pylist()} == (
         origins
     )
-    assert [t["origin"] for t in outcome.manifest["options"]["trusted"]] == [f"{trusted}.{{en,zh}}"]
+    given = outcome.manifest["options"]["trusted"]
+    assert [t["origin"] for t in given["pairs"]] == [f"{trusted}.{{en,zh}}"] and given["keep"] == 0
+    assert "calibrated" not in outcome.stats
     assert outcome.manifest["fingerprint"] != alone.manifest["fingerprint"]
     assert f"the trusted {trusted}.{{en,zh}}" in report(outcome)
     assert "scores learned from" not in report(alone)
 
-    spread = prepare(corpus, tmp_path / "spread", MULTI_PROCESS, trustedpref=(str(trusted),))
-    hashes = [{f["path"]: f["sha256"] for f in o.manifest["files"]} for o in (outcome, spread)]
-    assert hashes[0] == hashes[1]
+
+def data_files(outcome) -> dict[str, str]:
+    """The shards, rejects and counts (the statistics say how they were judged)."""
+    return {f["path"]: f["sha256"] for f in outcome.manifest["files"] if f["path"] != "stats.json"}
+
+
+def test_thresholds_the_trusted_pairs_set_judge_and_rethreshold_starts_from_them(corpora, tmp_path):
+    corpus, trusted = corpora
+    out = tmp_path / "calibrated"
+    outcome = prepare(corpus, out, MULTI_PROCESS, trustedpref=(str(trusted),))  # keep 0.99
+    set_ = outcome.stats["calibrated"]
+    assert set(set_) == {"lexical", "length"}
+    lexical_min, deviation = set_["lexical"]["lexical_min"], set_["length"]["length_max_deviation"]
+    train = pq.read_table(out / outcome.manifest["splits"]["train"]["files"][0])
+    assert np.nanmin(train["score_lexical"].to_numpy()) >= lexical_min
+    assert np.nanmax(np.abs(train["score_length"].to_numpy())) <= deviation
+    judged = [r for r in rejects(out) if r["reason"] == "lexical"]
+    assert judged and all(dict(r["scores"])["lexical"] < lexical_min for r in judged)
+    assert f"--lexical-min {lexical_min:g}" in report(outcome)
+    stricter = prepare(corpus, tmp_path / "stricter", trustedpref=(str(trusted),), trusted_keep=0.9)
+    assert stricter.stats["calibrated"]["lexical"]["lexical_min"] > lexical_min
+
+    # Other thresholds from there: as prepare with them given, the trusted pairs' off.
+    again = run_rethreshold(str(out), str(tmp_path / "again"), {}, IN_MEMORY)
+    assert data_files(again) == data_files(outcome)
+    assert again.manifest["options"]["trusted"]["keep"] == 0
+    quality = QualityConfig(
+        lexical=LexicalConfig(lexical_min=lexical_min),
+        length=LengthConfig(length_max_deviation=deviation),
+    )
+    explicit = prepare(
+        corpus,
+        tmp_path / "explicit",
+        trustedpref=(str(trusted),),
+        trusted_keep=0.0,
+        quality=quality,
+    )
+    assert explicit.manifest["fingerprint"] == again.manifest["fingerprint"]
+    assert explicit.stats == again.stats
+    assert data_files(explicit) == data_files(again)
 
 
 def test_trusted_pairs_must_be_other_files_and_need_a_learned_scorer(corpora, tmp_path):

@@ -1,0 +1,50 @@
+"""Thresholds read from trusted pairs' scores: a share of them kept, at a bin's edge."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from nmtpipe.transforms.quality import thresholds
+from nmtpipe.transforms.quality.judge import BIN, score_bins
+from nmtpipe.transforms.quality.lexical import LexicalConfig, LexicalScorer
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.9, 0.99, 0.999])
+def test_a_lower_limit_keeps_at_least_that_share_and_one_bin_less_would_not(keep):
+    values = np.random.default_rng(0).normal(2.0, 1.0, 10_000)
+    limit = thresholds.keeping("lexical", score_bins(values), keep)
+    binned = np.rint(values / BIN) * BIN  # what the histogram knows of each value
+    assert np.mean(binned >= limit) >= keep
+    assert np.mean(binned >= limit + BIN) < keep
+
+
+@pytest.mark.parametrize("keep", [0.5, 0.9, 0.99])
+def test_the_length_limit_is_on_either_side(keep):
+    values = np.random.default_rng(1).normal(-0.5, 1.0, 10_000)
+    limit = thresholds.keeping("length", score_bins(values), keep)
+    binned = np.abs(np.rint(values / BIN) * BIN)
+    assert np.mean(binned <= limit) >= keep
+    assert np.mean(binned <= limit - BIN) < keep
+
+
+def test_each_scorer_gets_its_own_option_and_a_score_no_pair_had_none():
+    hists = {"lexical": {10: 1, 20: 99}, "length": {-60: 1, 0: 98, 60: 1}}
+    found = thresholds.calibrated(hists, {"lexical": ("lexical",), "length": ("length",)}, 0.99)
+    assert found == {"lexical": {"lexical_min": 0.975}, "length": {"length_max_deviation": 3.025}}
+    assert thresholds.calibrated({}, {"lexical": ("lexical",)}, 0.99) == {}
+
+
+def test_options_in_force_and_a_scorer_with_them():
+    quality = {
+        "scorers": ["rules", "lexical"],
+        "lexical": {"lexical_min": 0.25, "lexical_bits": 21},
+    }
+    used = thresholds.in_force(quality, {"lexical": {"lexical_min": 0.6}})
+    assert used["lexical"] == {"lexical_min": 0.6, "lexical_bits": 21}
+    assert used["scorers"] == ["rules", "lexical"] and quality["lexical"]["lexical_min"] == 0.25
+    scorer = LexicalScorer(LexicalConfig())
+    assert scorer.with_thresholds({"lexical_min": 0.6, "length_max_deviation": 2}).config == (
+        LexicalConfig(lexical_min=0.6)
+    )
+    assert scorer.with_thresholds({"lexical_bits": 19}) is scorer  # not a threshold
