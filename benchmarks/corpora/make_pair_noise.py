@@ -190,23 +190,39 @@ def mixed(data: Path, clean_count: int, each: int, seed: int) -> list[tuple[str,
     ]
 
 
-def demo(data: Path, seed: int) -> dict[str, list[Pair]]:
+def demo(data: Path, seed: int, trusted_share: float = 0.0) -> dict[str, list[Pair]]:
     """The demo's corpus split into a fixed test set and the rest, and noise made from
-    the rest: 6,000 misaligned, 3,000 partial and 3,000 shuffled pairs."""
+    the rest: 6,000 misaligned, 3,000 partial and 3,000 shuffled pairs. With a
+    `trusted_share`, that share of the rest's sources (every translation of each) is
+    set apart as trusted pairs first, and neither the clean pairs nor the noise hold
+    any of them."""
     rng = random.Random(seed)
     tatoeba, _ = bundled(data)
+
+    def bucket(src: str, salt: bytes) -> int:
+        digest = hashlib.blake2b(src.encode(), digest_size=8, salt=salt).digest()
+        return int.from_bytes(digest) % 10_000
 
     def in_test(src: str) -> bool:  # 2% of the sources, every translation of each
         return int.from_bytes(hashlib.blake2b(src.encode(), digest_size=8).digest()) % 50 == 0
 
+    def in_trusted(src: str) -> bool:
+        return bucket(src, b"trusted") < trusted_share * 10_000
+
     test = [p for p in tatoeba if in_test(p[0])]
-    clean = [p for p in tatoeba if not in_test(p[0])]
+    trusted = [p for p in tatoeba if not in_test(p[0]) and in_trusted(p[0])]
+    clean = [p for p in tatoeba if not in_test(p[0]) and not in_trusted(p[0])]
     drawn = rng.sample(clean, len(clean))
     noise = misaligned(drawn[:6200], rng)[:6000]
     noise += _made(drawn[6200:], partial, 3000, rng)
     noise += _made(drawn[6200 + 12000 :], shuffled, 3000, rng)
     rng.shuffle(noise)
-    return {"test": test, "clean": clean, "noise": noise}
+    return {
+        "test": test,
+        "clean": clean,
+        "noise": noise,
+        **({"trusted": trusted} if trusted else {}),
+    }
 
 
 def unused_tatoeba(noisy: list[Pair], data: Path) -> list[Pair]:
@@ -230,6 +246,9 @@ def main() -> None:
     parser.add_argument("--clean", type=int, default=5977, help="clean pairs (mixed)")
     parser.add_argument("--each", type=int, default=1041, help="pairs of each noise (mixed)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--trusted-share", type=float, default=0.0, help="(demo) sources set apart as trusted"
+    )
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -240,7 +259,7 @@ def main() -> None:
         counts = {k: sum(kind.split()[0] == k for kind, _ in kinds) for k in KINDS}
         print(f"{out}/noisy.{{en,zh,kind}}: {len(kinds):,} pairs, {counts}")
         return
-    for name, pairs in demo(Path(args.data), args.seed).items():
+    for name, pairs in demo(Path(args.data), args.seed, args.trusted_share).items():
         write(out / name, pairs)
         print(f"{out / name}.{{en,zh}}: {len(pairs):,} pairs")
 

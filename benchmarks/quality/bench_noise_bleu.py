@@ -11,6 +11,13 @@ and 12,000 pairs of noise made from the clean part: 6,000 misaligned, 3,000 part
     noisy, default scorers  clean + noise, the default scorers (rules, lexical, length,
                             neardup)
     noisy, all scorers      clean + noise, --scorers all (fluency too)
+    noisy, trusted pairs    clean + noise, the default scorers learning from the
+                            trusted pairs too and thresholds set by them
+                            (--trustedpref; needs --trusted-share)
+    noisy, trusted pairs, all scorers   likewise, --scorers all
+
+With `--trusted-share F`, F of the clean sources are set apart as trusted pairs before
+the noise is made (`make_pair_noise.demo`): no run trains on them.
 
     python benchmarks/quality/bench_noise_bleu.py --out /tmp/noise-bleu
 """
@@ -36,10 +43,12 @@ RUNS = {
     "noisy, unfiltered": (["clean", "noise"], "none"),
     "noisy, default scorers": (["clean", "noise"], None),
     "noisy, all scorers": (["clean", "noise"], "all"),
+    "noisy, trusted pairs": (["clean", "noise"], None),
+    "noisy, trusted pairs, all scorers": (["clean", "noise"], "all"),
 }
 
 
-def config(folder: Path, root: Path, inputs: list[str], scorers: str | None) -> Path:
+def config(folder: Path, root: Path, inputs: list[str], scorers: str | None, trusted: bool) -> Path:
     """The demo's workflow with these training inputs and the fixed test set."""
     bundled = resources.files("nmtpipe.pipelines") / "example" / "example.yaml"
     doc = yaml.safe_load(bundled.read_text(encoding="utf-8"))
@@ -53,6 +62,8 @@ def config(folder: Path, root: Path, inputs: list[str], scorers: str | None) -> 
     )
     if scorers is not None:
         prepare["scorers"] = scorers
+    if trusted:
+        prepare["trustedpref"] = [str(folder / "trusted")]
     doc["prepare"] = prepare
     doc.pop("evaluate", None)
     path = root.with_suffix(".yaml")
@@ -63,12 +74,17 @@ def config(folder: Path, root: Path, inputs: list[str], scorers: str | None) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="a folder for the corpus and the runs")
-    parser.add_argument("--runs", default=";".join(RUNS), help="which runs, separated by ;")
+    parser.add_argument("--runs", default=";".join(list(RUNS)[:4]), help="runs, separated by ;")
+    parser.add_argument("--trusted-share", type=float, default=0.0, help="sources set apart")
     args = parser.parse_args()
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
-    for name, pairs in demo(DATA, seed=0).items():
+    corpus = demo(DATA, seed=0, trusted_share=args.trusted_share)
+    if any("trusted" in run for run in args.runs.split(";")) and "trusted" not in corpus:
+        parser.error("the runs with trusted pairs need --trusted-share")
+    for name, pairs in corpus.items():
         write(folder / name, pairs)
+        print(f"{name}: {len(pairs):,} pairs", flush=True)
     rows = []
     for name in args.runs.split(";"):
         inputs, scorers = RUNS[name]
@@ -79,7 +95,7 @@ def main() -> None:
             "-m",
             "nmtpipe",
             "run",
-            str(config(folder, root, inputs, scorers)),
+            str(config(folder, root, inputs, scorers, "trusted" in name)),
             "--json",
             "--quiet",
         ]
