@@ -142,6 +142,11 @@ class Refresh:
         return result
 
     def _prepare(self, parts: list[Part], result: RefreshResult) -> None:
+        if parts and self._trusted_changed(parts[0]):
+            self.log(
+                f"the trusted pairs (--trustedpref, --trusted-keep) differ from version "
+                f"{self.latest}'s: every part is prepared again, its scores learned anew"
+            )
         result.prepared = self._ran(self._run([part.step for part in parts]), "prepare")
         learned = [s.NAME for s in self.config.prepare.quality.pair_scorers() if s.PASSES]
         trusted = " and the trusted pairs" if self.config.prepare.trustedpref else ""
@@ -151,6 +156,16 @@ class Refresh:
                 f"{trusted}: a part is prepared alone, so that the parts before it stay as "
                 "they are"
             )
+
+    def _trusted_changed(self, part: Part) -> bool:
+        """Whether the trusted pairs the parts learn from now are not those the last
+        version's parts learned from (the reason all of them change, inputs unchanged)."""
+        if not self.listed:
+            return False
+        listed = next(iter(self.listed.values()))
+        doc = manifest.read_manifest(fsio.join(self.root, listed["prepared"]), prepared.KIND)
+        before = None if doc is None else doc["options"].get("trusted")
+        return doc is not None and before != part.step.plan.options().get("trusted")
 
     def _encode(self, parts: list[Part], result: RefreshResult) -> None:
         self.encoded = self._run([self._encode_step(part, result.vocab) for part in parts])

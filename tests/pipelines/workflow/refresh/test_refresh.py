@@ -609,3 +609,40 @@ def test_a_root_in_the_old_layout_is_read_and_refreshed_into_the_new_one(tmp_pat
     assert texts(str(root / "versions/000002")) == texts(str(root / "versions/000001"))
     again = open_dataset(str(root / "versions/000001"))
     np.testing.assert_array_equal(again["train"][3][0], first["train"][3][0])
+
+
+def test_trusted_pairs_teach_every_part_and_a_new_trusted_corpus_prepares_them_again(
+    tmp_path, capsys
+):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    slice_input(raw, 0)
+    lines = slice(10, 30000, 20)  # Tatoeba's pairs between the parts' (theirs: every 20th)
+    en, zh = example_lines("tatoeba-cmn", "en")[lines], example_lines("tatoeba-cmn", "zh")[lines]
+    trusted = write_pair(tmp_path / "trusted", en[:1200], zh[:1200])
+    path = config(tmp_path, prepare={"trustedpref": [str(trusted)]})
+    out = refresh(path, capsys)
+    assert "learned from each new part's own pairs and the trusted pairs" in out
+
+    def parts_learned() -> dict[str, int]:
+        doc = versions.read_version(
+            str(tmp_path / "root"), versions.published(str(tmp_path / "root"))[-1]
+        )
+        found = {}
+        for part in doc["parts"]:
+            stats = json.loads((tmp_path / "root" / part["prepared"] / "stats.json").read_text())
+            assert set(stats["calibrated"]) == {"lexical", "length"}
+            found[part["origin"]] = stats["learned"]["lexical"]
+        return found
+
+    first = parts_learned()
+    assert all(n > 1190 for n in first.values())  # the part's pairs and the trusted ones
+    slice_input(raw, 1)
+    out = refresh(path, capsys)
+    assert "prepared 1 part(s)" in out and "trusted pairs (--trustedpref" not in out
+    write_pair(trusted, en[:1500], zh[:1500])
+    out = refresh(path, capsys)
+    assert "the trusted pairs (--trustedpref, --trusted-keep) differ from version 2's" in out
+    assert "prepared 2 part(s)" in out  # what both learned from changed
+    learned = parts_learned()
+    assert learned[str(raw / "part0.{en,zh}")] == first[str(raw / "part0.{en,zh}")] + 300
