@@ -174,11 +174,14 @@ class PrepareConfig:
         "from besides the corpus, never written to any split: a clean corpus of the "
         "domain sharpens their scores, and lets a small corpus be judged",
     )
+    trusted_table: tuple[str, ...] = _paths(
+        "URL", help="trusted pairs as tables (as --table reads them), besides --trustedpref"
+    )
     trusted_keep: float = option(
         0.99,
         metavar="F",
         group=QUALITY,
-        help="with --trustedpref: each learned score's threshold is set where F of the "
+        help="with trusted pairs: each learned score's threshold is set where F of the "
         "trusted pairs keep (their scores' quantile), in place of its option (0: the "
         "options' thresholds)",
     )
@@ -334,14 +337,18 @@ class PrepareConfig:
                 )
         if not 0 <= self.trusted_keep < 1:
             raise ConfigError(f"--trusted-keep {self.trusted_keep}: a share from 0 to below 1")
-        if self.trustedpref and not self.quality.learned_scorers():
+        if self.trusted_given and not self.quality.learned_scorers():
             raise ConfigError(
-                "--trustedpref: none of the chosen scorers learns "
+                "--trustedpref, --trusted-table: none of the chosen scorers learns "
                 f"(--scorers {','.join(self.quality.scorers) or 'none'})"
             )
         sides = [canonical(lang) for lang in (self.src_lang, self.tgt_lang)]
         if self.zh_script != "keep" and not set(sides) & set(CHINESE):
             raise ConfigError(f"--zh-script {self.zh_script}: neither side is Chinese")
+
+    @property
+    def trusted_given(self) -> bool:
+        return bool(self.trustedpref or self.trusted_table)
 
     def side_normalize(self, side: str) -> NormalizeConfig:
         """How one side is normalised: its own form if given, full-width punctuation kept
@@ -505,19 +512,28 @@ def resolve_trusted(config: PrepareConfig, inputs: Iterable[CorpusInput]) -> lis
     may also be an input."""
     langs, wanted = (config.src_lang, config.tgt_lang), (config.src_encoding, config.tgt_encoding)
     found = [
-        dataclasses.replace(inp, role="train")
+        inp
         for prefix in config.trustedpref
         for inp in resolve_pair_prefix(prefix, *langs, "trusted", wanted)
     ]
+    for url in config.trusted_table:
+        found += resolve_tables(
+            url, "trusted", langs, config.table_format, config.table_columns, config.readers
+        )
     given = {url for inp in inputs for url in inp.urls()}
     for inp in found:
         for url in inp.urls():
             if url in given:
                 raise ConfigError(
-                    f"{url} is given both as --trustedpref and as an input (the scorers "
+                    f"{url} is given both as trusted pairs and as an input (the scorers "
                     "learn from every input's pairs already)"
                 )
-    return found
+    return [
+        dataclasses.replace(
+            inp, role="train", options=registry.chosen_options(inp.reader, config.readers)
+        )
+        for inp in found
+    ]
 
 
 def check_named_encodings(inputs: Iterable[CorpusInput]) -> None:

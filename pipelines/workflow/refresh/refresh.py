@@ -144,12 +144,12 @@ class Refresh:
     def _prepare(self, parts: list[Part], result: RefreshResult) -> None:
         if parts and self._trusted_changed(parts[0]):
             self.log(
-                f"the trusted pairs (--trustedpref, --trusted-keep) differ from version "
+                f"the trusted pairs or --trusted-keep differ from version "
                 f"{self.latest}'s: every part is prepared again, its scores learned anew"
             )
         result.prepared = self._ran(self._run([part.step for part in parts]), "prepare")
         learned = [s.NAME for s in self.config.prepare.quality.pair_scorers() if s.PASSES]
-        trusted = " and the trusted pairs" if self.config.prepare.trustedpref else ""
+        trusted = " and the trusted pairs" if self.config.prepare.trusted_given else ""
         if result.prepared and learned:
             self.log(
                 f"pair scores ({', '.join(learned)}) learned from each new part's own pairs"

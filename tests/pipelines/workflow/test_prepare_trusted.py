@@ -4,7 +4,10 @@ the thresholds they set (`--trusted-keep`) are what `rethreshold` starts from.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -118,15 +121,32 @@ def test_thresholds_the_trusted_pairs_set_judge_and_rethreshold_starts_from_them
     assert data_files(explicit) == data_files(again)
 
 
+def test_trusted_pairs_from_a_table_teach_what_the_same_pairs_as_files_teach(corpora, tmp_path):
+    corpus, trusted = corpora
+    table = tmp_path / "trusted.parquet"
+    sides = {
+        lang: Path(f"{trusted}.{lang}").read_text(encoding="utf-8").splitlines()
+        for lang in ("en", "zh")
+    }
+    pq.write_table(pa.table(sides), table)
+    files = prepare(corpus, tmp_path / "files", trustedpref=(str(trusted),))
+    tables = prepare(corpus, tmp_path / "tables", trusted_table=(str(table),))
+    assert tables.stats["calibrated"] == files.stats["calibrated"]
+    assert data_files(tables) == data_files(files)
+    assert tables.manifest["options"]["trusted"]["pairs"][0]["layout"] == "parquet"
+
+
 def test_trusted_pairs_must_be_other_files_and_need_a_learned_scorer(corpora, tmp_path):
     corpus, trusted = corpora
-    with pytest.raises(ConfigError, match="given both as --trustedpref and as an input"):
+    with pytest.raises(ConfigError, match="given both as trusted pairs and as an input"):
         make_plan(
             PrepareConfig(
                 "en", "zh", str(tmp_path), trainpref=(str(corpus),), trustedpref=(str(corpus),)
             )
         )
-    with pytest.raises(ConfigError, match="--trustedpref: none of the chosen scorers learns"):
+    with pytest.raises(
+        ConfigError, match="--trustedpref, --trusted-table: none of the chosen scorers learns"
+    ):
         PrepareConfig(
             "en",
             "zh",

@@ -639,10 +639,10 @@ def test_trusted_pairs_teach_every_part_and_a_new_trusted_corpus_prepares_them_a
     assert all(n > 1190 for n in first.values())  # the part's pairs and the trusted ones
     slice_input(raw, 1)
     out = refresh(path, capsys)
-    assert "prepared 1 part(s)" in out and "trusted pairs (--trustedpref" not in out
+    assert "prepared 1 part(s)" in out and "trusted pairs or" not in out
     write_pair(trusted, en[:1500], zh[:1500])
     out = refresh(path, capsys)
-    assert "the trusted pairs (--trustedpref, --trusted-keep) differ from version 2's" in out
+    assert "the trusted pairs or --trusted-keep differ from version 2's" in out
     assert "prepared 2 part(s)" in out  # what both learned from changed
     learned = parts_learned()
     assert learned[str(raw / "part0.{en,zh}")] == first[str(raw / "part0.{en,zh}")] + 300
