@@ -9,6 +9,11 @@ EVIDENT) and the lower class is a real mode (at least MIN_SHARE of the pairs), a
 otherwise the robust cut median - SPREAD x 1.4826 x MAD, which on a clean corpus keeps
 all but its farthest tail. The length score, already in robust deviations from the
 median, is judged on its absolute value, by the robust cut only.
+
+Where trusted pairs are given (`prepare --trustedpref`), their histograms set the
+thresholds instead (`keeping`, `calibrated`): their pairs are translations, so a share
+of them kept puts each cut where clean text of the corpus's kind ends, which a crawled
+corpus's own histogram, half noise, cannot show.
 """
 
 from __future__ import annotations
