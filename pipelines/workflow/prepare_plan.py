@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
@@ -536,6 +536,22 @@ def resolve_trusted(config: PrepareConfig, inputs: Iterable[CorpusInput]) -> lis
     ]
 
 
+class Trusted(NamedTuple):
+    """The trusted pairs a config names, resolved once, and their identities."""
+
+    inputs: tuple[CorpusInput, ...]
+    identities: tuple[dict[str, Any], ...]
+
+
+def trusted_pairs(
+    config: PrepareConfig, inputs: Iterable[CorpusInput], checksum: bool = False
+) -> Trusted:
+    """The config's trusted pairs, checked against all its `inputs` (a refresh plans
+    each input alone, with these)."""
+    found = tuple(resolve_trusted(config, inputs))
+    return Trusted(found, tuple(identity(i, checksum) for i in found))
+
+
 def check_named_encodings(inputs: Iterable[CorpusInput]) -> None:
     """Refuse a side of text lines whose first bytes are plainly not in the encoding
     named for it (`encodings.trusted`): read anyway, it would be kept as mojibake or
@@ -621,17 +637,19 @@ def make_plan(
     inputs: tuple[CorpusInput, ...] | None = None,
     roles: frozenset[str] | None = None,
     checksum: bool = False,
+    trusted: Trusted | None = None,
 ) -> PreparePlan:
     """Resolve inputs (checking they exist) and decide the layout of the output.
 
     A refresh prepares each input alone: `inputs` is then that one, and `roles` the
     roles of all the config's inputs, so that valid and test pairs are carved from the
     training data exactly as they would be when everything is prepared at once.
-    `checksum`: inputs identified by their bytes (`identity`).
+    `checksum`: inputs identified by their bytes (`identity`). `trusted`: the config's
+    trusted pairs, where already resolved against all its inputs (`trusted_pairs`).
     """
     inputs = tuple(resolve_inputs(config)) if inputs is None else inputs
     identities = tuple(identity(i, checksum) for i in inputs)
-    trusted = tuple(resolve_trusted(config, inputs))
+    trusted = trusted_pairs(config, inputs, checksum) if trusted is None else trusted
     explicit = {i.role for i in inputs} if roles is None else set(roles)
     fractions = {"valid": config.valid_fraction, "test": config.test_fraction}
     carve = tuple(s for s in ("valid", "test") if s not in explicit and fractions[s] > 0)
@@ -664,6 +682,6 @@ def make_plan(
         # Rejects can be as many as the pairs (a noisy crawl): shard them alike.
         reject_shards=train_shards,
         input_bytes=input_bytes,
-        trusted=trusted,
-        trusted_identities=tuple(identity(i, checksum) for i in trusted),
+        trusted=trusted.inputs,
+        trusted_identities=trusted.identities,
     )

@@ -185,11 +185,12 @@ def _prepared_sections(
             + ", ".join(f"{n:,} {langs[s]} lines to {script.get(s)}" for s, n in converted.items())
             + ".</p>"
         )
-    quality = thresholds.in_force(options.get("quality", {}), stats.get("calibrated", {}))
     trusted = dict(options.get("trusted", {}))
     if "calibrated" not in stats:  # a version's parts: each its own thresholds
         trusted.pop("keep", None)
-    out.append(_scores_section(stats.get("scores", {}), quality, samples, trusted))
+    out.append(
+        _scores_section(stats.get("scores", {}), options.get("quality", {}), samples, trusted)
+    )
     splits = stats.get("splits", {})
     out.append("<h2>Splits</h2>")
     out.append(
@@ -433,7 +434,9 @@ def build_report(url: str) -> str:
         f"{stats.get('pairs_rejected', 0):,} rejected. Written "
         f"{manifest.created_stamp()}.</p>"
     )
+    # The thresholds that judged: the options', or those its trusted pairs set.
     quality = thresholds.in_force(options.get("quality", {}), stats.get("calibrated", {}))
+    options = {**options, "quality": quality}
     samples = _score_samples(roots, quality) if stats.get("scores") else {}
     body = _prepared_sections(stats, options, _examples(roots), samples)
     if data is not None:

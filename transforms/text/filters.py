@@ -154,17 +154,21 @@ def check_pairs(src: SideText, tgt: SideText, config: FilterConfig) -> dict[int,
         # Case folding leaves Han characters alone and makes none: a copy has as many on
         # each side, and an English-Chinese pair is rarely worth folding.
         maybe = np.flatnonzero(src.scripts[:, scripts.HAN] == tgt.scripts[:, scripts.HAN])
+        # Equal letters and digits need as many letters of each script: only such pairs
+        # are compared so (a Latin-script pair is otherwise compared char by char).
+        alike = (src.scripts == tgt.scripts).all(axis=1)
         for i in maybe.tolist():
-            if _same_text(src.lines[i], tgt.lines[i]):
+            if _same_text(src.lines[i], tgt.lines[i], bool(alike[i])):
                 verdicts.setdefault(i, Verdict(COPY, "target is a copy of the source"))
     return verdicts
 
 
-def _same_text(a: str, b: str) -> bool:
-    """Equal but for case, or, where they have any, in their letters and digits alone
-    (a code copied with other spacing: `AB12 / 345` and `AB12/345`)."""
+def _same_text(a: str, b: str, letters_alike: bool) -> bool:
+    """Equal but for case, or, where they have as many letters of each script, in their
+    letters and digits alone (a code copied with other spacing: `AB12 / 345` and
+    `AB12/345`)."""
     a, b = a.casefold(), b.casefold()
-    if a == b:
-        return True
+    if a == b or not letters_alike:
+        return a == b
     kept = ["".join(filter(str.isalnum, text)) for text in (a, b)]
     return bool(kept[0]) and kept[0] == kept[1]

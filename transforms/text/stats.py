@@ -125,19 +125,15 @@ def finalize(partial: Partial, splits: Iterable[str]) -> dict[str, Any]:
 def _learned(partial: Partial) -> dict[str, Any]:
     """How many train pairs each learned scorer learned from, where any did, and the
     thresholds its trusted pairs set, where they did."""
-    found, calibrated = partial.get("learned"), partial.get("calibrated")
-    return {
-        **({"learned": {name: int(n) for name, n in sorted(found.items())}} if found else {}),
-        **(
-            {
-                "calibrated": {
-                    name: dict(sorted(v.items())) for name, v in sorted(calibrated.items())
-                }
-            }
-            if calibrated
-            else {}
-        ),
-    }
+    found: dict[str, Any] = {}
+    if partial.get("learned"):
+        found["learned"] = {name: int(n) for name, n in sorted(partial["learned"].items())}
+    if partial.get("calibrated"):
+        found["calibrated"] = {
+            name: dict(sorted(values.items()))
+            for name, values in sorted(partial["calibrated"].items())
+        }
+    return found
 
 
 def _scores(partial: Partial) -> dict[str, Any]:

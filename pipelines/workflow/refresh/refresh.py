@@ -39,7 +39,7 @@ from nmtpipe import __version__
 from nmtpipe.pipelines.beam.options import IN_PROCESS_BYTES
 from nmtpipe.pipelines.workflow.encode import EncodeStep, encode_fingerprint
 from nmtpipe.pipelines.workflow.prepare import PrepareStep
-from nmtpipe.pipelines.workflow.prepare_plan import make_plan, resolve_inputs
+from nmtpipe.pipelines.workflow.prepare_plan import make_plan, resolve_inputs, trusted_pairs
 from nmtpipe.pipelines.workflow.refresh.version_overlap import summary, version_exclusions
 from nmtpipe.pipelines.workflow.report import write_report
 from nmtpipe.pipelines.workflow.run_config import RunConfig
@@ -211,9 +211,10 @@ class Refresh:
         prepare = dataclasses.replace(self.config.prepare, output=self.root)
         inputs = resolve_inputs(prepare)
         roles = frozenset(i.role for i in inputs)
+        trusted = trusted_pairs(prepare, inputs, self.settings.checksum)  # once, for all
         parts = []
         for inp in inputs:
-            plan = make_plan(prepare, (inp,), roles, checksum=self.settings.checksum)
+            plan = make_plan(prepare, (inp,), roles, self.settings.checksum, trusted)
             key = plan.fingerprint[:16]
             plan = plan.at(fsio.join(self.root, f"parts/{key}/prepared"))
             parts.append(Part(key, PrepareStep(plan), inp.origin, inp.role, plan.identities[0]))

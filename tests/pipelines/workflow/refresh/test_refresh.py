@@ -646,3 +646,7 @@ def test_trusted_pairs_teach_every_part_and_a_new_trusted_corpus_prepares_them_a
     assert "prepared 2 part(s)" in out  # what both learned from changed
     learned = parts_learned()
     assert learned[str(raw / "part0.{en,zh}")] == first[str(raw / "part0.{en,zh}")] + 300
+    # A part's own file as the trusted pairs is refused.
+    path = config(tmp_path, prepare={"trustedpref": [str(raw / "part1")]})
+    assert main(["refresh", str(path)]) == 2
+    assert "part1.en is given both as trusted pairs and as an input" in capsys.readouterr().err
