@@ -164,7 +164,11 @@ def watch(cmd: list[str]) -> dict:
 
 
 # A contender's name ending in one of these: the same command with those options.
-WITHOUT = {"-no-langid": ["--no-langid"], "-no-scores": ["--scorers", "none"]}
+WITHOUT = {
+    "-no-langid": ["--no-langid"],
+    "-no-scores": ["--scorers", "none"],
+    "-learn-all": ["--learn-pairs", "0"],  # the learned scorers learn from every pair
+}
 
 
 def _command(name: str, prefix: str, pairs: int, workers: int) -> list[str]:

@@ -469,6 +469,7 @@ def quality_options(config: QualityConfig) -> dict[str, Any]:
     output)."""
     return {
         "scorers": list(config.scorers),
+        **({"learn_pairs": config.learn_pairs} if config.learned_scorers() else {}),
         **{name: dataclasses.asdict(getattr(config, name)) for name in config.scorers},
     }
 

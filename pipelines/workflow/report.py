@@ -189,7 +189,13 @@ def _prepared_sections(
     if "calibrated" not in stats:  # a version's parts: each its own thresholds
         trusted.pop("keep", None)
     out.append(
-        _scores_section(stats.get("scores", {}), options.get("quality", {}), samples, trusted)
+        _scores_section(
+            stats.get("scores", {}),
+            options.get("quality", {}),
+            samples,
+            trusted,
+            bool(stats.get("learned_sample")),
+        )
     )
     splits = stats.get("splits", {})
     out.append("<h2>Splits</h2>")
@@ -218,12 +224,17 @@ def _prepared_sections(
 
 
 def _scores_section(
-    scores: dict[str, Any], quality: dict[str, Any], samples: dict, trusted: dict[str, Any]
+    scores: dict[str, Any],
+    quality: dict[str, Any],
+    samples: dict,
+    trusted: dict[str, Any],
+    sampled: bool,
 ) -> str:
     """Each pair score: the histogram of kept and rejected pairs with the threshold used
     and the one proposed from the data (`quality/thresholds.py`), and pairs on both
-    sides of the threshold; the trusted pairs they were also learned from and the share
-    of them the thresholds keep, if any."""
+    sides of the threshold; whether learned from a sample of the corpus, the trusted
+    pairs they were also learned from and the share of them the thresholds keep, if
+    any."""
     if not scores:
         return ""
     also = "".join(
@@ -232,10 +243,15 @@ def _scores_section(
     )
     if trusted.get("keep"):
         also += f", thresholds set where {trusted['keep']:.1%} of those are kept"
+    corpus = "this corpus"
+    if sampled:
+        corpus = (
+            f"a sample of about {quality['learn_pairs']:,} of this corpus's pairs (--learn-pairs)"
+        )
     out = [
         "<h2>Pair scores</h2>",
         "<p>Scores beside the pairs (columns <code>score_NAME"
-        f"</code>), learned from this corpus{also}; pairs below a threshold are rejected "
+        f"</code>), learned from {corpus}{also}; pairs below a threshold are rejected "
         "with their scores (<code>rejects/</code>).</p>",
     ]
     rows, flags = [], []

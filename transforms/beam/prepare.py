@@ -52,6 +52,7 @@ from nmtpipe.transforms.beam.quality import (
     CalibrateThresholds,
     FindNearDuplicates,
     LearnScores,
+    SampleLimit,
     learned_partial,
 )
 from nmtpipe.transforms.corpus.inputs import CorpusInput
@@ -201,9 +202,14 @@ class WritePairShards(beam.PTransform):
         # in the output's staging folder where no spill directory is given (every worker
         # reaches it; Flink refuses records larger than its sort buffer).
         tables = self.spill_dir or fsio.join(s.output, STAGING, "learned")
-        learn_from = (pairs, *trusted) | "WithTrusted" >> beam.Flatten() if trusted else pairs
-        learned = learn_from | "LearnScores" >> LearnScores(
-            [scorer for scorer in scorers if scorer.PASSES], s.langs, tables
+        learners = [scorer for scorer in scorers if scorer.PASSES]
+        # With learned scorers, the id limit of the pairs they learn from (the writers'
+        # side input before the passes' results) and what they learn.
+        limit = [pairs | "SampleLimit" >> SampleLimit(s.quality.learn_pairs)] if learners else []
+        learned = (
+            (pairs, *trusted) | "LearnScores" >> LearnScores(learners, s.langs, tables, *limit)
+            if learners
+            else []
         )
         finders = [] if s.quality is None else s.quality.duplicate_keys()
         if finders:
@@ -228,14 +234,18 @@ class WritePairShards(beam.PTransform):
             if calibrate
             else []
         )
-        sides = [protected, *learned, *calibrated]
+        sides = [protected, *limit, *learned, *calibrated]
         shards = grouped | "WritePairShards" >> beam.ParDo(
             writer, *map(beam.pvalue.AsSingleton, sides)
         ).with_outputs(FILES, STATS, REJECTS, COUNTS)
         said = []
         if learned:  # how many pairs each learned from, once (`nmtpipe rethreshold` reads it)
             said.append(
-                learned[0] | "SayLearned" >> beam.Map(learned_partial, s.quality.learned_scorers())
+                learned[0]
+                | "SayLearned"
+                >> beam.Map(
+                    learned_partial, s.quality.learned_scorers(), beam.pvalue.AsSingleton(limit[0])
+                )
             )
         if calibrated:  # and the thresholds the trusted pairs set
             said.append(calibrated[0] | "SayCalibrated" >> beam.Map(lambda t: {"calibrated": t}))

@@ -30,6 +30,7 @@ from nmtpipe.transforms.corpus.raw_corpus import RawChunk
 from nmtpipe.transforms.corpus.registry import Piece
 from nmtpipe.transforms.formats import batch_transport, pair_shards
 from nmtpipe.transforms.formats.shard_names import counts_path, pairs_path, rejects_path
+from nmtpipe.transforms.quality.base import LEARN_ALL
 from nmtpipe.transforms.quality.judge import ChunkJudge, ShardJudge
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.storage.manifest import FileEntry, file_entry
@@ -338,6 +339,7 @@ class WritePairShardsFn(beam.DoFn):
         (split, shard), found = element
         protected = batch_transport.side_input(protected)
         learned, calibrated = (learned[:-1], learned[-1]) if self.calibrated else (learned, {})
+        limit, *learned = learned or (LEARN_ALL,)  # with learned scorers, the sample's first
         url = fsio.join(self.output, pairs_path(split, shard, self.shard_counts[split]))
         result = pair_shards.write_pair_shard(
             url,
@@ -345,7 +347,7 @@ class WritePairShardsFn(beam.DoFn):
             split,
             protected,
             self.keep_overlap,
-            self._judge(learned, found.get("near", ()), calibrated),
+            self._judge(limit, learned, found.get("near", ()), calibrated),
         )
         rows = result.table.num_rows
         self.kept.inc(rows)
@@ -373,18 +375,20 @@ class WritePairShardsFn(beam.DoFn):
             )
 
     def _judge(
-        self, learned: tuple[Any, ...], near: Iterable[Any], calibrated: dict[str, Any]
+        self, limit: int, learned: list[Any], near: Iterable[Any], calibrated: dict[str, Any]
     ) -> pair_shards.Judge | None:
         """The shard's judge: the learned scorers with what they learned (the passes'
-        side inputs), with the thresholds `calibrated` sets, and its near-duplicates;
-        None without pair scorers."""
+        side inputs) from the pairs with ids below `limit`, with the thresholds
+        `calibrated` sets, and its near-duplicates; None without pair scorers."""
         if self.quality is None or not self.quality.kinds():
             return None
         scorers = [
             scorer.with_thresholds(calibrated.get(scorer.NAME, {}))
             for scorer in self.quality.learned_scorers()
         ]
-        judge = ShardJudge(scorers, learned_by_scorer(learned, scorers), self.langs, self.exempt)
+        judge = ShardJudge(
+            scorers, learned_by_scorer(learned, scorers), self.langs, self.exempt, limit
+        )
         duplicates = near_duplicates(near)
         return lambda table: judge(table, duplicates)
 

@@ -32,7 +32,14 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from nmtpipe.transforms.formats import batch_transport
 from nmtpipe.transforms.quality import thresholds
-from nmtpipe.transforms.quality.base import DuplicateKeys, LearnedScorer, Pairs, PairScorer
+from nmtpipe.transforms.quality.base import (
+    LEARN_ALL,
+    DuplicateKeys,
+    LearnedScorer,
+    Pairs,
+    PairScorer,
+    sample_limit,
+)
 from nmtpipe.transforms.quality.judge import score_bins
 from nmtpipe.transforms.quality.neardup import RANK
 from nmtpipe.transforms.text.records import locations
@@ -50,6 +57,7 @@ KEYS_SCHEMA = pa.schema(
         ("shard", pa.int64()),
     ]
 )
+TRUSTED = "trusted"  # the key of trusted pair batches where they join the corpus's
 NEAR_SCHEMA = pa.schema([("origin", pa.string()), ("line", pa.int64()), ("detail", pa.string())])
 
 
@@ -57,9 +65,34 @@ def _pairs(table: pa.Table, langs: tuple[str, str]) -> Pairs:
     return Pairs(table["src"].to_pylist(), table["tgt"].to_pylist(), langs)
 
 
+class SampleLimit(beam.PTransform):
+    """Pair batches → a singleton: the id limit below which about `wanted` of them lie,
+    the sample the learned scorers learn from (`quality/base.py`; 0: all)."""
+
+    def __init__(self, wanted: int) -> None:
+        super().__init__()
+        self.wanted = wanted
+
+    def expand(self, pairs: beam.PCollection) -> beam.PCollection:
+        if not self.wanted:
+            return pairs.pipeline | "LearnFromAll" >> beam.Create([LEARN_ALL])
+        return (
+            pairs
+            | "CountPairs" >> beam.MapTuple(lambda _, item: _rows(item))
+            | "SumPairs" >> beam.CombineGlobally(sum)
+            | "IdLimit" >> beam.Map(sample_limit, self.wanted)
+        )
+
+
+def _rows(item: batch_transport.Shipped) -> int:
+    return batch_transport.receive_table(item).num_rows
+
+
 class LearnFn(beam.DoFn):
     """Pair batches → one accumulator per scorer for pass `pass_` (1-based) of every
-    scorer that has that many, per bundle; the earlier passes' results are side inputs."""
+    scorer that has that many, per bundle, from the pairs with ids below `limit` (a side
+    input) and every trusted pair (keyed TRUSTED); the earlier passes' results are side
+    inputs."""
 
     def __init__(
         self, scorers: list[PairScorer], pass_: int, langs: tuple[str, str], spill_dir: str | None
@@ -69,9 +102,12 @@ class LearnFn(beam.DoFn):
     def start_bundle(self) -> None:
         self._acc: dict[str, Any] = {}
 
-    def process(self, element: tuple[Any, batch_transport.Shipped], *learned) -> None:
-        _, item = element
-        pairs = _pairs(batch_transport.receive_table(item), self.langs)
+    def process(self, element: tuple[Any, batch_transport.Shipped], limit: int, *learned) -> None:
+        key, item = element
+        table = batch_transport.receive_table(item)
+        if key != TRUSTED and limit < LEARN_ALL:
+            table = table.filter(pc.less(table["id"], limit))
+        pairs = _pairs(table, self.langs)
         before = [batch_transport.side_input(found) for found in learned]
         for scorer in self.scorers:
             if scorer.NAME not in self._acc:
@@ -120,21 +156,32 @@ class MergeLearnedFn(beam.CombineFn):
 
 
 class LearnScores(beam.PTransform):
-    """Pair batches → what the scorers learned, one singleton PCollection per pass."""
+    """(Pair batches[, trusted pair batches]) → what the scorers learned, one singleton
+    PCollection per pass: from the pairs whose ids lie below `limit` (a singleton,
+    `SampleLimit`), and from every trusted pair."""
 
     def __init__(
-        self, scorers: list[PairScorer], langs: tuple[str, str], spill_dir: str | None
+        self,
+        scorers: list[PairScorer],
+        langs: tuple[str, str],
+        spill_dir: str | None,
+        limit: beam.PCollection,
     ) -> None:
         super().__init__()
-        self.scorers, self.langs, self.spill_dir = scorers, langs, spill_dir
+        self.scorers, self.langs, self.spill_dir, self.limit = scorers, langs, spill_dir, limit
 
-    def expand(self, pairs: beam.PCollection) -> list[beam.PCollection]:
+    def expand(self, inputs: tuple[beam.PCollection, ...]) -> list[beam.PCollection]:
+        pairs, *trusted = inputs
+        learn_from = pairs
+        if trusted:
+            marked = trusted[0] | "MarkTrusted" >> beam.MapTuple(lambda _, item: (TRUSTED, item))
+            learn_from = (pairs, marked) | "WithTrusted" >> beam.Flatten()
         learned: list[beam.PCollection] = []
         for pass_ in range(1, max((s.PASSES for s in self.scorers), default=0) + 1):
             scorers = [s for s in self.scorers if pass_ <= s.PASSES]
-            sides = [beam.pvalue.AsSingleton(found) for found in learned]
+            sides = [beam.pvalue.AsSingleton(p) for p in (self.limit, *learned)]
             learned.append(
-                pairs
+                learn_from
                 | f"Pass{pass_}"
                 >> beam.ParDo(LearnFn(scorers, pass_, self.langs, self.spill_dir), *sides)
                 | f"Merge{pass_}"
@@ -192,11 +239,13 @@ class CalibrateThresholds(beam.PTransform):
         )
 
 
-def learned_partial(first: Any, scorers: list[LearnedScorer]) -> dict[str, Any]:
-    """What the first pass learned → a statistics partial of how many train pairs each
-    scorer learned from (what its least-pairs option is held to)."""
+def learned_partial(first: Any, scorers: list[LearnedScorer], limit: int) -> dict[str, Any]:
+    """What the first pass learned, from the pairs below the id `limit` → a statistics
+    partial of how many train pairs each scorer learned from (what its least-pairs
+    option is held to), and whether they were a sample."""
     found = batch_transport.side_input(first)
-    return {"learned": {s.NAME: s.learned_pairs([found[s.NAME]]) for s in scorers}}
+    sampled = {"learned_sample": True} if limit < LEARN_ALL else {}
+    return {"learned": {s.NAME: s.learned_pairs([found[s.NAME]]) for s in scorers}, **sampled}
 
 
 def learned_by_scorer(passes: Iterable[Any], scorers: list[PairScorer]) -> dict[str, list[Any]]:

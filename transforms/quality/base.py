@@ -25,32 +25,64 @@ import numpy as np
 
 from nmtpipe.transforms.options import count
 from nmtpipe.transforms.quality.units import Ragged, distinct, word_units
+from nmtpipe.transforms.text.split import ID_RANGE
 
 
 class Pairs:
     """Normalised pairs, row for row: what a scorer looks at, and what is derived from
-    them once for every scorer (each line's distinct units, `units.py`), or given where
-    an earlier stage derived it already (the cleaning stage ships the units beside the
-    pairs, so the passes after it do not tokenize again)."""
+    them once for every scorer (each line's distinct units, `units.py`); `learned`:
+    which rows the learned scorers learned from (None: all; `learned_rows`)."""
 
     def __init__(
         self,
         src: Sequence[str],
         tgt: Sequence[str],
         langs: tuple[str, str],
-        units: tuple[Ragged, Ragged] | None = None,
+        learned: np.ndarray | None = None,
     ) -> None:
-        self.src, self.tgt, self.langs = src, tgt, langs
-        if units is not None:
-            self.__dict__["units"] = units
+        self.src, self.tgt, self.langs, self.learned = src, tgt, langs, learned
 
     def __len__(self) -> int:
         return len(self.src)
+
+    def learned_rows(self) -> np.ndarray:
+        """Per row, whether its own counts are in what the scorers learned (to be taken
+        back out when it is scored)."""
+        return np.ones(len(self), dtype=bool) if self.learned is None else self.learned
 
     @functools.cached_property
     def units(self) -> tuple[Ragged, Ragged]:
         """Each side's distinct units per line."""
         return distinct(word_units(self.src)), distinct(word_units(self.tgt))  # type: ignore[arg-type]
+
+
+# Which train pairs the learned scorers learn from: all of a corpus up to a bound
+# (--learn-pairs), and a sample of about that many beyond it. Learning is about half of
+# `lexical`'s cost at 1M pairs; a sample bounds it whatever the corpus's size, and every
+# pair is still scored (a smaller sample learns less: docs/commands/prepare.md). A pair's
+# id is a keyed hash of its text, uniform over [0, ID_RANGE) (`text/split.py`): the rows
+# whose id lies below a limit are a sample that every runner, worker and retry picks
+# alike, a pair's exact duplicates with it. A pair learned from is scored with its own
+# counts taken back out (leave-one-out); one outside the sample added nothing to take
+# back, so the scorers are told which is which (`Pairs.learned`).
+
+# The limit that means every pair: the largest int64 (what Beam's coders carry), which
+# no sample's limit reaches.
+LEARN_ALL = ID_RANGE - 1
+
+
+def sample_limit(pairs: int, wanted: int) -> int:
+    """The id below which about `wanted` of `pairs` pairs lie (LEARN_ALL where `wanted`
+    is 0, no bound, or the pairs are no more)."""
+    if wanted == 0 or pairs <= wanted:
+        return LEARN_ALL
+    return ID_RANGE * wanted // pairs
+
+
+def learned_rows(ids: np.ndarray, limit: int) -> np.ndarray | None:
+    """Which of the pairs with `ids` the scorers learned from, given the id `limit`:
+    None where every pair is."""
+    return None if limit >= LEARN_ALL else ids < limit
 
 
 @dataclass(frozen=True)

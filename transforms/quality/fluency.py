@@ -78,16 +78,18 @@ class Characters:
         self.lines += other.lines
         return self
 
-    def score(self, side: Ragged) -> np.ndarray:
-        """Per line, the mean log-likelihood ratio of its bigrams, leave-one-out (NaN:
-        none to judge)."""
+    def score(self, side: Ragged, learned: np.ndarray) -> np.ndarray:
+        """Per line, the mean log-likelihood ratio of its bigrams, leave-one-out where
+        the line was `learned` from (NaN: none to judge)."""
         keys, first, second, line = _bigrams(side)
-        own_pair = _own(keys, line)
-        own_first, own_second = _own(side.values[first], line), _own(side.values[second], line)
+        mine = learned[line]  # whether the line's own counts are in the tables
+        own_pair = _own(keys, line) * mine
+        own_first = _own(side.values[first], line) * mine
+        own_second = _own(side.values[second], line) * mine
         pair = np.maximum(self.bigrams.get(keys) - own_pair, 0)  # a cell shared with others
         before = self.chars.get(side.values[first]) - own_first
         after = self.chars.get(side.values[second]) - own_second
-        rest = self.total - side.lengths[line]
+        rest = self.total - side.lengths[line] * mine
         use = (before > 0) & (after > 0) & (rest > 0)
         p_after = np.divide(after, rest, out=np.ones(after.size), where=use)
         p_given = (pair + BLEND * p_after) / np.where(use, before + BLEND, 1.0)
@@ -127,7 +129,8 @@ class FluencyScorer(LearnedScorer):
     THRESHOLDS = ("fluency_min", "fluency_min_pairs")
     CATCHES = "shuffled or garbled text: characters of the right script in no language's order"
     COSTS = (
-        "one pass over the train pairs and one to score; tables of a fixed size whatever "
+        "one pass over the train pairs (at most --learn-pairs of them) and one over all to "
+        "score; tables of a fixed size whatever "
         "the corpus (--fluency-bits)"
     )
 
@@ -142,8 +145,9 @@ class FluencyScorer(LearnedScorer):
         return [mine.merge(theirs) for mine, theirs in zip(acc, other, strict=True)]
 
     def score(self, learned: list[Any], pairs: Pairs) -> dict[str, np.ndarray]:
+        rows = pairs.learned_rows()
         sides = [
-            model.score(characters(lines))
+            model.score(characters(lines), rows)
             for model, lines in zip(learned[0], (pairs.src, pairs.tgt), strict=True)  # type: ignore[arg-type]
         ]
         worse = np.fmin(*sides)  # NaN only where both are

@@ -18,7 +18,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from nmtpipe.transforms.quality.base import LearnedScorer, Pairs, PairScorer
+from nmtpipe.transforms.quality.base import (
+    LEARN_ALL,
+    LearnedScorer,
+    Pairs,
+    PairScorer,
+    learned_rows,
+)
 from nmtpipe.transforms.quality.models.dcce import DcceScorer
 from nmtpipe.transforms.text.filters import Verdict
 from nmtpipe.transforms.text.records import (
@@ -63,9 +69,9 @@ class ChunkJudge:
 
 class ShardJudge:
     """Scores and judges a shard's pairs (a table in PAIRS_SCHEMA, deduplicated): the
-    learned `scorers` with what each learned (`learned`, by name); pairs from a
-    reference set (`exempt`: valid and test inputs the user gave) are scored, never
-    rejected."""
+    learned `scorers` with what each learned (`learned`, by name) from the pairs with
+    ids below `limit` (`base.learned_rows`); pairs from a reference set (`exempt`: valid and
+    test inputs the user gave) are scored, never rejected."""
 
     def __init__(
         self,
@@ -73,8 +79,10 @@ class ShardJudge:
         learned: Mapping[str, list[Any]],
         langs: tuple[str, str],
         exempt: frozenset[str] = frozenset(),
+        limit: int = LEARN_ALL,
     ) -> None:
         self.scorers, self.learned, self.langs, self.exempt = scorers, learned, langs, exempt
+        self.limit = limit
 
     @property
     def columns(self) -> list[str]:
@@ -86,7 +94,8 @@ class ShardJudge:
         """`table` judged: the pairs kept (with their score columns), the rejects, and
         the statistics partial of the scores; `near` maps the (origin, line) of each
         near-duplicate to what it repeats."""
-        pairs = Pairs(table["src"].to_pylist(), table["tgt"].to_pylist(), self.langs)
+        learned = learned_rows(table["id"].to_numpy(), self.limit)
+        pairs = Pairs(table["src"].to_pylist(), table["tgt"].to_pylist(), self.langs, learned)
         scores: dict[str, np.ndarray] = {}
         for scorer in self.scorers:
             scores.update(scorer.score(self.learned[scorer.NAME], pairs))

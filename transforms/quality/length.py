@@ -88,7 +88,10 @@ class LengthScorer(LearnedScorer):
     PASSES = 1
     THRESHOLDS = ("length_max_deviation", "length_min_pairs")
     CATCHES = "partial translations: a side much shorter than the corpus's translations make it"
-    COSTS = "one pass over the train pairs and one to score; a histogram of 1,201 counts"
+    COSTS = (
+        "one pass over the train pairs (at most --learn-pairs of them) and one over all to "
+        "score; a histogram of 1,201 counts"
+    )
 
     def start(self, pass_: int) -> Any:
         return np.zeros(_BINS, dtype=np.int64)

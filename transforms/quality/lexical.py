@@ -97,8 +97,9 @@ class LexicalScorer(LearnedScorer):
         "translations: sides that do not explain each other"
     )
     COSTS = (
-        "two passes over the train pairs (Model 1's two iterations) and one to score; "
-        "tables of a fixed size whatever the corpus (--lexical-bits)"
+        "two passes over the train pairs (at most --learn-pairs of them; Model 1's two "
+        "iterations) and one over all to score; tables of a fixed size whatever the corpus "
+        "(--lexical-bits)"
     )
 
     def start(self, pass_: int) -> Any:
@@ -130,6 +131,7 @@ class LexicalScorer(LearnedScorer):
 
     def score(self, learned: list[Any], pairs: Pairs) -> dict[str, np.ndarray]:
         counted, second = learned
+        rows = pairs.learned_rows()
         found = [
             model1.explained(
                 counted.directions[k],
@@ -138,6 +140,7 @@ class LexicalScorer(LearnedScorer):
                 int(counted.lines[1 - k]),
                 src,
                 tgt,
+                rows,
             )
             for k, (src, tgt) in enumerate(_directions(pairs.units))
         ]

@@ -98,14 +98,16 @@ def explained(
     tokens: int,
     src: Ragged,
     tgt: Ragged,
+    learned: np.ndarray,
 ) -> np.ndarray:
     """Per pair, the mean over its target units seen in EVIDENCE other lines of
     log(sum_e t(f|e) / (|e| + 1)) - log p(f), by `second`'s t with the pair's own counts
     taken back (what `count_posterior` added for it) and p(f) from the target side's
     line counts (`seen[1]`, `tokens` in all) without the pair's; NaN where no target
-    unit was seen that often."""
+    unit was seen that often. A pair not `learned` from added nothing: none taken back."""
     out = np.empty(len(src.starts) - 1)
-    _explained(_lines(src), _lines(tgt), *_tables(first, seen, second), tokens, out)
+    tables = _tables(first, seen, second)
+    _explained(_lines(src), _lines(tgt), *tables, tokens, learned, out)
     return out
 
 
@@ -238,23 +240,28 @@ def _pair_shares(
     seen_f: Table,
     buffers: tuple,
     added: np.ndarray,
+    learned: bool,
 ) -> int:
     """What the second pass counts of the pair (src_v[a:b], tgt_v[c:d]), the one routine
     of the pass and of the scores that take it back: each target unit's shares (0 for a
     unit seen in one line) and its links' cells at (j - c) * width in the buffers'
     amounts and cells, their sum per source position into added[:width]; the width
-    (source units + 1)."""
+    (source units + 1). A pair not `learned` from counted nothing: every link's cell,
+    and 0 to take back."""
     width = b - a + 1
     _sources(src_v, a, b, first_totals, seen_e, buffers)
-    cells, amounts = buffers[4], buffers[5]
+    left, cells, amounts = buffers[1], buffers[4], buffers[5]
     added[:width] = 0.0
     for j in range(c, d):
         at = (j - c) * width
-        if _seen(seen_f, tgt_v[j]):
+        if learned and _seen(seen_f, tgt_v[j]):
             _shares(buffers, width, tgt_v[j], first_links, cells[at:], amounts[at:])
             added[:width] += amounts[at : at + width]
-        else:
-            amounts[at : at + width] = 0.0
+            continue
+        if not learned:
+            for p in range(width):
+                cells[at + p] = cell(left[p] ^ tgt_v[j], first_links[1])
+        amounts[at : at + width] = 0.0
     return width
 
 
@@ -276,7 +283,7 @@ def _posterior(
     for i in range(src_s.size - 1):
         c, d = tgt_s[i], tgt_s[i + 1]
         width = _pair_shares(src_v, src_s[i], src_s[i + 1], tgt_v, c, d, first_links,
-                             first_totals, seen_e, seen_f, buffers, added)  # fmt: skip
+                             first_totals, seen_e, seen_f, buffers, added, True)  # fmt: skip
         for k in range((d - c) * width):
             if amounts[k] != 0.0:  # unseen units' rows hold no cells
                 links[0][cells[k]] += np.int64(amounts[k])
@@ -295,6 +302,7 @@ def _explained(
     links: Table,
     totals: Table,
     tokens: int,
+    learned: np.ndarray,
     out: np.ndarray,
 ) -> None:
     (src_v, src_s), (tgt_v, tgt_s) = src, tgt
@@ -304,13 +312,14 @@ def _explained(
     for i in range(src_s.size - 1):
         first, last = tgt_s[i], tgt_s[i + 1]
         width = _pair_shares(src_v, src_s[i], src_s[i + 1], tgt_v, first, last, first_links,
-                             first_totals, seen_e, seen_f, buffers, kept)  # fmt: skip
+                             first_totals, seen_e, seen_f, buffers, kept, learned[i])  # fmt: skip
         for p in range(width):
             kept[p] = totals[0][cell(e[p], totals[1])] - kept[p]
-        rest = tokens - (last - first)
+        mine = 1 if learned[i] else 0  # what the pair added to the line counts
+        rest = tokens - mine * (last - first)
         n, total = 0, 0.0
         for j in range(first, last):
-            others = seen_f[0][cell(tgt_v[j], seen_f[1])] - 1
+            others = seen_f[0][cell(tgt_v[j], seen_f[1])] - mine
             if others < EVIDENCE or rest <= 0:
                 continue
             at = (j - first) * width

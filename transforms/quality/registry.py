@@ -36,6 +36,9 @@ register(NearDupScorer)
 # the bundled Tatoeba and NTREX-128 pairs kept); fluency and MinHash cost more than
 # they catch there (benchmarks/RESULTS.md).
 DEFAULT = ("rules", "lexical", "length", "neardup")
+# Pairs the learned scorers learn from at most: what the scores learn hardly changes
+# beyond it (benchmarks/RESULTS.md, "Learning from a sample").
+LEARN_PAIRS = 500_000
 
 
 def _scorers(text: str) -> tuple[str, ...]:
@@ -50,9 +53,17 @@ def _scorers(text: str) -> tuple[str, ...]:
     return names
 
 
+def _learn_pairs(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError("must be 0 (all) or more")
+    return value
+
+
 @dataclasses.dataclass(frozen=True)
 class _Shared:
-    """Which scorers judge the pairs; each one's options are the fields after this."""
+    """Which scorers judge the pairs, and how many pairs those that learn learn from;
+    each one's options are the fields after this."""
 
     scorers: tuple[str, ...] = option(
         DEFAULT,
@@ -60,6 +71,14 @@ class _Shared:
         metavar="NAME,...",
         help="the pair scorers that add their scores beside the pairs and reject by their "
         f"thresholds, of {', '.join(KINDS)} ('all': every one; 'none': no scores)",
+    )
+    learn_pairs: int = option(
+        LEARN_PAIRS,
+        parse=_learn_pairs,
+        metavar="N",
+        help="the learned scorers learn from about N of the pairs where there are more (a "
+        "sample picked by each pair's id, the same on every runner; trusted pairs all), and "
+        "score every pair: learning costs the same beyond N pairs (0: learn from all)",
     )
 
     def kinds(self) -> list[Scorer]:

@@ -16,6 +16,7 @@ import numpy as np
 
 SplitKey = Literal["pair", "src", "tgt"]
 SPLITS = ("train", "valid", "test")
+ID_RANGE = 1 << 63  # pair ids are uniform over [0, ID_RANGE) (`Placer`)
 
 
 @dataclass(frozen=True)

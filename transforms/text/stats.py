@@ -123,11 +123,13 @@ def finalize(partial: Partial, splits: Iterable[str]) -> dict[str, Any]:
 
 
 def _learned(partial: Partial) -> dict[str, Any]:
-    """How many train pairs each learned scorer learned from, where any did, and the
-    thresholds its trusted pairs set, where they did."""
+    """How many train pairs each learned scorer learned from, where any did, whether a
+    sample of them, and the thresholds its trusted pairs set, where they did."""
     found: dict[str, Any] = {}
     if partial.get("learned"):
         found["learned"] = {name: int(n) for name, n in sorted(partial["learned"].items())}
+    if partial.get("learned_sample"):
+        found["learned_sample"] = True
     if partial.get("calibrated"):
         found["calibrated"] = {
             name: dict(sorted(values.items()))

@@ -28,8 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from nmtpipe.transforms.storage import fsio, manifest
-
-ID_RANGE = 1 << 63
+from nmtpipe.transforms.text.split import ID_RANGE
 
 
 class TrainShard(NamedTuple):

@@ -125,7 +125,7 @@ def report(outcome: StepOutcome) -> str:
         f"  kept     {s['pairs_kept']:>10,}   {splits}",
         f"  rejected {s['pairs_rejected']:>10,}   {rejects or '-'}",
         *([f"  by pair scores        {scored}"] if scored else []),
-        *_trusted(outcome),
+        *_learned(outcome),
         "  inputs         read       kept  encoding",
     ]
     for origin, info in s["inputs"].items():
@@ -135,15 +135,21 @@ def report(outcome: StepOutcome) -> str:
     return "\n".join(lines)
 
 
-def _trusted(outcome: StepOutcome) -> list[str]:
-    """The lines naming the trusted pairs the scores were learned with, and the
-    thresholds they set, where given."""
-    trusted = outcome.manifest.get("options", {}).get("trusted")
-    if not trusted:
+def _learned(outcome: StepOutcome) -> list[str]:
+    """The lines saying what the scores were learned from where it is not simply the
+    pairs read: a sample of them, the trusted pairs and the thresholds those set."""
+    options = outcome.manifest.get("options", {})
+    trusted, sampled = options.get("trusted"), outcome.stats.get("learned_sample")
+    if not (trusted or sampled):
         return []
     learned = max(outcome.stats.get("learned", {}).values(), default=0)
+    these = "these"
+    if sampled:
+        these = f"a sample of these (--learn-pairs {options['quality']['learn_pairs']})"
+    if not trusted:
+        return [f"  scores learned from {learned:,} pairs, {these}"]
     origins = ", ".join(t["origin"] for t in trusted["pairs"])
-    lines = [f"  scores learned from {learned:,} pairs, these and the trusted {origins}"]
+    lines = [f"  scores learned from {learned:,} pairs, {these} and the trusted {origins}"]
     set_ = [
         f"--{option.replace('_', '-')} {value:g}"
         for values in outcome.stats.get("calibrated", {}).values()

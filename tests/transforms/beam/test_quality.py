@@ -14,25 +14,39 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from nmtpipe.transforms.beam.quality import FindNearDuplicates, LearnScores, learned_by_scorer
+from nmtpipe.transforms.beam.quality import (
+    FindNearDuplicates,
+    LearnScores,
+    SampleLimit,
+    learned_by_scorer,
+)
 from nmtpipe.transforms.formats.batch_transport import inline, receive_table
+from nmtpipe.transforms.quality.base import sample_limit
 from nmtpipe.transforms.quality.length import LengthConfig, LengthScorer
 from nmtpipe.transforms.quality.lexical import LexicalConfig, LexicalScorer
 from nmtpipe.transforms.quality.neardup import NearDupConfig, NearDupScorer
 from nmtpipe.transforms.text.records import pair_batch
+from nmtpipe.transforms.text.split import ID_RANGE
 from tests.helpers import IN_MEMORY, example_lines
 
 LANGS = ("en", "zh")
 EN, ZH = example_lines("tatoeba-cmn", "en")[:600], example_lines("tatoeba-cmn", "zh")[:600]
 
 
-def batches(src: list[str], tgt: list[str], split: str = "train", per: int = 100) -> list:
+def batches(
+    src: list[str],
+    tgt: list[str],
+    split: str = "train",
+    per: int = 100,
+    ids: np.ndarray | None = None,
+) -> list:
+    ids = np.arange(len(src)) if ids is None else ids
     out = []
     for k in range(0, len(src), per):
         n = len(src[k : k + per])
         batch = pair_batch(
             "c.{en,zh}",
-            pa.array(np.arange(k, k + n), pa.int64()),
+            pa.array(ids[k : k + n], pa.int64()),
             src[k : k + per],
             tgt[k : k + per],
             pa.array(np.arange(k + 1, k + n + 1), pa.int64()),
@@ -41,11 +55,17 @@ def batches(src: list[str], tgt: list[str], split: str = "train", per: int = 100
     return out
 
 
-def learned(items: list, spill_dir: str | None, out: Path) -> dict:
-    """What LearnScores learned, as the shard writers read it (pickled to `out`)."""
+def learned(
+    items: list, spill_dir: str | None, out: Path, wanted: int = 0, trusted: list = ()
+) -> dict:
+    """What LearnScores learned from a sample of about `wanted` of the pairs `items`
+    (0: all) and the `trusted` ones, as the shard writers read it (pickled to `out`)."""
     scorers = [LexicalScorer(LexicalConfig(lexical_bits=14)), LengthScorer(LengthConfig())]
     with TestPipeline(argv=IN_MEMORY) as p:
-        passes = p | beam.Create(items) | LearnScores(scorers, LANGS, spill_dir)
+        pairs = p | beam.Create(items)
+        limit = pairs | SampleLimit(wanted)
+        inputs = (pairs, p | "Trusted" >> beam.Create(trusted)) if trusted else (pairs,)
+        passes = inputs | LearnScores(scorers, LANGS, spill_dir, limit)
         sides = [beam.pvalue.AsSingleton(found) for found in passes]
         _ = (
             p
@@ -69,6 +89,21 @@ def test_passes_learn_the_same_tables_inline_or_spilled_in_any_order(tmp_path):
     assert np.array_equal(first.units[1].counts, spilled["lexical"][0].units[1].counts)
     assert np.array_equal(second[0].links.counts, spilled["lexical"][1][0].links.counts)
     assert int(first.units[0].counts.sum()) > 0
+
+
+def test_a_sample_is_learned_from_the_pairs_below_the_id_limit_and_trusted_pairs_whole(tmp_path):
+    ids = np.random.default_rng(5).integers(0, ID_RANGE, len(EN))
+    below = ids < sample_limit(len(EN), 200)
+    picked = [batches(*(list(np.array(side)[below]) for side in (EN, ZH)), ids=ids[below])]
+    trusted = batches(EN[:150], ZH[:150], ids=ids[:150])
+    sampled = learned(batches(EN, ZH, ids=ids), None, tmp_path / "s.pickle", 200, trusted)
+    alone = learned(picked[0] + trusted, None, tmp_path / "a.pickle")
+    assert 150 < below.sum() < 250
+    assert sampled["lexical"][0].pairs == below.sum() + 150
+    assert np.array_equal(sampled["length"][0], alone["length"][0])
+    assert np.array_equal(
+        sampled["lexical"][1][1].links.counts, alone["lexical"][1][1].links.counts
+    )
 
 
 @pytest.mark.parametrize("spilled", [False, True], ids=["inline", "spilled"])
