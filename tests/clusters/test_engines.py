@@ -49,6 +49,9 @@ BAD = [
     ("This is a sentence about cats.", "Ceci est une phrase sur les chats et les chiens."),
     (" ".join(["word"] * 600), "很长。"),  # too long
 ]
+# The learned scorers learn from a sample of about half the corpus's 2,000 pairs, chosen
+# on the cluster as on the FnApiRunner.
+LEARN_PAIRS = 1000
 # a sampled (Beam) t2t
 T2T = {"vocab_size": 1000, "joined": True, "t2t": T2tConfig(file_byte_budget=20000)}
 
@@ -71,7 +74,7 @@ def chain_config(folder: Path, root: Path, beam: list[str]) -> Path:
         "root": str(root),
         "beam": beam,
         "prepare": {"src_lang": "en", "tgt_lang": "zh", "trainpref": [str(folder / "train")],
-                    "valid_fraction": 0.03, "test_fraction": 0.03},
+                    "valid_fraction": 0.03, "test_fraction": 0.03, "learn_pairs": LEARN_PAIRS},
         "vocab": {"model": "unigram", "vocab_size": 2000, "joined": True,
                   "character_coverage": 0.98, "sample_sentences": 1500},
         "encode": {"formats": ["arrow", "fairseq"]},
@@ -245,7 +248,7 @@ DEADLINE_S = 30
 def prepare_command(corpus: Path, output: Path, beam: list[str]) -> list[str]:
     return [sys.executable, "-m", "nmtpipe", "prepare", "--src-lang", "en", "--tgt-lang", "zh",
             "--trainpref", str(corpus), "--valid-fraction", "0.03", "--test-fraction", "0.03",
-            "--output", str(output), *beam]  # fmt: skip
+            "--learn-pairs", str(LEARN_PAIRS), "--output", str(output), *beam]  # fmt: skip
 
 
 def test_a_worker_killed_during_prepare_fails_it_in_one_line_then_a_rerun_is_identical(
