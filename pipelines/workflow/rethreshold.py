@@ -265,6 +265,8 @@ class RethresholdStep(BeamStep):
         partial = merge_into(_base_partial(self.source_stats, self.judged), summary["stats"])
         stats = finalize(partial, self.prepared.splits)
         stats["learned"] = dict(self.source_stats["learned"])
+        if self.source_stats.get("learned_sample"):  # the scores kept are the sample's
+            stats["learned_sample"] = True
         check_every_input_kept(stats)
         files = summary["files"]
         fill_empty(self.prepared, files)

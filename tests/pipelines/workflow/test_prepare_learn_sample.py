@@ -11,6 +11,7 @@ import pytest
 from nmtpipe.pipelines.cli.commands.prepare import report
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, QualityConfig
+from nmtpipe.pipelines.workflow.rethreshold import run_rethreshold
 from nmtpipe.transforms.quality.base import sample_limit
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
 
@@ -58,6 +59,10 @@ def test_a_sample_teaches_the_scores_of_every_pair_alike_on_every_runner(corpus,
     again = prepare(corpus, tmp_path / "again", IN_MEMORY, SAMPLE)
     files = [(f["path"], f["sha256"]) for f in outcome.manifest["files"]]
     assert files == [(f["path"], f["sha256"]) for f in again.manifest["files"]]
+
+    # Other thresholds keep the sample's scores, and say so.
+    judged = run_rethreshold(str(tmp_path / "sample"), str(tmp_path / "re"), {}, IN_MEMORY)
+    assert judged.stats["learned_sample"] and judged.stats["learned"] == outcome.stats["learned"]
 
     whole = prepare(corpus, tmp_path / "whole", IN_MEMORY, 0)
     assert whole.stats["learned"]["lexical"] > CLEAN * 0.95 and "learned_sample" not in whole.stats
