@@ -72,6 +72,8 @@ def _prepared_stats(roots: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
         options = options or doc["options"]
         stats = json.loads(fsio.read_bytes(fsio.join(root, manifest.STATS_FILE)))
         merge_into(total, {k: stats.get(k, {}) for k in _SUMMED})
+        if stats.get("learned_sample"):  # any part's scores learned from a sample
+            total["learned_sample"] = True
         for split, info in stats["split_details"].items():
             for side in ("src", "tgt"):
                 side_info = info[side]

@@ -11,6 +11,7 @@ import pytest
 from nmtpipe.pipelines.cli.commands.prepare import report
 from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, QualityConfig
+from nmtpipe.pipelines.workflow.report import build_report
 from nmtpipe.pipelines.workflow.rethreshold import run_rethreshold
 from nmtpipe.transforms.quality.base import sample_limit
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
@@ -43,6 +44,8 @@ def test_a_sample_teaches_the_scores_of_every_pair_alike_on_every_runner(corpus,
     assert SAMPLE * 0.9 < learned < SAMPLE * 1.1 and outcome.stats["learned_sample"]
     assert outcome.manifest["options"]["quality"]["learn_pairs"] == SAMPLE
     assert f"scores learned from {learned:,} pairs, a sample of these" in report(outcome)
+    page = build_report(str(tmp_path / "sample"))
+    assert f"learned from a sample of about {SAMPLE:,} of this corpus's pairs" in page
 
     # Every kept pair is scored, the sample's and the others alike.
     paths = outcome.manifest["splits"]["train"]["files"]
