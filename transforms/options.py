@@ -146,6 +146,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """An int of at least 0 (0 meaning none or all, as its option says)."""
+    value = _number(int, text)
+    if value < 0:
+        raise ValueError("must be 0 or more")
+    return value
+
+
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"(\d+(?:\.\d*)?)\s*([smhd]?)")
 

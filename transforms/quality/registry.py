@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from nmtpipe.transforms.options import comma_list, nested, option, with_configs
+from nmtpipe.transforms.options import (
+    comma_list,
+    nested,
+    non_negative_int,
+    option,
+    with_configs,
+)
 from nmtpipe.transforms.quality.base import DuplicateKeys, LearnedScorer, PairScorer, Scorer
 from nmtpipe.transforms.quality.fluency import FluencyScorer
 from nmtpipe.transforms.quality.length import LengthScorer
@@ -56,13 +62,6 @@ def _scorers(text: str) -> tuple[str, ...]:
     return names
 
 
-def _learn_pairs(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise ValueError("must be 0 (all) or more")
-    return value
-
-
 @dataclasses.dataclass(frozen=True)
 class _Shared:
     """Which scorers judge the pairs, and how many pairs those that learn learn from;
@@ -77,7 +76,7 @@ class _Shared:
     )
     learn_pairs: int = option(
         LEARN_PAIRS,
-        parse=_learn_pairs,
+        parse=non_negative_int,
         metavar="N",
         help="the learned scorers learn from about N of the pairs where there are more (a "
         "sample picked by each pair's id, the same on every runner; trusted pairs all), and "
