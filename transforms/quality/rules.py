@@ -2,10 +2,12 @@
 both sides together; each rule its own reject reason.
 
 - numbers: where both sides write numbers in digits, a number of each side missing
-  from the other is a changed number (`numbers`); numbers are compared by their
-  significant digits, so that 2.8bn and 28亿, 11 million and 1100万 agree, and as
-  the digits of all of them, so that 7.55am and 7:55 agree (a number only on one side
-  is often a word on the other: April and 4月);
+  from the other, counted as often as it is written (5 novels in 5 years against 8年
+  and 5本), or a number of two significant digits or more above 12 on one side only, is
+  a changed number (`numbers`); numbers are compared by their significant digits, so
+  that 2.8bn and 28亿, 11 million and 1100万 agree, and as the digits of all of them,
+  so that 7.55am and 7:55 agree (a small number only on one side is often a word on the
+  other: April and 4月, five and 5);
 - URLs and e-mail addresses: the same on both sides (`urls`, `emails`);
 - codes (a word of letters and digits, three or more, like `A380` or `X-15B`, not a
   number with its unit or suffix like `19th`, `1980s`, `11million`): a code on one
@@ -30,6 +32,7 @@ alone (benchmarks/RESULTS.md).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -99,28 +102,41 @@ def _candidates(sides: tuple[pa.Array, pa.Array], pattern: str) -> np.ndarray:
     return np.flatnonzero(hit[0] | hit[1])
 
 
-def _numbers(text: str) -> set[str]:
-    """The significant digits of each number: 28 of 2.8 and 2,800 alike."""
-    found = set()
+def _numbers(text: str) -> Counter[str]:
+    """The significant digits of each number, as often as it is written: 28 of 2.8 and
+    2,800 alike."""
+    found: Counter[str] = Counter()
     for n in NUMBER.findall(text):
         digits = re.sub(r"\D", "", re.sub(r"[,\u2009 ](?=\d{3})", "", n))
-        found.add(digits.strip("0") or "0")
+        found[digits.strip("0") or "0"] += 1
     return found
 
 
-def _digits(numbers: set[str]) -> str:
-    """All the digits of `numbers`, sorted: a time 7.55 and 7:55, a height 6-foot-6 and
-    6.6 agree."""
+def _digits(numbers: Counter[str]) -> str:
+    """All the digits of the distinct `numbers`, sorted: a time 7.55 and 7:55, a height
+    6-foot-6 and 6.6 agree."""
     return "".join(sorted("".join(numbers)))
 
 
+def _unlike_a_word(number: str) -> bool:
+    """Whether a number (its significant digits) is seldom a word on the other side: two
+    digits or more, above 12 (a month: 11月 beside November)."""
+    return len(number) >= 2 and int(number) > 12
+
+
 def _changed_numbers(src: str, tgt: str) -> str | None:
-    """Each side holding a number the other lacks (a number on one side only is often
-    a word on the other)."""
+    """Each side holding a number the other lacks, or one side a number `_unlike_a_word`
+    the other lacks while it writes numbers too."""
     a, b = _numbers(src), _numbers(tgt)
-    if a - b and b - a and _digits(a) != _digits(b):
-        return f"{', '.join(sorted(a - b))} | {', '.join(sorted(b - a))}"
+    if not (a and b) or _digits(a) == _digits(b):
+        return None
+    if (a - b and b - a) or any(map(_unlike_a_word, a.keys() ^ b.keys())):
+        return f"{_listed(a - b)} | {_listed(b - a)}"
     return None
+
+
+def _listed(numbers: Counter[str]) -> str:
+    return ", ".join(sorted(numbers)) or "none"
 
 
 def _differ(found: Callable[[str], set[str]]) -> Callable[[str, str], str | None]:

@@ -28,6 +28,9 @@ CASES = [
     ("The market is worth £2.8bn.", "市场价值28亿英镑。", None),  # significant digits
     ("We met at 7.55am.", "我们早上7:55见面。", None),  # the same digits
     ("I was born on April 3, 1950.", "我出生于1950年4月3日。", None),  # 4: a word there
+    ("Christmas is December 25th.", "圣诞节是12月25日。", None),  # 12: a month, a word there
+    ("She wrote 5 novels in 5 years.", "她在8年里写了5本小说。", "numbers"),  # 5 twice: one 8
+    ("51 Republicans and 49 Democrats", "51名共和党人和51名民主党人", "numbers"),  # 49: no word
     ("It was built in the 19th century.", "它建于19世纪。", None),  # 19th: no code
 ]
 
