@@ -47,15 +47,14 @@ class CountTable:
         return shifted.astype(np.int64)
 
     def add(self, keys: np.ndarray, amounts: np.ndarray | int = 1) -> None:
-        """Add `amounts` (integers; one, or one per key) at `keys`."""
+        """Add `amounts` (integers; one, or one per key) at `keys`. In place, cell by cell:
+        a batch touches few of the cells, and a count of every cell per batch (bincount)
+        cost milliseconds a call where this costs microseconds."""
         if keys.size == 0:
             return
-        weights = None if np.isscalar(amounts) else np.asarray(amounts, dtype=np.float64)
-        # bincount's float sums are exact here: a chunk's integers stay far below 2**53
-        found = np.bincount(self.cells(keys), weights=weights, minlength=self.counts.size)
-        if weights is None:
-            found = found * int(amounts)  # type: ignore[call-overload]
-        self.counts += found.astype(np.int64)
+        if not np.isscalar(amounts):
+            amounts = np.asarray(amounts, dtype=np.int64)
+        np.add.at(self.counts, self.cells(keys), amounts)
 
     def get(self, keys: np.ndarray) -> np.ndarray:
         return self.counts[self.cells(keys)]
