@@ -365,8 +365,8 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
     prepare = ["prepare", "--example", "--split-key", "src", "--test-fraction", "0.02",
                "--output", str(tmp_path / "prepared")]  # fmt: skip
     first = nmtpipe(*prepare)
-    assert results(first)["stats"]["splits"]["test"] == 618 and not results(first)["cached"]
-    assert "kept" in first.stderr and "train" in first.stderr and "test 618" in first.stderr
+    assert results(first)["stats"]["splits"]["test"] == 617 and not results(first)["cached"]
+    assert "kept" in first.stderr and "train" in first.stderr and "test 617" in first.stderr
     assert "Prepare on FnApiRunner" in first.stderr  # the Beam step's progress line
     again = nmtpipe(*prepare, "--quiet")
     assert results(again)["cached"] and again.stderr.startswith("cached:")
@@ -390,7 +390,7 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
         "encode", "--prepared", str(tmp_path / "prepared"), "--vocab", str(tmp_path / "vocab"),
         "--output", str(tmp_path / "encoded"),
     )  # fmt: skip
-    assert "test         618 pairs" in encode.stderr and "(0.0% <unk>" in encode.stderr
+    assert "test         617 pairs" in encode.stderr and "(0.0% <unk>" in encode.stderr
     assert results(encode)["stats"]
     bins = sorted(p.name for p in (tmp_path / "encoded" / "fairseq").glob("*.bin"))
     assert bins[:2] == ["test.en-zh.en.bin", "test.en-zh.zh.bin"] and len(bins) == 6
@@ -408,11 +408,11 @@ def test_example_demo_runs_from_the_console_script(tmp_path):
         "decode", "--checkpoint", str(tmp_path / "ckpt" / "checkpoint_last.pt"),
         "--output", str(tmp_path / "decoded"), "--max-len-a", "0", "--max-len-b", "6",
     )  # fmt: skip
-    assert "translated 618 sentences" in decode.stderr and results(decode)["sentences"] == 618
+    assert "translated 617 sentences" in decode.stderr and results(decode)["sentences"] == 617
     assert "decode: 100%" in decode.stderr  # the progress display's last line
     assert "BLEU = " in decode.stderr and "chrF2 = " in decode.stderr
     hypotheses = (tmp_path / "decoded" / "hypotheses.txt").read_text(encoding="utf-8")
-    assert hypotheses.count("\n") == 618
+    assert hypotheses.count("\n") == 617
 
 
 def test_vocab_errors_are_one_line(capsys, tmp_path):

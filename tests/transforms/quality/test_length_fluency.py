@@ -22,9 +22,13 @@ EN, ZH = EN_ALL[:3000], ZH_ALL[:3000]
 
 
 def learned(scorer, pairs: Pairs) -> list:
-    acc = scorer.start(1)
-    scorer.gather(1, [], acc, pairs)
-    return [acc]
+    """What each of the scorer's passes learns from `pairs`."""
+    found: list = []
+    for pass_ in range(1, scorer.PASSES + 1):
+        acc = scorer.start(pass_)
+        scorer.gather(pass_, found, acc, pairs)
+        found.append(acc)
+    return found
 
 
 def test_a_side_cut_in_half_lies_far_from_the_corpus_s_lengths():
@@ -32,11 +36,28 @@ def test_a_side_cut_in_half_lies_far_from_the_corpus_s_lengths():
     scorer = LengthScorer(LengthConfig(length_min_pairs=len(EN)))
     z = scorer.score(learned(scorer, pairs), pairs)["length"]
     assert np.mean(np.abs(z) <= 4) > 0.99
-    halves = Pairs(EN[:200], [t[: max(1, len(t) // 3)] for t in ZH[:200]], ("en", "zh"))
-    cut = scorer.score(learned(scorer, pairs), halves)["length"]
-    assert np.mean(cut < -3) > 0.6 and np.mean(cut < -4) > 0.3  # short lines vary most
-    rows = scorer.judge({"length": cut}, halves, learned(scorer, pairs))[0]
+    whole = [(s, t) for s, t in zip(EN_ALL, ZH_ALL, strict=True) if len(s) >= 30][:200]
+    cut_short = Pairs([s for s, _ in whole], [t[: len(t) // 3] for _, t in whole], ("en", "zh"))
+    cut = scorer.score(learned(scorer, pairs), cut_short)["length"]
+    assert np.mean(cut < -4) > 0.9
+    rows = scorer.judge({"length": cut}, cut_short, learned(scorer, pairs))[0]
     assert rows.reason == "length" and "the target is short" in rows.details[0]
+
+
+def test_a_long_half_sentence_lies_farther_out_than_a_short_one():
+    """The deviation is scaled by the square root of the pair's length (Gale and
+    Church): a long pair's ratio varies less, so the same cut says more."""
+    scorer = LengthScorer(LengthConfig())
+    found = learned(scorer, Pairs(EN_ALL, ZH_ALL, ("en", "zh")))
+    by_length = sorted(zip(EN_ALL, ZH_ALL, strict=True), key=lambda pair: len(pair[0]))
+    short, long = (
+        scorer.score(
+            found, Pairs([s for s, _ in part], [t[: len(t) // 2] for _, t in part], ("en", "zh"))
+        )["length"]
+        for part in (by_length[:300], by_length[-300:])
+    )
+    assert np.median(long) < np.median(short) - 3
+    assert np.mean(long < -4) > 0.75 > 0.1 > np.mean(short < -4)
 
 
 def test_the_median_and_spread_of_a_histogram():
