@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,8 +135,9 @@ def _changed_numbers(src: str, tgt: str) -> str | None:
     return None
 
 
-def _listed(numbers: Counter[str]) -> str:
-    return ", ".join(sorted(numbers)) or "none"
+def _listed(found: Iterable[str]) -> str:
+    """What a side holds that a check names, in order (or none)."""
+    return ", ".join(sorted(found)) or "none"
 
 
 def _differ(found: Callable[[str], set[str]]) -> Callable[[str, str], str | None]:
@@ -146,7 +147,7 @@ def _differ(found: Callable[[str], set[str]]) -> Callable[[str, str], str | None
         a, b = found(src), found(tgt)
         if a == b:
             return None
-        return f"{', '.join(sorted(a)) or 'none'} | {', '.join(sorted(b)) or 'none'}"
+        return f"{_listed(a)} | {_listed(b)}"
 
     return check
 

@@ -16,31 +16,22 @@ from nmtpipe.transforms.quality.length import (
     histogram,
 )
 from tests.helpers import example_lines
+from tests.transforms.quality.test_lexical import learn
 
 EN_ALL, ZH_ALL = example_lines("tatoeba-cmn", "en"), example_lines("tatoeba-cmn", "zh")
 EN, ZH = EN_ALL[:3000], ZH_ALL[:3000]
 
 
-def learned(scorer, pairs: Pairs) -> list:
-    """What each of the scorer's passes learns from `pairs`."""
-    found: list = []
-    for pass_ in range(1, scorer.PASSES + 1):
-        acc = scorer.start(pass_)
-        scorer.gather(pass_, found, acc, pairs)
-        found.append(acc)
-    return found
-
-
 def test_a_side_cut_in_half_lies_far_from_the_corpus_s_lengths():
     pairs = Pairs(EN, ZH, ("en", "zh"))
     scorer = LengthScorer(LengthConfig(length_min_pairs=len(EN)))
-    z = scorer.score(learned(scorer, pairs), pairs)["length"]
+    z = scorer.score(learn(scorer, [pairs]), pairs)["length"]
     assert np.mean(np.abs(z) <= 4) > 0.99
     whole = [(s, t) for s, t in zip(EN_ALL, ZH_ALL, strict=True) if len(s) >= 30][:200]
     cut_short = Pairs([s for s, _ in whole], [t[: len(t) // 3] for _, t in whole], ("en", "zh"))
-    cut = scorer.score(learned(scorer, pairs), cut_short)["length"]
+    cut = scorer.score(learn(scorer, [pairs]), cut_short)["length"]
     assert np.mean(cut < -4) > 0.9
-    rows = scorer.judge({"length": cut}, cut_short, learned(scorer, pairs))[0]
+    rows = scorer.judge({"length": cut}, cut_short, learn(scorer, [pairs]))[0]
     assert rows.reason == "length" and "the target is short" in rows.details[0]
 
 
@@ -48,7 +39,7 @@ def test_a_long_half_sentence_lies_farther_out_than_a_short_one():
     """The deviation is scaled by the square root of the pair's length (Gale and
     Church): a long pair's ratio varies less, so the same cut says more."""
     scorer = LengthScorer(LengthConfig())
-    found = learned(scorer, Pairs(EN_ALL, ZH_ALL, ("en", "zh")))
+    found = learn(scorer, [Pairs(EN_ALL, ZH_ALL, ("en", "zh"))])
     by_length = sorted(zip(EN_ALL, ZH_ALL, strict=True), key=lambda pair: len(pair[0]))
     short, long = (
         scorer.score(
@@ -77,9 +68,9 @@ def test_shuffled_characters_read_less_like_the_language_than_its_sentences():
         [s for s, _ in long[200:] + shuffled], [t for _, t in long[200:] + shuffled], ("en", "zh")
     )
     scorer = FluencyScorer(FluencyConfig())
-    scores = scorer.score(learned(scorer, mixed), mixed)["fluency"]
+    scores = scorer.score(learn(scorer, [mixed]), mixed)["fluency"]
     natural, garbled = scores[: len(pairs)], scores[len(pairs) :]
     assert np.median(natural) > 0.3 > -0.5 > np.median(garbled)
     assert np.mean(garbled < -1) > 0.5 > 0.05 > np.mean(natural < -1)
     unseen = Pairs(["\u16a0\u16a2"], ["\u2f00\u2f01"], ("en", "zh"))  # runes, radicals
-    assert np.isnan(scorer.score(learned(scorer, mixed), unseen)["fluency"][0])  # no evidence
+    assert np.isnan(scorer.score(learn(scorer, [mixed]), unseen)["fluency"][0])  # no evidence

@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 
-from nmtpipe.transforms.quality.base import Pairs
+from nmtpipe.transforms.quality.base import LearnedScorer, Pairs
 from nmtpipe.transforms.quality.lexical import LexicalConfig, LexicalScorer
 
 WORDS = [
@@ -28,9 +28,10 @@ def corpus(n: int, seed: int = 0) -> tuple[list[str], list[str]]:
     return src, tgt
 
 
-def learn(scorer: LexicalScorer, batches: list[Pairs]) -> list:
+def learn(scorer: LearnedScorer, batches: list[Pairs]) -> list:
+    """What each of the scorer's passes learns from `batches`, merged as Beam would."""
     learned = []
-    for pass_ in (1, 2):
+    for pass_ in range(1, scorer.PASSES + 1):
         merged = None
         for batch in batches:
             acc = scorer.start(pass_)
