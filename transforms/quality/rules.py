@@ -5,9 +5,9 @@ both sides together; each rule its own reject reason.
   from the other, counted as often as it is written (5 novels in 5 years against 8年
   and 5本), or a number of two significant digits or more above 12 on one side only, is
   a changed number (`numbers`); numbers are compared by their significant digits, so
-  that 2.8bn and 28亿, 11 million and 1100万 agree, and as the digits of all of them,
-  so that 7.55am and 7:55 agree (a small number only on one side is often a word on the
-  other: April and 4月, five and 5);
+  that 2.8bn and 28亿, 11 million and 1100万, 2,5 and 2.5 agree, and as the digits of
+  all of them, so that 7.55am and 7:55 agree (a small number only on one side is often
+  a word on the other: April and 4月, five and 5);
 - URLs and e-mail addresses: the same on both sides (`urls`, `emails`);
 - codes (a word of letters and digits, three or more, like `A380` or `X-15B`, not a
   number with its unit or suffix like `19th`, `1980s`, `11million`): a code on one
@@ -45,7 +45,9 @@ from nmtpipe.transforms.options import comma_list, option
 from nmtpipe.transforms.quality.base import Pairs, PairScorer, Verdicts
 from nmtpipe.transforms.quality.units import code_points, distinct_code_points, of_each
 
-NUMBER = re.compile(r"\d+(?:[,.\u2009 ]\d{3})*(?:\.\d+)?")
+# Digits with their thousands groups (1,500 and 1 500) and decimals, a decimal comma too
+# (2,5 Millionen; 40,2 beside 40,000 is a changed number, not 40 and 2).
+NUMBER = re.compile(r"\d+(?:[,.\u2009 ]\d{3})*(?:[.,]\d+)?")
 URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'，。、）)]+", re.I)
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[\w-]+(?:\.[\w-]+)+")
 CODE = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z\d][\w-]{2,}\b", re.A)

@@ -31,6 +31,8 @@ CASES = [
     ("Christmas is December 25th.", "圣诞节是12月25日。", None),  # 12: a month, a word there
     ("She wrote 5 novels in 5 years.", "她在8年里写了5本小说。", "numbers"),  # 5 twice: one 8
     ("51 Republicans and 49 Democrats", "51名共和党人和51名民主党人", "numbers"),  # 49: no word
+    ("About 40,000 new cases in 2018.", "2018年新增40,2个病例。", "numbers"),  # 402, not 40 and 2
+    ("Sie wuchs um 2,5 Prozent.", "It grew by 2.5 percent.", None),  # a decimal comma
     ("It was built in the 19th century.", "它建于19世纪。", None),  # 19th: no code
 ]
 
