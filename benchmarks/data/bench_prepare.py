@@ -168,6 +168,7 @@ WITHOUT = {
     "-no-langid": ["--no-langid"],
     "-no-scores": ["--scorers", "none"],
     "-learn-all": ["--learn-pairs", "0"],  # the learned scorers learn from every pair
+    "-learn-200k": ["--learn-pairs", "200000"],  # from a sample of about 200,000
 }
 
 

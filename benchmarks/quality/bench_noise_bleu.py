@@ -17,7 +17,9 @@ and 12,000 pairs of noise made from the clean part: 6,000 misaligned, 3,000 part
     noisy, trusted pairs, all scorers   likewise, --scorers all
 
 With `--trusted-share F`, F of the clean sources are set apart as trusted pairs before
-the noise is made (`make_pair_noise.demo`): no run trains on them.
+the noise is made (`make_pair_noise.demo`): no run trains on them. With `--seeds`, each
+run trains once per seed (the model's initialisation, dropout and batch order; the same
+data), and the table gives each seed's BLEU and their mean.
 
     python benchmarks/quality/bench_noise_bleu.py --out /tmp/noise-bleu
 """
@@ -48,8 +50,11 @@ RUNS = {
 }
 
 
-def config(folder: Path, root: Path, inputs: list[str], scorers: str | None, trusted: bool) -> Path:
-    """The demo's workflow with these training inputs and the fixed test set."""
+def config(
+    folder: Path, root: Path, inputs: list[str], scorers: str | None, trusted: bool, seed: int
+) -> Path:
+    """The demo's workflow with these training inputs, the fixed test set and this
+    training seed."""
     bundled = resources.files("nmtpipe.pipelines") / "example" / "example.yaml"
     doc = yaml.safe_load(bundled.read_text(encoding="utf-8"))
     doc["root"] = str(root)
@@ -65,6 +70,7 @@ def config(folder: Path, root: Path, inputs: list[str], scorers: str | None, tru
     if trusted:
         prepare["trustedpref"] = [str(folder / "trusted")]
     doc["prepare"] = prepare
+    doc["train"]["seed"] = seed
     doc.pop("evaluate", None)
     path = root.with_suffix(".yaml")
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
@@ -76,6 +82,7 @@ def main() -> None:
     parser.add_argument("--out", required=True, help="a folder for the corpus and the runs")
     parser.add_argument("--runs", default=";".join(list(RUNS)[:4]), help="runs, separated by ;")
     parser.add_argument("--trusted-share", type=float, default=0.0, help="sources set apart")
+    parser.add_argument("--seeds", default="1", help="training seeds, separated by commas")
     args = parser.parse_args()
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
@@ -85,30 +92,31 @@ def main() -> None:
     for name, pairs in corpus.items():
         write(folder / name, pairs)
         print(f"{name}: {len(pairs):,} pairs", flush=True)
+    seeds = [int(seed) for seed in args.seeds.split(",")]
     rows = []
     for name in args.runs.split(";"):
-        inputs, scorers = RUNS[name]
-        root = folder / name.replace(", ", "-").replace(" ", "-")
-        shutil.rmtree(root, ignore_errors=True)  # a fresh model each time
-        cmd = [
-            sys.executable,
-            "-m",
-            "nmtpipe",
-            "run",
-            str(config(folder, root, inputs, scorers, "trusted" in name)),
-            "--json",
-            "--quiet",
-        ]
-        done = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
-        result = json.loads(done.stdout)["result"]
-        stats = json.loads((root / "prepared" / "stats.json").read_text(encoding="utf-8"))
-        rows.append((name, stats["pairs_read"], stats["splits"]["train"], result))
-        print(name, json.dumps(result["scores"]), flush=True)
-    print("| training data | pairs read | train pairs kept | test BLEU |")
-    print("| --- | --- | --- | --- |")
-    for name, read, kept, result in rows:
-        bleu = result["scores"]["test"]["bleu"]
-        print(f"| {name} | {read:,} | {kept:,} | {bleu:.2f} |")
+        rows.append((name, *(run(folder, name, seed) for seed in seeds)))
+    print("| training data | pairs read | train pairs kept | test BLEU by seed | mean |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, *results in rows:
+        read, kept = results[0][:2]
+        bleu = [result[2] for result in results]
+        each = ", ".join(f"{b:.2f}" for b in bleu)
+        print(f"| {name} | {read:,} | {kept:,} | {each} | {sum(bleu) / len(bleu):.2f} |")
+
+
+def run(folder: Path, name: str, seed: int) -> tuple[int, int, float]:
+    """One run trained from scratch: (pairs read, train pairs kept, test BLEU)."""
+    inputs, scorers = RUNS[name]
+    root = folder / f"{name.replace(', ', '-').replace(' ', '-')}-seed{seed}"
+    shutil.rmtree(root, ignore_errors=True)  # a fresh model each time
+    workflow = config(folder, root, inputs, scorers, "trusted" in name, seed)
+    cmd = [sys.executable, "-m", "nmtpipe", "run", str(workflow), "--json", "--quiet"]
+    done = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
+    result = json.loads(done.stdout)["result"]
+    stats = json.loads((root / "prepared" / "stats.json").read_text(encoding="utf-8"))
+    print(name, f"seed {seed}", json.dumps(result["scores"]), flush=True)
+    return stats["pairs_read"], stats["splits"]["train"], result["scores"]["test"]["bleu"]
 
 
 if __name__ == "__main__":
