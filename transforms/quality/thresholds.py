@@ -2,13 +2,18 @@
 histogram of every pair's score (`judge.py`'s bins), and each scorer's own.
 
 A clean corpus gives one mode, with a tail of a few unusual translations; a crawled one
-gives two, the translations' and the noise's. Otsu's method (1979) finds the cut that
-best separates two classes of a histogram; the proposal is that cut where the two
-classes are clearly apart (the share of the variance between them, eta, at least
-EVIDENT) and the lower class is a real mode (at least MIN_SHARE of the pairs), and
-otherwise the robust cut median - SPREAD x 1.4826 x MAD, which on a clean corpus keeps
-all but its farthest tail. The length score, already in robust deviations from the
-median, is judged on its absolute value, by the robust cut only.
+gives two, the translations' and the noise's below it, often beside a long upper tail
+(near-copies, formulaic lines). The histogram is fitted by a mixture of three normal
+components (EM, started from its median and spread): the translations' (the largest),
+one below and one above it. Where the one below is a real mode (at least MIN_SHARE of
+the pairs) and clearly apart from the translations' (Ashman's D at least APART), the
+proposal is where the two are equally likely; otherwise the robust cut median - SPREAD
+x 1.4826 x MAD, which on a clean corpus keeps all but its farthest tail. Two components
+would spend the second on the upper tail, and Otsu's cut, tried first, splits the
+translations' own mode where the noise is a shoulder, not a second peak (on the noisy
+corpus of benchmarks/RESULTS.md it found no clear cut and proposed -1.3). The length
+score, already in robust deviations from the median, is judged on its absolute value,
+by the robust cut only.
 
 Where trusted pairs are given (`prepare --trustedpref`), their histograms set the
 thresholds instead (`keeping`, `calibrated`): their pairs are translations, so a share
@@ -25,13 +30,15 @@ import numpy as np
 
 from nmtpipe.transforms.quality.judge import BIN
 
-EVIDENT = 0.6
 MIN_SHARE = 0.02
+APART = 2.0  # Ashman's D: two normal components this far apart have a valley between them
 SPREAD = 4.0
+EM_STEPS = 300
 # Scores these methods do not fit, proposed nothing: the model score (`models/dcce.py`),
 # exp(-cross-entropies), spreads over orders of magnitude near 0 (half of a noisy
-# corpus scored by small seed models in the first bin, Otsu's cut then at 0.18 keeping
-# a tenth of it: benchmarks/RESULTS.md); its threshold is chosen by its user.
+# corpus scored by small seed models in the first bin, where Otsu's cut, proposed
+# before the mixture, kept a tenth of it: benchmarks/RESULTS.md); its threshold is
+# chosen by its user.
 NOT_PROPOSED = frozenset({"dcce"})
 
 
@@ -54,21 +61,52 @@ def _values(hist: Mapping[int | str, int]) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
-def otsu(values: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
-    """(the cut between two classes of a histogram, eta: the share of its variance that
-    lies between them)."""
-    total = counts.sum()
-    mean = float((values * counts).sum() / total)
-    variance = float((counts * (values - mean) ** 2).sum() / total)
-    w = np.cumsum(counts)[:-1] / total
-    mu = np.cumsum(values * counts)[:-1] / total
-    with np.errstate(divide="ignore", invalid="ignore"):
-        between = (mean * w - mu) ** 2 / (w * (1 - w))
-    between = np.nan_to_num(between)
-    if between.size == 0 or variance == 0:
-        return float(values[0]), 0.0
-    k = int(np.argmax(between))
-    return float((values[k] + values[k + 1]) / 2), float(between[k] / variance)
+@dataclass(frozen=True)
+class Mixture:
+    """Normal components fitted to a histogram: their means, spreads and shares."""
+
+    means: np.ndarray
+    spreads: np.ndarray
+    shares: np.ndarray
+
+    def noise(self) -> tuple[float, float, float] | None:
+        """(where the translations' component and the one below it are equally likely,
+        the share of that lower one, Ashman's D between them); None where no component
+        lies below the largest."""
+        main = int(np.argmax(self.shares))
+        low = int(np.argmin(self.means))
+        if low == main:
+            return None
+        mu, sd, pi = self.means[[main, low]], self.spreads[[main, low]], self.shares[[main, low]]
+        apart = float(np.sqrt(2) * (mu[0] - mu[1]) / np.sqrt((sd**2).sum()))
+        xs = np.linspace(mu[1], mu[0], 2001)
+        log_odds = (
+            np.log(pi[0] / sd[0]) - 0.5 * ((xs - mu[0]) / sd[0]) ** 2
+            - np.log(pi[1] / sd[1]) + 0.5 * ((xs - mu[1]) / sd[1]) ** 2
+        )  # fmt: skip
+        return float(xs[np.argmin(np.abs(log_odds))]), float(pi[1]), apart
+
+
+def mixture(values: np.ndarray, counts: np.ndarray) -> Mixture:
+    """Three normal components fitted to a histogram by EM, started at its median and 3
+    robust spreads either side of it, each its spread wide; a component never narrower
+    than a bin."""
+    weights = counts / counts.sum()
+    median = _quantile(values, counts, 0.5)
+    spread = 1.4826 * _mad(values, counts, median) + BIN
+    means = median + spread * np.array([0.0, -3.0, 3.0])
+    spreads, shares = np.full(3, spread), np.array([0.8, 0.1, 0.1])
+    for _ in range(EM_STEPS):
+        density = (
+            shares[:, None]
+            * np.exp(-0.5 * ((values[None] - means[:, None]) / spreads[:, None]) ** 2)
+            / spreads[:, None]
+        )
+        owned = weights * density / np.maximum(density.sum(axis=0), 1e-300)
+        shares = np.maximum(owned.sum(axis=1), 1e-12)
+        means = (owned * values).sum(axis=1) / shares
+        spreads = np.sqrt((owned * (values - means[:, None]) ** 2).sum(axis=1) / shares) + BIN
+    return Mixture(means, spreads, shares)
 
 
 def propose(column: str, hist: Mapping[int | str, int]) -> Proposal | None:
@@ -80,19 +118,16 @@ def propose(column: str, hist: Mapping[int | str, int]) -> Proposal | None:
     if column == "length":  # two-sided: judged on |z|, larger is worse
         values, counts = _fold(values, counts)
         values = -values
-    cut, eta = otsu(values, counts)
-    below = counts[values < cut].sum() / counts.sum()
     # |z| of the length score is already in robust deviations, and one-sided (half of
-    # a normal): two classes of it would only split its tail
-    if eta >= EVIDENT and below >= MIN_SHARE and column != "length":
-        threshold, method = cut, f"Otsu's cut (eta {eta:.2f}, {below:.0%} below)"
+    # a normal): a component below its mode would only split its tail
+    noise = None if column == "length" else mixture(values, counts).noise()
+    if noise is not None and noise[1] >= MIN_SHARE and noise[2] >= APART:
+        threshold, share, apart = noise
+        method = f"between two modes ({share:.0%} of the pairs below, D {apart:.1f})"
     else:
         median = _quantile(values, counts, 0.5)
-        mad = _quantile(
-            np.abs(values - median), counts, 0.5, order=np.argsort(np.abs(values - median))
-        )
-        threshold = median - SPREAD * 1.4826 * mad
-        method = f"median - {SPREAD:g} x 1.4826 x MAD (one mode: eta {eta:.2f})"
+        threshold = median - SPREAD * 1.4826 * _mad(values, counts, median)
+        method = f"median - {SPREAD:g} x 1.4826 x MAD (one mode)"
     kept = int(counts[values >= threshold].sum())
     shown = -threshold if column == "length" else threshold
     return Proposal(round(shown, 2), method, kept, int(counts.sum()))
@@ -106,10 +141,14 @@ def _fold(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return np.array(keys), np.array([folded[k] for k in keys])
 
 
-def _quantile(
-    values: np.ndarray, counts: np.ndarray, q: float, order: np.ndarray | None = None
-) -> float:
-    order = np.argsort(values, kind="stable") if order is None else order
+def _mad(values: np.ndarray, counts: np.ndarray, median: float) -> float:
+    """The median absolute deviation from `median` of a histogram."""
+    deviations = np.abs(values - median)
+    return _quantile(deviations, counts, 0.5)
+
+
+def _quantile(values: np.ndarray, counts: np.ndarray, q: float) -> float:
+    order = np.argsort(values, kind="stable")
     cumulative = np.cumsum(counts[order])
     return float(values[order][int(np.searchsorted(cumulative, q * cumulative[-1]))])
 

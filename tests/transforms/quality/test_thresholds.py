@@ -1,4 +1,5 @@
-"""Thresholds read from trusted pairs' scores: a share of them kept, at a bin's edge."""
+"""Thresholds read from the data: proposed from a score's histogram, or from trusted
+pairs' scores (a share of them kept, at a bin's edge)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,33 @@ import pytest
 from nmtpipe.transforms.quality import thresholds
 from nmtpipe.transforms.quality.judge import BIN, score_bins
 from nmtpipe.transforms.quality.lexical import LexicalConfig, LexicalScorer
+
+RNG = np.random.default_rng(0)
+TRANSLATIONS, NOISE, TAIL = (
+    RNG.normal(2.0, 0.7, 9000),
+    RNG.normal(0, 0.45, 700),
+    RNG.normal(4, 1, 300),
+)
+
+
+def test_noise_below_the_translations_is_cut_between_the_two_modes():
+    """A crawled corpus: the translations' mode, the noise's as a shoulder below it (no
+    valley between: Otsu's cut found none and proposed -1.31), an upper tail."""
+    found = thresholds.propose("lexical", score_bins(np.concatenate([TRANSLATIONS, NOISE, TAIL])))
+    assert found.method.startswith("between two modes")
+    assert 0 < found.threshold < 2
+    assert np.mean(found.threshold <= TRANSLATIONS) > 0.99
+    assert np.mean(found.threshold <= NOISE) < 0.5
+
+
+def test_one_mode_is_cut_by_its_robust_spread():
+    values = np.concatenate([TRANSLATIONS, TAIL])
+    found = thresholds.propose("lexical", score_bins(values))
+    assert "one mode" in found.method
+    median = np.median(values)
+    mad = np.median(np.abs(values - median))
+    assert abs(found.threshold - (median - 4 * 1.4826 * mad)) < 2 * BIN
+    assert found.kept == values.size
 
 
 @pytest.mark.parametrize("keep", [0.5, 0.9, 0.99, 0.999])
