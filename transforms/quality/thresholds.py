@@ -2,18 +2,18 @@
 histogram of every pair's score (`judge.py`'s bins), and each scorer's own.
 
 A clean corpus gives one mode, with a tail of a few unusual translations; a crawled one
-gives two, the translations' and the noise's below it, often beside a long upper tail
-(near-copies, formulaic lines). The histogram is fitted by a mixture of three normal
-components (EM, started from its median and spread): the translations' (the largest),
-one below and one above it. Where the one below is a real mode (at least MIN_SHARE of
-the pairs) and clearly apart from the translations' (Ashman's D at least APART), the
-proposal is where the two are equally likely; otherwise the robust cut median - SPREAD
-x 1.4826 x MAD, which on a clean corpus keeps all but its farthest tail. Two components
-would spend the second on the upper tail, and Otsu's cut, tried first, splits the
-translations' own mode where the noise is a shoulder, not a second peak (on the noisy
-corpus of benchmarks/RESULTS.md it found no clear cut and proposed -1.3). The length
-score, already in robust deviations from the median, is judged on its absolute value,
-by the robust cut only.
+gives two, the translations' and the noise's below it, often beside a long upper tail.
+The histogram is fitted by a mixture of three normal components (EM, started from its
+median and spread): the translations' (the largest), one below and one above it. Where
+the one below is a real mode (at least MIN_SHARE of the pairs) and clearly apart from
+the translations' (Ashman's D at least APART), the proposal is where the two are equally
+likely; otherwise the robust cut median - SPREAD x 1.4826 x MAD, which on a clean corpus
+keeps all but its farthest tail. Two components would spend the second on the upper
+tail; Otsu's cut, which this replaced, needs a valley between two classes, and where the
+noise is a shoulder under the translations' mode it found none (the noisy corpus of
+benchmarks/RESULTS.md: -1.3 proposed) or split the translations' own mode (NTREX-128: a
+cut keeping a fifth). The length score, already in robust deviations from the median, is
+judged on its absolute value, by the robust cut only.
 
 Where trusted pairs are given (`prepare --trustedpref`), their histograms set the
 thresholds instead (`keeping`, `calibrated`): their pairs are translations, so a share
