@@ -87,15 +87,14 @@ class Mixture:
         return float(xs[np.argmin(np.abs(log_odds))]), float(pi[1]), apart
 
 
-def mixture(values: np.ndarray, counts: np.ndarray) -> Mixture:
-    """Three normal components fitted to a histogram by EM, started at its median and 3
-    robust spreads either side of it, each its spread wide; a component never narrower
-    than a bin."""
+def mixture(values: np.ndarray, counts: np.ndarray, median: float, spread: float) -> Mixture:
+    """Three normal components fitted to a histogram by EM, started at its `median` and 3
+    robust spreads (`_robust`) either side of it, each that wide; a component never
+    narrower than a bin."""
     weights = counts / counts.sum()
-    median = _quantile(values, counts, 0.5)
-    spread = 1.4826 * _mad(values, counts, median) + BIN
-    means = median + spread * np.array([0.0, -3.0, 3.0])
-    spreads, shares = np.full(3, spread), np.array([0.8, 0.1, 0.1])
+    start = spread + BIN
+    means = median + start * np.array([0.0, -3.0, 3.0])
+    spreads, shares = np.full(3, start), np.array([0.8, 0.1, 0.1])
     for _ in range(EM_STEPS):
         density = (
             shares[:, None]
@@ -118,15 +117,15 @@ def propose(column: str, hist: Mapping[int | str, int]) -> Proposal | None:
     if column == "length":  # two-sided: judged on |z|, larger is worse
         values, counts = _fold(values, counts)
         values = -values
+    median, spread = _robust(values, counts)
     # |z| of the length score is already in robust deviations, and one-sided (half of
     # a normal): a component below its mode would only split its tail
-    noise = None if column == "length" else mixture(values, counts).noise()
+    noise = None if column == "length" else mixture(values, counts, median, spread).noise()
     if noise is not None and noise[1] >= MIN_SHARE and noise[2] >= APART:
         threshold, share, apart = noise
         method = f"between two modes ({share:.0%} of the pairs below, D {apart:.1f})"
     else:
-        median = _quantile(values, counts, 0.5)
-        threshold = median - SPREAD * 1.4826 * _mad(values, counts, median)
+        threshold = median - SPREAD * spread
         method = f"median - {SPREAD:g} x 1.4826 x MAD (one mode)"
     kept = int(counts[values >= threshold].sum())
     shown = -threshold if column == "length" else threshold
@@ -141,10 +140,11 @@ def _fold(values: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return np.array(keys), np.array([folded[k] for k in keys])
 
 
-def _mad(values: np.ndarray, counts: np.ndarray, median: float) -> float:
-    """The median absolute deviation from `median` of a histogram."""
-    deviations = np.abs(values - median)
-    return _quantile(deviations, counts, 0.5)
+def _robust(values: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
+    """A histogram's median and robust standard deviation (1.4826 x the median absolute
+    deviation)."""
+    median = _quantile(values, counts, 0.5)
+    return median, 1.4826 * _quantile(np.abs(values - median), counts, 0.5)
 
 
 def _quantile(values: np.ndarray, counts: np.ndarray, q: float) -> float:
