@@ -49,6 +49,7 @@ _SUMMED = (
     "converted",
     "length_ratio_hist",
     "scores",
+    "matched",
 )
 
 
@@ -197,6 +198,7 @@ def _prepared_sections(
             samples,
             trusted,
             bool(stats.get("learned_sample")),
+            stats.get("matched", {}),
         )
     )
     splits = stats.get("splits", {})
@@ -231,12 +233,14 @@ def _scores_section(
     samples: dict,
     trusted: dict[str, Any],
     sampled: bool,
+    matched: dict[str, int],
 ) -> str:
     """Each pair score: the histogram of kept and rejected pairs with the threshold used
     and the one proposed from the data (`quality/thresholds.py`), and pairs on both
-    sides of the threshold; whether learned from a sample of the corpus, the trusted
-    pairs they were also learned from and the share of them the thresholds keep, if
-    any."""
+    sides of the threshold; whether learned from a sample of the corpus (and which
+    scores of the pairs outside it were `matched` to the sample's, of how many pairs),
+    the trusted pairs they were also learned from and the share of them the thresholds
+    keep, if any."""
     if not scores:
         return ""
     also = "".join(
@@ -249,6 +253,11 @@ def _scores_section(
     if sampled:
         corpus = (
             f"a sample of about {quality['learn_pairs']:,} of this corpus's pairs (--learn-pairs)"
+        )
+        corpus += "".join(
+            f", the {column} scores of {n:,} pairs outside it matched to the sample's, "
+            "quantile for quantile"
+            for column, n in matched.items()
         )
     out = [
         "<h2>Pair scores</h2>",

@@ -265,8 +265,9 @@ class RethresholdStep(BeamStep):
         partial = merge_into(_base_partial(self.source_stats, self.judged), summary["stats"])
         stats = finalize(partial, self.prepared.splits)
         stats["learned"] = dict(self.source_stats["learned"])
-        if self.source_stats.get("learned_sample"):  # the scores kept are the sample's
-            stats["learned_sample"] = True
+        for carried in ("learned_sample", "matched"):  # the scores kept are the sample's
+            if self.source_stats.get(carried):
+                stats[carried] = self.source_stats[carried]
         check_every_input_kept(stats)
         files = summary["files"]
         fill_empty(self.prepared, files)

@@ -52,6 +52,7 @@ from nmtpipe.transforms.beam.quality import (
     CalibrateThresholds,
     FindNearDuplicates,
     LearnScores,
+    MatchSampleScores,
     SampleLimit,
     learned_partial,
 )
@@ -211,6 +212,18 @@ class WritePairShards(beam.PTransform):
             if learners
             else []
         )
+        # And how their scores of pairs outside the sample map onto those inside it.
+        matched = (
+            [
+                pairs
+                | "MatchSampleScores"
+                >> MatchSampleScores(
+                    s.quality.learned_scorers(), s.langs, s.quality.learn_pairs, limit[0], learned
+                )
+            ]
+            if learners
+            else []
+        )
         finders = [] if s.quality is None else s.quality.duplicate_keys()
         if finders:
             near = pairs | "FindNearDuplicates" >> FindNearDuplicates(
@@ -234,7 +247,7 @@ class WritePairShards(beam.PTransform):
             if calibrate
             else []
         )
-        sides = [protected, *limit, *learned, *calibrated]
+        sides = [protected, *limit, *matched, *learned, *calibrated]
         shards = grouped | "WritePairShards" >> beam.ParDo(
             writer, *map(beam.pvalue.AsSingleton, sides)
         ).with_outputs(FILES, STATS, REJECTS, COUNTS)

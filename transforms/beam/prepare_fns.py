@@ -339,7 +339,8 @@ class WritePairShardsFn(beam.DoFn):
         (split, shard), found = element
         protected = batch_transport.side_input(protected)
         learned, calibrated = (learned[:-1], learned[-1]) if self.calibrated else (learned, {})
-        limit, *learned = learned or (LEARN_ALL,)  # with learned scorers, the sample's first
+        # With learned scorers, the sample's limit and the maps of scores outside it first.
+        limit, matched, *learned = learned or (LEARN_ALL, {})
         url = fsio.join(self.output, pairs_path(split, shard, self.shard_counts[split]))
         result = pair_shards.write_pair_shard(
             url,
@@ -347,7 +348,7 @@ class WritePairShardsFn(beam.DoFn):
             split,
             protected,
             self.keep_overlap,
-            self._judge(limit, learned, found.get("near", ()), calibrated),
+            self._judge(limit, matched, learned, found.get("near", ()), calibrated),
         )
         rows = result.table.num_rows
         self.kept.inc(rows)
@@ -375,11 +376,17 @@ class WritePairShardsFn(beam.DoFn):
             )
 
     def _judge(
-        self, limit: int, learned: list[Any], near: Iterable[Any], calibrated: dict[str, Any]
+        self,
+        limit: int,
+        matched: dict[str, Any],
+        learned: list[Any],
+        near: Iterable[Any],
+        calibrated: dict[str, Any],
     ) -> pair_shards.Judge | None:
         """The shard's judge: the learned scorers with what they learned (the passes'
-        side inputs) from the pairs with ids below `limit`, with the thresholds
-        `calibrated` sets, and its near-duplicates; None without pair scorers."""
+        side inputs) from the pairs with ids below `limit`, the scores of the pairs
+        outside it mapped by `matched`, with the thresholds `calibrated` sets, and its
+        near-duplicates; None without pair scorers."""
         if self.quality is None or not self.quality.kinds():
             return None
         scorers = [
@@ -387,7 +394,7 @@ class WritePairShardsFn(beam.DoFn):
             for scorer in self.quality.learned_scorers()
         ]
         judge = ShardJudge(
-            scorers, learned_by_scorer(learned, scorers), self.langs, self.exempt, limit
+            scorers, learned_by_scorer(learned, scorers), self.langs, self.exempt, limit, matched
         )
         duplicates = near_duplicates(near)
         return lambda table: judge(table, duplicates)

@@ -3,6 +3,7 @@ passes of a combiner, and the near-duplicate groups, found in a shuffle of each 
 keys; the shard writers score and judge with both (`prepare_fns.WritePairShardsFn`).
 
     pair batches ─LearnScores(1)─▶ learned 1 ─LearnScores(2)─▶ learned 2 ... (side inputs)
+         └──────MatchSampleScores(learned)─▶ maps of scores outside the sample (side input)
          └──────FindNearDuplicates─▶ near-duplicates by (split, shard)
     trusted pair batches ─CalibrateThresholds(learned)─▶ each score's threshold (side input)
 
@@ -41,6 +42,7 @@ from nmtpipe.transforms.quality.base import (
     sample_limit,
 )
 from nmtpipe.transforms.quality.judge import score_bins
+from nmtpipe.transforms.quality.matching import calibration_ids, quantile_maps
 from nmtpipe.transforms.quality.neardup import RANK
 from nmtpipe.transforms.text.records import locations
 from nmtpipe.transforms.text.split import SPLITS
@@ -61,8 +63,8 @@ TRUSTED = "trusted"  # the key of trusted pair batches where they join the corpu
 NEAR_SCHEMA = pa.schema([("origin", pa.string()), ("line", pa.int64()), ("detail", pa.string())])
 
 
-def _pairs(table: pa.Table, langs: tuple[str, str]) -> Pairs:
-    return Pairs(table["src"].to_pylist(), table["tgt"].to_pylist(), langs)
+def _pairs(table: pa.Table, langs: tuple[str, str], learned: np.ndarray | None = None) -> Pairs:
+    return Pairs(table["src"].to_pylist(), table["tgt"].to_pylist(), langs, learned)
 
 
 class SampleLimit(beam.PTransform):
@@ -236,6 +238,72 @@ class CalibrateThresholds(beam.PTransform):
             | "ScoreTrusted" >> beam.ParDo(ScoreTrustedFn(self.scorers, self.langs), *sides)
             | "MergeHistograms" >> beam.CombineGlobally(_merged)
             | "Thresholds" >> beam.Map(thresholds.calibrated, owners, self.keep)
+        )
+
+
+class CalibrationFn(beam.DoFn):
+    """Pair batches → histograms of the scores of the pairs in the calibration id ranges
+    (`quality/matching.py`), by group ("inside" the sample below the id limit, "outside"
+    it), given the limit and what the scorers learned (side inputs)."""
+
+    def __init__(self, scorers: list[LearnedScorer], langs: tuple[str, str], wanted: int) -> None:
+        self.scorers, self.langs, self.wanted = scorers, langs, wanted
+
+    def process(
+        self, element: tuple[Any, batch_transport.Shipped], limit: int, *learned
+    ) -> Iterator[Any]:
+        if limit >= LEARN_ALL:  # every pair learned from: nothing to match
+            return
+        table = batch_transport.receive_table(element[1])
+        ids = table["id"].to_numpy()
+        picked = np.zeros(ids.size, dtype=bool)
+        for ids_of in calibration_ids(limit, self.wanted):
+            picked |= (ids >= ids_of.start) & (ids < ids_of.stop)
+        if not picked.any():
+            return
+        inside = ids[picked] < limit
+        pairs = _pairs(table.filter(pa.array(picked)), self.langs, inside)
+        found = learned_by_scorer(learned, self.scorers)
+        scores = {
+            column: values
+            for scorer in self.scorers
+            for column, values in scorer.score(found[scorer.NAME], pairs).items()
+        }
+        yield {
+            group: {column: score_bins(values[rows]) for column, values in scores.items()}
+            for group, rows in (("inside", inside), ("outside", ~inside))
+        }
+
+
+class MatchSampleScores(beam.PTransform):
+    """Pair batches → a singleton {score column: its map} (`quality/matching.py`): how
+    the scores of pairs outside the sample below `limit` (a singleton) map onto those
+    inside it, for the scorers that need it (`MATCH_OUTSIDE`), given what they learned
+    (`learned`, the passes' singletons); {} where every pair was learned from."""
+
+    def __init__(
+        self,
+        scorers: list[LearnedScorer],
+        langs: tuple[str, str],
+        wanted: int,
+        limit: beam.PCollection,
+        learned: list[beam.PCollection],
+    ) -> None:
+        super().__init__()
+        self.scorers, self.langs, self.wanted = scorers, langs, wanted
+        self.limit, self.learned = limit, learned
+
+    def expand(self, pairs: beam.PCollection) -> beam.PCollection:
+        scorers = [scorer for scorer in self.scorers if scorer.MATCH_OUTSIDE]
+        if not (scorers and self.wanted):
+            return pairs.pipeline | "NothingToMatch" >> beam.Create([{}])
+        sides = [beam.pvalue.AsSingleton(p) for p in (self.limit, *self.learned)]
+        return (
+            pairs
+            | "ScoreCalibration"
+            >> beam.ParDo(CalibrationFn(scorers, self.langs, self.wanted), *sides)
+            | "MergeCalibration" >> beam.CombineGlobally(_merged)
+            | "QuantileMaps" >> beam.Map(quantile_maps)
         )
 
 

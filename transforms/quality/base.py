@@ -132,6 +132,10 @@ class LearnedScorer(PairScorer):
     partial accumulators merge (by addition: any order gives the same result)."""
 
     PASSES: ClassVar[int] = 1
+    # Whether its scores of pairs outside the sample are matched to those inside it
+    # (`matching.py`): where its leave-one-out takes back only part of what a pair taught
+    # it (`lexical`'s second pass, not its first), so the two groups score differently.
+    MATCH_OUTSIDE: ClassVar[bool] = False
     # Its options that only judge, never change what it learns or scores: another value
     # re-judges a prepared dataset from its score columns and rejects, without the corpus
     # (`nmtpipe rethreshold`).

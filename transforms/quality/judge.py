@@ -10,7 +10,7 @@ with each threshold and from which thresholds are proposed (`thresholds.py`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,8 +70,9 @@ class ChunkJudge:
 class ShardJudge:
     """Scores and judges a shard's pairs (a table in PAIRS_SCHEMA, deduplicated): the
     learned `scorers` with what each learned (`learned`, by name) from the pairs with
-    ids below `limit` (`base.learned_rows`); pairs from a reference set (`exempt`: valid and
-    test inputs the user gave) are scored, never rejected."""
+    ids below `limit` (`base.learned_rows`), the scores of the pairs outside it mapped by
+    `matched` ({column: map}, `matching.py`); pairs from a reference set (`exempt`: valid
+    and test inputs the user gave) are scored, never rejected."""
 
     def __init__(
         self,
@@ -80,9 +81,10 @@ class ShardJudge:
         langs: tuple[str, str],
         exempt: frozenset[str] = frozenset(),
         limit: int = LEARN_ALL,
+        matched: Mapping[str, Callable[[np.ndarray], np.ndarray]] | None = None,
     ) -> None:
         self.scorers, self.learned, self.langs, self.exempt = scorers, learned, langs, exempt
-        self.limit = limit
+        self.limit, self.matched = limit, matched or {}
 
     @property
     def columns(self) -> list[str]:
@@ -92,15 +94,24 @@ class ShardJudge:
         self, table: pa.Table, near: Mapping[tuple[str, int], str]
     ) -> tuple[pa.Table, pa.Table, dict[str, Any]]:
         """`table` judged: the pairs kept (with their score columns), the rejects, and
-        the statistics partial of the scores; `near` maps the (origin, line) of each
-        near-duplicate to what it repeats."""
+        the statistics partial of the scores (and how many pairs' scores were matched,
+        by column); `near` maps the (origin, line) of each near-duplicate to what it
+        repeats."""
         learned = learned_rows(table["id"].to_numpy(), self.limit)
         pairs = Pairs(table["src"].to_pylist(), table["tgt"].to_pylist(), self.langs, learned)
         scores: dict[str, np.ndarray] = {}
         for scorer in self.scorers:
             scores.update(scorer.score(self.learned[scorer.NAME], pairs))
+        matched = {}
+        if learned is not None:
+            outside = ~learned
+            for column, match in self.matched.items():
+                scores[column][outside] = match(scores[column][outside])
+                matched[column] = int(outside.sum())
         learned = {s.NAME: s.learned_pairs(self.learned[s.NAME]) for s in self.scorers}
-        return decide(table, scores, Thresholds(self.scorers, learned, self.exempt), near)
+        by = Thresholds(self.scorers, learned, self.exempt)
+        kept, judged, stats = decide(table, scores, by, near)
+        return kept, judged, {**stats, "matched": matched} if matched else stats
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,7 @@ class LexicalScorer(LearnedScorer):
     COLUMNS = ("lexical",)
     REASONS = ("lexical",)
     PASSES = 2
+    MATCH_OUTSIDE = True
     THRESHOLDS = ("lexical_min", "lexical_min_pairs")
     CATCHES = (
         "misaligned pairs (a sentence beside another's translation) and many partial "
@@ -98,8 +99,9 @@ class LexicalScorer(LearnedScorer):
     )
     COSTS = (
         "two passes over the train pairs (at most --learn-pairs of them; Model 1's two "
-        "iterations) and one over all to score; tables of a fixed size whatever the corpus "
-        "(--lexical-bits)"
+        "iterations) and one over all to score; past --learn-pairs, up to 100,000 pairs "
+        "scored once more to match the scores outside the sample to those inside it; "
+        "tables of a fixed size whatever the corpus (--lexical-bits)"
     )
 
     def start(self, pass_: int) -> Any:

@@ -124,12 +124,16 @@ def finalize(partial: Partial, splits: Iterable[str]) -> dict[str, Any]:
 
 def _learned(partial: Partial) -> dict[str, Any]:
     """How many train pairs each learned scorer learned from, where any did, whether a
-    sample of them, and the thresholds its trusted pairs set, where they did."""
+    sample of them (and of how many pairs outside it each score was matched to the
+    sample's: `quality/matching.py`), and the thresholds its trusted pairs set, where
+    they did."""
     found: dict[str, Any] = {}
     if partial.get("learned"):
         found["learned"] = {name: int(n) for name, n in sorted(partial["learned"].items())}
     if partial.get("learned_sample"):
         found["learned_sample"] = True
+    if partial.get("matched"):
+        found["matched"] = {column: int(n) for column, n in sorted(partial["matched"].items())}
     if partial.get("calibrated"):
         found["calibrated"] = {
             name: dict(sorted(values.items()))

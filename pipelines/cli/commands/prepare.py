@@ -146,6 +146,10 @@ def _learned(outcome: StepOutcome) -> list[str]:
     these = "these"
     if sampled:
         these = f"a sample of these (--learn-pairs {options['quality']['learn_pairs']})"
+        these += "".join(
+            f"; the {column} scores of the other {n:,} matched to the sample's"
+            for column, n in outcome.stats.get("matched", {}).items()
+        )
     if not trusted:
         return [f"  scores learned from {learned:,} pairs, {these}"]
     origins = ", ".join(t["origin"] for t in trusted["pairs"])

@@ -17,13 +17,16 @@ from apache_beam.testing.util import assert_that, equal_to
 from nmtpipe.transforms.beam.quality import (
     FindNearDuplicates,
     LearnScores,
+    MatchSampleScores,
     SampleLimit,
     learned_by_scorer,
 )
 from nmtpipe.transforms.formats.batch_transport import inline, receive_table
-from nmtpipe.transforms.quality.base import sample_limit
+from nmtpipe.transforms.quality.base import Pairs, sample_limit
+from nmtpipe.transforms.quality.judge import score_bins
 from nmtpipe.transforms.quality.length import LengthConfig, LengthScorer
 from nmtpipe.transforms.quality.lexical import LexicalConfig, LexicalScorer
+from nmtpipe.transforms.quality.matching import quantile_maps
 from nmtpipe.transforms.quality.neardup import NearDupConfig, NearDupScorer
 from nmtpipe.transforms.text.records import pair_batch
 from nmtpipe.transforms.text.split import ID_RANGE
@@ -106,6 +109,48 @@ def test_a_sample_is_learned_from_the_pairs_below_the_id_limit_and_trusted_pairs
     assert np.array_equal(
         sampled["lexical"][1][1].links.counts, alone["lexical"][1][1].links.counts
     )
+
+
+def matched(items: list, wanted: int, out: Path) -> tuple[dict, dict]:
+    """The maps MatchSampleScores finds for a sample of about `wanted` of `items`, and
+    what the scorers learned (pickled to `out`)."""
+    scorers = [LexicalScorer(LexicalConfig(lexical_bits=14)), LengthScorer(LengthConfig())]
+    with TestPipeline(argv=IN_MEMORY) as p:
+        pairs = p | beam.Create(items)
+        limit = pairs | SampleLimit(wanted)
+        passes = (pairs,) | LearnScores(scorers, LANGS, None, limit)
+        maps = pairs | MatchSampleScores(scorers, LANGS, wanted, limit, passes)
+        sides = [beam.pvalue.AsSingleton(found) for found in (maps, *passes)]
+        _ = (
+            p
+            | "One" >> beam.Create([None])
+            | beam.Map(
+                lambda _, maps, *found: out.write_bytes(
+                    pickle.dumps((maps, learned_by_scorer(found, scorers)))
+                ),
+                *sides,
+            )
+        )
+    return pickle.loads(out.read_bytes())
+
+
+def test_scores_outside_the_sample_are_matched_by_both_groups_histograms(tmp_path):
+    ids = np.random.default_rng(5).integers(0, ID_RANGE, len(EN))
+    maps, found = matched(batches(EN, ZH, ids=ids), 300, tmp_path / "m.pickle")
+    inside = ids < sample_limit(len(EN), 300)
+    scores = LexicalScorer(LexicalConfig(lexical_bits=14)).score(
+        found["lexical"], Pairs(EN, ZH, LANGS, inside)
+    )["lexical"]
+    hists = {
+        g: {"lexical": score_bins(scores[r])} for g, r in (("inside", inside), ("outside", ~inside))
+    }
+    expected = quantile_maps(hists)["lexical"]
+    assert maps.keys() == {"lexical"}  # length scores both groups alike: nothing to match
+    assert np.array_equal(maps["lexical"].outside, expected.outside)
+    assert np.array_equal(maps["lexical"].inside, expected.inside)
+    assert np.nanmedian(scores[inside]) > np.nanmedian(scores[~inside])  # what it corrects
+    every_pair, _ = matched(batches(EN, ZH, ids=ids), 1000, tmp_path / "all.pickle")
+    assert every_pair == {}  # all learned from: nothing to match
 
 
 @pytest.mark.parametrize("spilled", [False, True], ids=["inline", "spilled"])
