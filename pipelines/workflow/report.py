@@ -112,10 +112,17 @@ def _text(raw: bytes | None) -> str:
 
 def _table(head: list[str], rows: list[list[Any]]) -> str:
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
-    )
+    body = "".join("<tr>" + "".join(map(_cell, row)) + "</tr>" for row in rows)
     return f"<table><tr>{cells}</tr>{body}</table>"
+
+
+def _cell(value: Any) -> str:
+    """A table cell: a short word or number on one line ("7,66" above "8" was how a
+    narrow column drew it); a longer text may be broken anywhere, so that a line of one
+    long token does not widen the page."""
+    text = str(value)
+    word = len(text) <= WORD and " " not in text
+    return f"<td{' class=word' if word else ''}>{html.escape(text)}</td>"
 
 
 def _figure(title: str, svg: str) -> str:
@@ -432,12 +439,14 @@ def _sample_ids(split: encoded_dataset.SplitData) -> tuple[np.ndarray, np.ndarra
     return out[0], out[1]
 
 
+WORD = 16  # the longest cell text without spaces that is kept on one line
 _STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222 }
 table { border-collapse: collapse; margin: .5em 0 1em } td, th { border: 1px solid #ccc;
 padding: 2px 6px; vertical-align: top; max-width: 420px; overflow-wrap: anywhere }
-th { background: #f3f3f3 } figure.plot { margin: 1em 0 } figure.plot svg { max-width: 100%;
-height: auto } figcaption { font-weight: 600 }
+th { overflow-wrap: normal; background: #f3f3f3 } td.word { white-space: nowrap }
+figure.plot { margin: 1em 0 } figure.plot svg { max-width: 100%; height: auto }
+figcaption { font-weight: 600 }
 """
 
 

@@ -16,14 +16,24 @@ from tests.browser import open_page, require_browser
 from tests.helpers import DATA, IN_MEMORY, command_result, example_lines, write_pair
 
 # Every plot drawn: an SVG with a size and shapes in it.
-PLOTS = """(() => {
+# Each plot's caption, size and shapes; the short words and numbers of the tables, and
+# those drawn on more than one line.
+PAGE = """(() => {
   const figures = [...document.querySelectorAll('figure.plot')];
-  return figures.map(f => {
+  const plots = figures.map(f => {
     const svg = f.querySelector('svg');
     const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
     const shapes = svg ? svg.querySelectorAll('path, rect, line, polyline').length : 0;
     return [f.querySelector('figcaption').textContent, box.width, box.height, shapes];
   });
+  const lines = cell => {
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    return new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+  };
+  const words = [...document.querySelectorAll('td.word')];
+  const broken = words.filter(w => lines(w) > 1).map(w => w.textContent);
+  return {plots, words: words.length, broken};
 })()"""
 
 
@@ -83,13 +93,16 @@ def test_the_length_ratio_plot_draws_every_pair_in_its_bin(encoded, monkeypatch)
     assert min(ratios) * step >= 1.0 and sum(ratios.values()) > 0
 
 
-def test_the_report_opens_in_a_browser_with_every_plot_drawn(encoded, tmp_path):
+def test_the_report_opens_in_a_browser_with_every_plot_drawn_and_words_whole(encoded, tmp_path):
     browser = require_browser()
     main(["report", str(encoded / "encoded")])
     shot = tmp_path / "report.png"
-    page = open_page(browser, encoded / "encoded" / "report.html", PLOTS, shot)
+    page = open_page(browser, encoded / "encoded" / "report.html", PAGE, shot)
     assert page.errors == []
-    assert len(page.value) == 6 + 2, page.value  # and one per score column: lexical, length
-    for caption, width, height, shapes in page.value:
+    plots = page.value["plots"]
+    assert len(plots) == 6 + 2, plots  # and one per score column: lexical, length
+    for caption, width, height, shapes in plots:
         assert width > 100 and height > 50 and shapes > 3, caption
     assert shot.stat().st_size > 10_000
+    # Short words and numbers are never broken inside ("7,66 8"), whatever their column.
+    assert page.value["words"] > 20 and page.value["broken"] == []
