@@ -42,8 +42,8 @@ from nmtpipe.transforms.quality.base import (
     sample_limit,
 )
 from nmtpipe.transforms.quality.judge import score_bins
+from nmtpipe.transforms.quality.kinds.neardup import RANK
 from nmtpipe.transforms.quality.matching import calibration_ids, quantile_maps
-from nmtpipe.transforms.quality.neardup import RANK
 from nmtpipe.transforms.text.records import locations
 from nmtpipe.transforms.text.split import SPLITS
 from nmtpipe.transforms.text.stats import merge_into

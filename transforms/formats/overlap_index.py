@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from nmtpipe.transforms.formats import prepared
-from nmtpipe.transforms.quality.neardup import near_keys
+from nmtpipe.transforms.quality.kinds.neardup import near_keys
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.text.overlap import side_keys
 from nmtpipe.transforms.text.string_hash import hash64

@@ -8,8 +8,8 @@ gathers its statistics over the train pairs first and judges each shard where it
 written (`transforms/beam/quality.py` wires both). Near-duplicates are found across
 pairs, not pair by pair: `DuplicateKeys`, whose keys the Beam layer groups.
 
-A new scorer is a module here (its class and its `Config`) and a `register` line,
-which gives `prepare` its options (CLI and YAML) and the reference pages their rows.
+A new scorer is a module in `kinds/` (its class and its `Config`) and a `register`
+line, which gives `prepare` its options (CLI and YAML) and the reference pages their rows.
 """
 
 from __future__ import annotations

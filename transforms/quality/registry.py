@@ -14,11 +14,11 @@ from nmtpipe.transforms.options import (
     with_configs,
 )
 from nmtpipe.transforms.quality.base import DuplicateKeys, LearnedScorer, PairScorer, Scorer
-from nmtpipe.transforms.quality.fluency import FluencyScorer
-from nmtpipe.transforms.quality.length import LengthScorer
-from nmtpipe.transforms.quality.lexical import LexicalScorer
-from nmtpipe.transforms.quality.neardup import NearDupScorer
-from nmtpipe.transforms.quality.rules import RulesScorer
+from nmtpipe.transforms.quality.kinds.fluency import FluencyScorer
+from nmtpipe.transforms.quality.kinds.length import LengthScorer
+from nmtpipe.transforms.quality.kinds.lexical import LexicalScorer
+from nmtpipe.transforms.quality.kinds.neardup import NearDupScorer
+from nmtpipe.transforms.quality.kinds.rules import RulesScorer
 
 KINDS: dict[str, type[Scorer]] = {}  # in registration order: the help's and the passes'
 

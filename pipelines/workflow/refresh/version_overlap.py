@@ -44,7 +44,7 @@ from nmtpipe.transforms.formats.overlap_index import (
     row_groups,
 )
 from nmtpipe.transforms.quality.judge import NEAR_DUPLICATE
-from nmtpipe.transforms.quality.neardup import RANK, near_keys
+from nmtpipe.transforms.quality.kinds.neardup import RANK, near_keys
 from nmtpipe.transforms.storage import fsio
 from nmtpipe.transforms.text.filters import DUPLICATE
 from nmtpipe.transforms.text.overlap import Protected

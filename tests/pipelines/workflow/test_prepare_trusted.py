@@ -16,8 +16,8 @@ from nmtpipe.pipelines.workflow.prepare import run_prepare
 from nmtpipe.pipelines.workflow.prepare_plan import PrepareConfig, QualityConfig, make_plan
 from nmtpipe.pipelines.workflow.rethreshold import run_rethreshold
 from nmtpipe.transforms.errors import ConfigError
-from nmtpipe.transforms.quality.length import LengthConfig
-from nmtpipe.transforms.quality.lexical import LexicalConfig
+from nmtpipe.transforms.quality.kinds.length import LengthConfig
+from nmtpipe.transforms.quality.kinds.lexical import LexicalConfig
 from tests.helpers import IN_MEMORY, MULTI_PROCESS, example_lines, write_pair
 
 MISALIGNED = 40

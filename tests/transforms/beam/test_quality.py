@@ -24,10 +24,10 @@ from nmtpipe.transforms.beam.quality import (
 from nmtpipe.transforms.formats.batch_transport import inline, receive_table
 from nmtpipe.transforms.quality.base import Pairs, sample_limit
 from nmtpipe.transforms.quality.judge import score_bins
-from nmtpipe.transforms.quality.length import LengthConfig, LengthScorer
-from nmtpipe.transforms.quality.lexical import LexicalConfig, LexicalScorer
+from nmtpipe.transforms.quality.kinds.length import LengthConfig, LengthScorer
+from nmtpipe.transforms.quality.kinds.lexical import LexicalConfig, LexicalScorer
+from nmtpipe.transforms.quality.kinds.neardup import NearDupConfig, NearDupScorer
 from nmtpipe.transforms.quality.matching import quantile_maps
-from nmtpipe.transforms.quality.neardup import NearDupConfig, NearDupScorer
 from nmtpipe.transforms.text.records import pair_batch
 from nmtpipe.transforms.text.split import ID_RANGE
 from tests.helpers import IN_MEMORY, example_lines

@@ -8,8 +8,8 @@ import random
 import numpy as np
 
 from nmtpipe.transforms.quality.base import Pairs
-from nmtpipe.transforms.quality.fluency import FluencyConfig, FluencyScorer
-from nmtpipe.transforms.quality.length import (
+from nmtpipe.transforms.quality.kinds.fluency import FluencyConfig, FluencyScorer
+from nmtpipe.transforms.quality.kinds.length import (
     LengthConfig,
     LengthScorer,
     centre_and_spread,

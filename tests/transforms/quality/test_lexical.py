@@ -8,7 +8,7 @@ import random
 import numpy as np
 
 from nmtpipe.transforms.quality.base import LearnedScorer, Pairs
-from nmtpipe.transforms.quality.lexical import LexicalConfig, LexicalScorer
+from nmtpipe.transforms.quality.kinds.lexical import LexicalConfig, LexicalScorer
 
 WORDS = [
     "cat", "dog", "bird", "fish", "tree", "house", "river",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from nmtpipe.transforms.quality.base import Pairs
-from nmtpipe.transforms.quality.neardup import (
+from nmtpipe.transforms.quality.kinds.neardup import (
     NearDupConfig,
     NearDupScorer,
     compared,

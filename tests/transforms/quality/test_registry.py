@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from nmtpipe.transforms.quality.kinds.rules import RulesScorer
 from nmtpipe.transforms.quality.registry import DEFAULT, KINDS, quality_config, register
-from nmtpipe.transforms.quality.rules import RulesScorer
 
 ROOT = Path(__file__).resolve().parents[3]
 

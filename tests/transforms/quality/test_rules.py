@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from nmtpipe.transforms.quality.base import Pairs
-from nmtpipe.transforms.quality.rules import RulesConfig, RulesScorer
+from nmtpipe.transforms.quality.kinds.rules import RulesConfig, RulesScorer
 
 CASES = [
     ("It costs 1,500 dollars.", "它要1500美元。", None),

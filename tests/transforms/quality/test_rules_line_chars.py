@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from nmtpipe.transforms.quality.rules import line_chars
+from nmtpipe.transforms.quality.kinds.rules import line_chars
 from tests.helpers import example_lines, unicode_lines
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from nmtpipe.transforms.quality import thresholds
 from nmtpipe.transforms.quality.judge import BIN, score_bins
-from nmtpipe.transforms.quality.lexical import LexicalConfig, LexicalScorer
+from nmtpipe.transforms.quality.kinds.lexical import LexicalConfig, LexicalScorer
 
 RNG = np.random.default_rng(0)
 TRANSLATIONS, NOISE, TAIL = (

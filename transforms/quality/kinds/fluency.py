@@ -3,7 +3,7 @@ bigram model of each side learned from the corpus itself.
 
 A line's score is the mean, over its adjacent characters, of how much likelier the
 second is after the first than by its frequency alone (log), the line's own counts taken
-out (leave-one-out, as in `model1.py`); pairs of characters too rare to judge are
+out (leave-one-out, as in `quality/model1.py`); pairs of characters too rare to judge are
 skipped. Shuffled text, a bag of the right characters in no order, scores well below
 text of the language (on benchmarks/corpora/make_pair_noise.py's corpus a median of -2.7,
 against 0.7); the lexical score cannot see it.

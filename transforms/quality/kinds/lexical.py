@@ -1,5 +1,5 @@
 """The lexical scorer: how much of each side the other side explains, by IBM Model 1
-learned from the corpus itself in both directions (`model1.py`).
+learned from the corpus itself in both directions (`quality/model1.py`).
 
 Why Model 1: its statistics are sums over pairs (each EM iteration one pass of a
 combiner, in tables of a fixed size), it needs no pretrained model and no aligner, and
